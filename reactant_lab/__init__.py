@@ -1,0 +1,63 @@
+"""reactant_lab: see and measure how array programs compile.
+
+trace -> Traced -> .stages(preset) -> StageTrace -> .compile() -> Compiled, plus Reactant-style
+conveniences (jit, explore, code_hlo, code_xla).
+"""
+
+from reactant_lab.backend import enzyme_available, versions
+from reactant_lab.compile import Compiled
+from reactant_lab.errors import (
+    CompileError,
+    ControlFlowError,
+    DonatedArgumentError,
+    EnzymeUnavailableError,
+    ExecutionError,
+    PassFailedError,
+    PipelineError,
+    ReactantLabError,
+    SignatureMismatchError,
+    TraceError,
+    UnknownPassError,
+    UnknownPresetError,
+    UnsupportedArgumentError,
+)
+from reactant_lab.explore import Exploration, JitFunction, code_hlo, code_xla, explore, jit
+from reactant_lab.stages import PRESETS, STAGES, Stage, StageTrace, run_pipeline
+from reactant_lab.trace import ArgSpec, ResultSpec, SkippedArg, Traced, trace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PRESETS",
+    "STAGES",
+    "ArgSpec",
+    "CompileError",
+    "Compiled",
+    "ControlFlowError",
+    "DonatedArgumentError",
+    "EnzymeUnavailableError",
+    "ExecutionError",
+    "Exploration",
+    "JitFunction",
+    "PassFailedError",
+    "PipelineError",
+    "ReactantLabError",
+    "ResultSpec",
+    "SignatureMismatchError",
+    "SkippedArg",
+    "Stage",
+    "StageTrace",
+    "TraceError",
+    "Traced",
+    "UnknownPassError",
+    "UnknownPresetError",
+    "UnsupportedArgumentError",
+    "code_hlo",
+    "code_xla",
+    "enzyme_available",
+    "explore",
+    "jit",
+    "run_pipeline",
+    "trace",
+    "versions",
+]

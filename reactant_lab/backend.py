@@ -1,0 +1,436 @@
+"""The only module that talks to jaxlib's MLIR / XLA bindings and to enzyme-ad.
+
+Everything above it sees module text, plain tuples and the small classes defined here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.interpreters import mlir as jax_mlir
+from jaxlib.mlir import ir, passmanager
+
+from reactant_lab.errors import CompileError, ExecutionError, PipelineError, UnknownPassError
+
+try:  # enzyme-ad ships for Python 3.11 only; everything but the Enzyme passes works without it.
+    if os.environ.get("REACTANT_LAB_NO_ENZYME"):
+        raise ImportError("disabled by REACTANT_LAB_NO_ENZYME")
+    from enzyme_ad.jax import enzyme_call as _enzyme_call
+    _ENZYME_REASON: str | None = None
+except ImportError as _exc:  # pragma: no cover - depends on the installation
+    _enzyme_call = None
+    _ENZYME_REASON = (f"enzyme-ad is not importable ({_exc}); it ships for Python 3.11 with "
+                      "jax>=0.8: pip install 'enzyme-ad==0.0.16'")
+
+
+
+def enzyme_available() -> bool:
+    """True when the Enzyme-JAX passes can run."""
+    return _enzyme_call is not None
+
+
+def enzyme_unavailable_reason() -> str | None:
+    """Why the Enzyme-JAX passes cannot run, or None when they can."""
+    return _ENZYME_REASON
+
+
+def versions() -> dict[str, str]:
+    """Versions of the compiler stack in use."""
+    from importlib import metadata
+
+    out = {"jax": jax.__version__}
+    for dist in ("jaxlib", "enzyme-ad"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+@contextlib.contextmanager
+def x64_scope(enabled: bool) -> Iterator[None]:
+    """Trace / run with 64-bit types on when ``enabled`` (leaves the global flag alone otherwise)."""
+    if not enabled or jax.config.jax_enable_x64:
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
+
+
+# ---------------------------------------------------------------- pass pipelines
+
+
+def transform_patterns(*, no_nan: bool) -> str:
+    """The enzyme-hlo pattern list of the installed enzyme-ad, as ``enzyme-hlo-generate-td`` wants it."""
+    if _enzyme_call is None:
+        return ""
+    from enzyme_ad.jax import optimization_passes
+
+    found = re.search(r"enzyme-hlo-generate-td\{patterns=([^}]*)\}",
+                      optimization_passes(no_nan=no_nan, inline=False))
+    if found is None:  # pragma: no cover - would mean enzyme-ad changed its pipeline format
+        raise PipelineError("enzyme-ad's optimization_passes() has no enzyme-hlo-generate-td step")
+    return found.group(1)
+
+
+class PassRunFailure(Exception):
+    """A pipeline parsed but a pass failed; ``diagnostics`` is what MLIR printed."""
+
+    def __init__(self, message: str, diagnostics: str):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+@contextlib.contextmanager
+def _capture_fd2() -> Iterator[list[str]]:
+    """Collect what C++ writes to fd 2 (MLIR's diagnostics) while the block runs."""
+    sink: list[str] = []
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield sink
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            sink.append(tmp.read().decode("utf-8", "replace"))
+
+
+def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True) -> str:
+    """Run ``pipeline`` (comma-separated passes) on module text; return the new text.
+
+    Raises UnknownPassError when the pipeline does not parse and PassRunFailure when a pass fails.
+    """
+    if use_enzyme and _enzyme_call is not None:
+        return _run_enzyme(text, pipeline)
+    return _run_upstream(text, pipeline)
+
+
+def _run_enzyme(text: str, pipeline: str) -> str:
+    with _capture_fd2() as err:
+        try:
+            new_name, out = _enzyme_call.run_pass_pipeline(["main"], text, pipeline)
+            failure = None
+        except ValueError as exc:  # enzyme-ad reports every failure as ValueError
+            failure = str(exc)
+    diagnostics = err[0].strip() if err else ""
+    if failure is not None:
+        if "Failed to parse pipeline" in failure and "Pipeline failed" not in failure:
+            raise UnknownPassError(_parse_error_message(pipeline, failure))
+        raise PassRunFailure(failure.strip(), diagnostics or failure.strip())
+    # enzyme-ad renames @main to a private @main_<n>; make it the public entry point again or
+    # the next stage's inliner / symbol-dce deletes it.
+    return _restore_main(out, new_name)
+
+
+def _restore_main(text: str, name: str) -> str:
+    if name == "main":
+        return text
+    text = re.sub(rf"func\.func (?:private |public )?@{re.escape(name)}\(",
+                  "func.func public @main(", text, count=1)
+    return re.sub(rf"@{re.escape(name)}\b", "@main", text)
+
+
+def _parse_error_message(pipeline: str, detail: str) -> str:
+    bad = re.search(r"'([^']+)' does not refer to a registered pass", detail)
+    opt = re.search(r"no such option (\S+)", detail)
+    what = (f"unknown pass '{bad.group(1)}'" if bad else
+            f"unknown option '{opt.group(1)}'" if opt else "the pipeline does not parse")
+    return (f"Pass pipeline error: {what}.\n  pipeline: {pipeline[:300]}\n  MLIR says: "
+            f"{detail.strip()[:600]}\nCheck the pass name and its options "
+            "(reactant_lab.PRESETS shows pipelines that work).")
+
+
+_PROBE_MODULE = "module {\n  func.func public @main() {\n    return\n  }\n}\n"
+
+
+def check_pipeline(passes: Sequence[str]) -> None:
+    """Raise UnknownPassError if a pass or an option of ``passes`` does not exist here."""
+    if _enzyme_call is not None:
+        try:
+            _run_enzyme(_PROBE_MODULE, ",".join(passes))
+        except PassRunFailure:
+            pass  # it parsed; failing on an empty module says nothing about the real one
+        return
+    for pass_text in passes:
+        name = re.split(r"[{(]", pass_text, maxsplit=1)[0]
+        if not upstream_pass_available(pass_text) and upstream_pass_available(name):
+            raise UnknownPassError(_parse_error_message(
+                pass_text, f"pass {name} exists but does not take the options in {pass_text}"))
+
+
+def runnable_passes(passes: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split passes into those that can run here and those that need enzyme-ad."""
+    if _enzyme_call is not None:
+        return list(passes), []
+    ok = [p for p in passes if upstream_pass_available(p)]
+    return ok, [p.split("{", 1)[0] for p in passes if p not in ok]
+
+
+@functools.lru_cache(maxsize=256)
+def upstream_pass_available(pass_text: str) -> bool:
+    """Whether jaxlib's own PassManager (no enzyme-ad) knows this pass."""
+    with jax_mlir.make_ir_context():
+        try:
+            passmanager.PassManager.parse(f"builtin.module({pass_text})")
+        except (ValueError, ir.MLIRError):
+            return False
+    return True
+
+
+def _run_upstream(text: str, pipeline: str) -> str:
+    with jax_mlir.make_ir_context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        try:
+            pm = passmanager.PassManager.parse(f"builtin.module({pipeline})")
+        except (ValueError, ir.MLIRError) as exc:
+            raise UnknownPassError(_parse_error_message(pipeline, str(exc))) from None
+        with _capture_fd2() as err:
+            try:
+                module = ir.Module.parse(text)
+                pm.run(module.operation)
+                failure = None
+            except ir.MLIRError as exc:
+                failure = str(exc)
+        if failure is not None:
+            raise PassRunFailure(failure, (err[0] + "\n" + failure).strip())
+        return module.operation.get_asm(enable_debug_info=True)
+
+
+# ---------------------------------------------------------------- lowering
+
+
+def abstract_value(aval: tuple, device: Any | None = None) -> jax.ShapeDtypeStruct:
+    """A ShapeDtypeStruct for (shape, dtype, weak_type), placed on ``device`` if given."""
+    shape, dtype, weak = aval
+    sharding = jax.sharding.SingleDeviceSharding(device) if device is not None else None
+    return jax.ShapeDtypeStruct(shape, dtype, weak_type=weak, sharding=sharding)
+
+
+def lower(fn: Callable, avals: Sequence[tuple], *, arg_names: Sequence[str],
+          result_names: Sequence[str], module_name: str, x64: bool) -> str:
+    """Lower ``fn(*linear) -> list`` to StableHLO text whose block arguments carry their paths."""
+    with x64_scope(x64):
+        lowered = jax.jit(fn, keep_unused=True).lower(*[abstract_value(a, None) for a in avals])
+    module = lowered.compiler_ir("stablehlo")
+    with module.context:
+        main = _main_func(module)
+        block = main.regions[0].blocks[0]
+        if len(block.arguments) != len(avals):
+            raise CompileError(
+                f"JAX lowered {module_name} with {len(block.arguments)} arguments for "
+                f"{len(avals)} traced leaves (it hoisted constants). Pass the captured arrays "
+                "as arguments instead of closing over them.")
+        for arg, name in zip(block.arguments, arg_names, strict=True):
+            arg.set_location(ir.Location.name(name))
+        _set_result_names(main, result_names)
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
+        return module.operation.get_asm(enable_debug_info=True)
+
+
+def _main_func(module: ir.Module) -> ir.Operation:
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(
+                op.attributes["sym_name"]).value == "main":
+            return op.operation
+    raise CompileError("the module has no func.func @main; reactant_lab compiles @main")
+
+
+def _set_result_names(main: ir.Operation, names: Sequence[str]) -> None:
+    old = main.attributes["res_attrs"] if "res_attrs" in main.attributes else None
+    new = []
+    for i, name in enumerate(names):
+        entries = {}
+        if old is not None:
+            attrs = ir.DictAttr(ir.ArrayAttr(old)[i])
+            entries = {attrs[j].name: attrs[j].attr for j in range(len(attrs))}
+        entries["jax.result_info"] = ir.StringAttr.get(name)
+        new.append(ir.DictAttr.get(entries))
+    if new:
+        main.attributes["res_attrs"] = ir.ArrayAttr.get(new)
+
+
+# ---------------------------------------------------------------- devices, compile, run
+
+
+def resolve_device(device: Any | None) -> Any:
+    """A jax Device from None (the default device), 'cpu', 'gpu' / 'cuda', or a Device."""
+    if device is None:
+        return jax.devices()[0]
+    if isinstance(device, str):
+        kind = {"cuda": "gpu", "rocm": "gpu"}.get(device.lower(), device.lower())
+        try:
+            return jax.devices(kind)[0]
+        except RuntimeError:
+            have = sorted({d.platform for d in jax.devices()})
+            raise PipelineError(
+                f"no {device!r} device is attached (available: {', '.join(have)}). "
+                "Use device='cpu' or leave device unset.") from None
+    if isinstance(device, jax.Device):
+        return device
+    raise PipelineError(f"device must be None, 'cpu', 'gpu' or a jax.Device, not {device!r}")
+
+
+def platform(device: Any) -> str:
+    """'cpu' or 'cuda' / 'rocm' / 'tpu' for pass options that depend on the target."""
+    return "cuda" if device.platform == "gpu" else device.platform
+
+
+class Executable:
+    """A compiled XLA executable for one module, with JAX's fast call path when possible."""
+
+    def __init__(self, text: str, jax_compiled: Any | None, raw: Any | None, device: Any,
+                 x64: bool, structured: bool):
+        self.text = text
+        """The module text XLA compiled (donation attributes included)."""
+        self._compiled = jax_compiled
+        self._raw = raw
+        self.device = device
+        self.x64 = x64
+        self.structured = structured
+        """True when ``fast_call`` takes the user's own ``(*args, **kwargs)`` pytree."""
+
+    @property
+    def fast_call(self) -> Callable | None:
+        """JAX's C++ dispatch for this executable, or None on the fallback path."""
+        return self._compiled
+
+    def call_flat(self, values: Sequence[Any]) -> list[Any]:
+        """Run on linear argument values; return the module's results as JAX arrays."""
+        try:
+            if self._compiled is not None:
+                return list(self._compiled(*values))
+            bufs = [jax.device_put(v, self.device) for v in values]
+            results = self._raw.execute_sharded(bufs)
+            return [a[0] for a in results.disassemble_into_single_device_arrays()]
+        except (TypeError, ValueError):
+            raise
+        except Exception as exc:  # XLA runtime errors carry no stable type
+            raise ExecutionError(f"the compiled executable failed while running: {exc}") from exc
+
+    def hlo_text(self) -> str:
+        """XLA's optimized HLO."""
+        if self._compiled is not None:
+            return self._compiled.as_text()
+        return self._raw.get_hlo_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        """XLA's cost model: flops, transcendentals, bytes accessed."""
+        raw = self._compiled.cost_analysis() if self._compiled is not None else (
+            self._raw.cost_analysis())
+        if isinstance(raw, list | tuple):
+            raw = raw[0] if raw else {}
+        return {k: float(v) for k, v in dict(raw or {}).items()}
+
+    def memory_analysis(self) -> dict[str, int]:
+        """Argument / output / alias / temp / code bytes of the executable."""
+        stats = (self._compiled.memory_analysis() if self._compiled is not None else
+                 self._raw.get_compiled_memory_stats())
+        names = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                 "temp_size_in_bytes", "generated_code_size_in_bytes")
+        return {n: int(getattr(stats, n)) for n in names if hasattr(stats, n)}
+
+
+def compile_module(text: str, *, avals: Sequence[tuple], out_avals: Sequence[tuple],
+                   device: Any, x64: bool, donate: Sequence[bool],
+                   structure: tuple[Callable, tuple, dict] | None) -> Executable:
+    """Compile module text for ``device``.
+
+    ``structure`` (a template function with the call's signature, and its args and kwargs as
+    ShapeDtypeStructs on ``device``) lets JAX's C++ call path take the user's own pytree; without
+    it the executable takes the flat linear values.
+    """
+    text = _with_donation(text, donate, avals, out_avals) if any(donate) else text
+    if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
+        compiled = _compile_via_jax(text, avals, out_avals, device, x64, structure)
+        if compiled is not None:
+            return Executable(text, compiled, None, device, x64, structure is not None)
+    return Executable(text, None, _compile_raw(text, device), device, x64, False)
+
+
+def _compile_via_jax(text: str, avals: Sequence[tuple], out_avals: Sequence[tuple], device: Any,
+                     x64: bool, structure: tuple | None) -> Any | None:
+    """Compile through a JAX lowering of the same signature whose module is swapped for ours.
+
+    This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns None when
+    this JAX version's lowering object does not have the expected shape.
+    """
+    if structure is None:
+        def template(*_):
+            return [np.zeros(s, d) for s, d, _w in out_avals]
+        args, kwargs = tuple(abstract_value(a, device) for a in avals), {}
+    else:
+        template, args, kwargs = structure
+    with x64_scope(x64):
+        lowered = jax.jit(template, keep_unused=True).lower(*args, **kwargs)
+        lowering = getattr(lowered, "_lowering", None)
+        if lowering is None or not hasattr(lowering, "_hlo") or getattr(
+                lowering, "const_args", None):
+            return None
+        with lowering._hlo.context:
+            try:
+                module = ir.Module.parse(text)
+            except ir.MLIRError as exc:
+                raise CompileError(_compile_message(text, exc)) from None
+        lowering._hlo = module
+        try:
+            return lowered.compile()
+        except Exception as exc:
+            raise CompileError(_compile_message(text, exc)) from exc
+
+
+def _compile_raw(text: str, device: Any) -> Any:
+    from jax.extend import backend as jex_backend
+    from jaxlib import xla_client
+
+    client = device.client
+    options = jex_backend.get_compile_options(num_replicas=1, num_partitions=1)
+    try:
+        return client.compile_and_load(text, xla_client.DeviceList((device,)), options)
+    except Exception as exc:
+        raise CompileError(_compile_message(text, exc)) from exc
+
+
+def _compile_message(text: str, exc: Exception) -> str:
+    ops = sorted(set(re.findall(r"\b(enzyme\w*\.\w+|llvm\.\w+)", text)))[:8]
+    hint = (f" The module still holds ops XLA cannot compile ({', '.join(ops)}): compile a "
+            "later stage, or use a preset that ends with 'jit lowering'.") if ops else ""
+    return f"XLA could not compile the module: {str(exc).strip()[:1500]}{hint}"
+
+
+def _with_donation(text: str, donate: Sequence[bool], avals: Sequence[tuple],
+                   out_avals: Sequence[tuple]) -> str:
+    """Mark donated arguments ``tf.aliasing_output`` (paired with a result of the same type) or
+    ``jax.buffer_donor`` (no such result)."""
+    free = list(range(len(out_avals)))
+    with jax_mlir.make_ir_context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        main = _main_func(module)
+        old = ir.ArrayAttr(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else None
+        new = []
+        for i, aval in enumerate(avals):
+            entries = {}
+            if old is not None:
+                d = ir.DictAttr(old[i])
+                entries = {d[j].name: d[j].attr for j in range(len(d))}
+            if donate[i]:
+                match = next((k for k in free if out_avals[k][:2] == aval[:2]), None)
+                if match is None:
+                    entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
+                else:
+                    free.remove(match)
+                    entries["tf.aliasing_output"] = ir.IntegerAttr.get(
+                        ir.IntegerType.get_signless(32), match)
+            new.append(ir.DictAttr.get(entries))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+        return module.operation.get_asm(enable_debug_info=True)

@@ -1,0 +1,197 @@
+"""A stage's module -> ``Compiled``: an XLA executable called like the traced function."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+from reactant_lab import backend
+from reactant_lab.analysis.normalize import strip_locations
+from reactant_lab.errors import SignatureMismatchError
+from reactant_lab.trace.paths import FlatCall, flatten_call, static_key as _static_key
+from reactant_lab.trace.specs import CallLayout, Computed, Preserved, Static
+from reactant_lab.trace.traced import Traced
+
+
+class Compiled:
+    """An executable for one call signature of a traced function.
+
+    Call it with arguments of the traced structure, shapes and dtypes; static (skipped) values
+    must match too. NumPy arrays come back for NumPy arrays in; a preserved result is the very
+    argument object.
+    """
+
+    def __init__(self, traced: Traced, executable: backend.Executable, stage: str,
+                 compile_seconds: float, donate: bool):
+        self.traced = traced
+        """The traced call this was compiled from."""
+        self.stage = stage
+        """Name of the stage whose module was compiled."""
+        self.compile_seconds = compile_seconds
+        """Wall time of XLA compilation."""
+        self.donate = donate
+        """Whether non-preserved argument buffers are donated to the executable."""
+        self.device = executable.device
+        """The device it runs on."""
+        self._exe = executable
+        self._layout: CallLayout = traced.layout
+        self._signature = _layout_signature(traced)
+        self._plain_treedef, self._linear_pos, self._statics = _plain_plan(traced.layout)
+        self._call = self._fast_call if executable.structured else self._flat_call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            with backend.x64_scope(self._layout.x64):
+                out = self._exe.fast_call(*args, **kwargs)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            # JAX's dispatch rejected the call: find out why in our own terms, else re-raise.
+            self._check(args, kwargs)
+            raise exc from None
+        if self._layout.numpy_out:
+            return jax.tree_util.tree_map(np.array, out)
+        return out
+
+    def _flat_call(self, *args: Any, **kwargs: Any) -> Any:
+        # Cheap checks first (structure and static values); JAX checks shapes and dtypes of the
+        # linear values. Anything off is explained by the full check.
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        if treedef != self._plain_treedef or any(
+                _static_key(leaves[i]) != key for i, key in self._statics):
+            self._check(args, kwargs)
+            raise SignatureMismatchError(f"{self.traced.fn_name} was compiled for structure "
+                                         f"{self._plain_treedef}, called with {treedef}")
+        linear = [leaves[i] for i in self._linear_pos]
+        try:
+            with backend.x64_scope(self._layout.x64):
+                outs = self._exe.call_flat(linear)
+        except (TypeError, ValueError, RuntimeError):
+            self._check(args, kwargs)
+            raise
+        return self._rebuild(linear, outs)
+
+    def _check(self, args: tuple, kwargs: dict) -> FlatCall:
+        flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars)
+        if flat.signature() != self._signature:
+            raise SignatureMismatchError(self._mismatch(flat))
+        return flat
+
+    def _rebuild(self, linear: list[Any], outs: list[Any]) -> Any:
+        to_host = np.array if self._layout.numpy_out else (lambda a: a)
+        leaves = []
+        for slot in self._layout.out_slots:
+            if isinstance(slot, Computed):
+                leaves.append(to_host(outs[slot.index]))
+            elif isinstance(slot, Preserved):
+                leaves.append(linear[slot.arg])
+            else:
+                leaves.append(slot.value)
+        return jax.tree_util.tree_unflatten(self._layout.out_treedef, leaves)
+
+    def _mismatch(self, flat: FlatCall) -> str:
+        t = self.traced
+        head = (f"{t.fn_name} was compiled for another call signature (Compiled does not "
+                "recompile; reactant_lab.jit does, once per signature).")
+        if flat.treedef != self._layout.in_treedef:
+            return (f"{head}\n  compiled for structure {self._layout.in_treedef}\n"
+                    f"  called with structure  {flat.treedef}")
+        lines = [head]
+        for old, new in zip(t.linear_args, flat.linear, strict=False):
+            if (old.shape, old.dtype, old.weak_type) != (new.shape, new.dtype, new.weak_type):
+                lines.append(f"  {old.path}: compiled for {old.dtype}{list(old.shape)}, "
+                             f"called with {new.dtype}{list(new.shape)}")
+        if len(t.linear_args) != len(flat.linear):
+            lines.append(f"  {len(t.linear_args)} traced leaves compiled, {len(flat.linear)} given")
+        for old, new in zip(t.skipped_args, flat.skipped, strict=False):
+            if old.value_repr != new.value_repr or old.path != new.path:
+                lines.append(f"  static {old.path}: compiled with {old.value_repr}, called with "
+                             f"{new.value_repr} (static values are baked into the module)")
+        if len(lines) == 1:
+            lines.append("  a static value differs in type (e.g. 1 vs 1.0) or a leaf changed "
+                         "from static to traced")
+        return "\n".join(lines)
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """The StableHLO module that was compiled (with donation attributes, if any)."""
+        return self._exe.text if debug_info else strip_locations(self._exe.text)
+
+    def hlo_text(self) -> str:
+        """XLA's optimized HLO of the executable."""
+        return self._exe.hlo_text()
+
+    def cost_analysis(self) -> dict[str, float]:
+        """XLA's cost model: ``flops``, ``transcendentals``, ``bytes accessed``, ..."""
+        return self._exe.cost_analysis()
+
+    def memory_analysis(self) -> dict[str, int]:
+        """Argument, output, alias, temp and generated-code bytes."""
+        return self._exe.memory_analysis()
+
+    def __repr__(self) -> str:
+        return (f"<Compiled {self.traced.fn_name} stage={self.stage!r} device={self.device} "
+                f"compile={self.compile_seconds * 1e3:.1f} ms>")
+
+
+def _layout_signature(traced: Traced) -> tuple:
+    layout = traced.layout
+    return FlatCall(layout.in_treedef, layout.in_slots, (), traced.linear_args,
+                    traced.skipped_args).signature()
+
+
+def _plain_plan(layout: CallLayout) -> tuple[Any, list[int], list[tuple[int, Any]]]:
+    """Tree structure of a matching call flattened the plain way (None is no leaf), positions of
+    the linear leaves in it, and (position, key) of each static leaf to compare."""
+    placeholders = [None if isinstance(s, Static) and s.value is None else 0
+                    for s in layout.in_slots]
+    plain = jax.tree_util.tree_structure(
+        jax.tree_util.tree_unflatten(layout.in_treedef, placeholders))
+    kept = [s for s in layout.in_slots if not (isinstance(s, Static) and s.value is None)]
+    linear_pos = sorted((i for i, s in enumerate(kept) if isinstance(s, int)),
+                        key=lambda i: kept[i])
+    statics = [(i, _static_key(s.value)) for i, s in enumerate(kept) if isinstance(s, Static)]
+    return plain, linear_pos, statics
+
+
+def _structure(traced: Traced, device: Any) -> tuple | None:
+    """Template and abstract args letting JAX's dispatch take the user's own pytree, or None
+    when the call has static leaves other than None, or results that are not all computed."""
+    layout = traced.layout
+    if any(isinstance(s, Static) and s.value is not None for s in layout.in_slots):
+        return None
+    if any(isinstance(s, Preserved) or (isinstance(s, Static) and s.value is not None)
+           for s in layout.out_slots):
+        return None
+    out_avals = _out_avals(traced)
+
+    def template(*_args, **_kwargs):
+        leaves = [np.zeros(*out_avals[s.index][:2]) if isinstance(s, Computed) else None
+                  for s in layout.out_slots]
+        return jax.tree_util.tree_unflatten(layout.out_treedef, leaves)
+
+    leaves = [None if isinstance(s, Static) else backend.abstract_value(layout.avals[s], device)
+              for s in layout.in_slots]
+    args, kwargs = jax.tree_util.tree_unflatten(layout.in_treedef, leaves)
+    return template, args, kwargs
+
+
+def _out_avals(traced: Traced) -> list[tuple]:
+    computed = sorted((r for r in traced.linear_results if r.index is not None),
+                      key=lambda r: r.index)
+    return [(r.shape, r.dtype, False) for r in computed]
+
+
+def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate: bool = False,
+                   stage_name: str = "final") -> Compiled:
+    """Compile a stage's module of ``traced`` for ``device``."""
+    dev = backend.resolve_device(device)
+    mask = traced.donation_mask if donate else (False,) * len(traced.linear_args)
+    start = time.perf_counter()
+    exe = backend.compile_module(ir, avals=traced.layout.avals, out_avals=_out_avals(traced),
+                                 device=dev, x64=traced.layout.x64, donate=mask,
+                                 structure=_structure(traced, dev))
+    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate)

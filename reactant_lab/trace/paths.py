@@ -1,0 +1,164 @@
+"""Flatten a call's arguments into linear (traced) and skipped (static) leaves, each with its path."""
+
+from __future__ import annotations
+
+import enum
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from reactant_lab.errors import DonatedArgumentError, UnsupportedArgumentError
+from reactant_lab.trace.specs import ArgSpec, SkippedArg, Static
+
+_MAX_REPR = 80
+_PLAIN_STATIC = (type(None), str, bytes, bool, int, float, complex, np.dtype, type, enum.Enum,
+                 types.FunctionType, types.BuiltinFunctionType, types.MethodType, type(Ellipsis))
+_ARRAY_PROTOCOLS = ("__array__", "__array_interface__", "__dlpack__", "__cuda_array_interface__")
+_BAD_DTYPE_KINDS = "OSUMmV"
+
+
+@dataclass(frozen=True)
+class FlatCall:
+    """A call's ``(args, kwargs)`` split into leaves."""
+
+    treedef: Any
+    """Tree structure of ``(args, kwargs)``; None is a leaf."""
+    slots: tuple[int | Static, ...]
+    """Per leaf: linear index or Static(value)."""
+    linear_values: tuple[Any, ...]
+    """The array leaves, in linear order."""
+    linear: tuple[ArgSpec, ...]
+    """Specs of the array leaves, in linear order."""
+    skipped: tuple[SkippedArg, ...]
+    """The static leaves."""
+
+    @property
+    def needs_x64(self) -> bool:
+        """True when any traced leaf is 64-bit."""
+        return any(_is_64bit(a.dtype) for a in self.linear)
+
+    @property
+    def all_numpy(self) -> bool:
+        """True when there are array leaves and none of them is a JAX array."""
+        return bool(self.linear_values) and not any(
+            isinstance(v, jax.Array) for v in self.linear_values)
+
+    def signature(self) -> tuple:
+        """Hashable key: structure, shapes, dtypes and static values (a compiled cache key)."""
+        statics = tuple(static_key(s.value) for s in self.slots if isinstance(s, Static))
+        avals = tuple((a.shape, a.dtype.str, a.weak_type) for a in self.linear)
+        return (self.treedef, avals, statics)
+
+    def rebuild(self, linear_values: list[Any] | tuple[Any, ...]) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` with the linear leaves replaced by ``linear_values``."""
+        leaves = [s.value if isinstance(s, Static) else linear_values[s] for s in self.slots]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def is_none(x: Any) -> bool:
+    """``is_leaf`` predicate that keeps None as a (static) leaf instead of an empty subtree."""
+    return x is None
+
+
+def call_path(keypath: tuple) -> str:
+    """``args[0]['w']`` / ``kwargs['bias']`` from a key path into ``(args, kwargs)``."""
+    root = "args" if keypath[0].idx == 0 else "kwargs"
+    return root + jax.tree_util.keystr(tuple(keypath[1:]))
+
+
+def result_path(keypath: tuple) -> str:
+    """``result[1]['loss']`` from a key path into the result."""
+    return "result" + jax.tree_util.keystr(tuple(keypath))
+
+
+def flatten_call(args: tuple, kwargs: dict, *, trace_scalars: bool = False) -> FlatCall:
+    """Split ``(args, kwargs)`` into linear and skipped leaves, checking every leaf's type."""
+    with_path, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=is_none)
+    slots: list[int | Static] = []
+    values: list[Any] = []
+    linear: list[ArgSpec] = []
+    skipped: list[SkippedArg] = []
+    for keypath, leaf in with_path:
+        path = call_path(keypath)
+        aval = _traced_aval(leaf, path, trace_scalars)
+        if aval is None:
+            _check_static(leaf, path)
+            slots.append(Static(leaf))
+            skipped.append(SkippedArg(path, short_repr(leaf)))
+            continue
+        shape, dtype, weak = aval
+        slots.append(len(values))
+        linear.append(ArgSpec(path, shape, dtype, len(values), weak))
+        values.append(leaf)
+    return FlatCall(treedef, tuple(slots), tuple(values), tuple(linear), tuple(skipped))
+
+
+def _traced_aval(leaf: Any, path: str, trace_scalars: bool) -> tuple | None:
+    """(shape, dtype, weak_type) if ``leaf`` is traced, None if it is static."""
+    if isinstance(leaf, jax.core.Tracer):
+        raise UnsupportedArgumentError(
+            f"{path} is a JAX tracer: reactant_lab was called inside a JAX transformation "
+            "(jit, grad, vmap). Call it on concrete arrays, outside the transformation.",
+            path, type(leaf))
+    if isinstance(leaf, jax.Array):
+        if leaf.is_deleted():
+            raise DonatedArgumentError(
+                f"{path} is a JAX array whose buffer was donated to an earlier call "
+                "(donate=True) and deleted. Pass a fresh array, or compile without donate=True.")
+        return tuple(leaf.shape), np.dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False))
+    if isinstance(leaf, np.ndarray | np.generic):
+        dtype = np.dtype(leaf.dtype)
+        if dtype.kind in _BAD_DTYPE_KINDS and not _is_ml_dtype(dtype):
+            raise UnsupportedArgumentError(
+                f"{path} is a NumPy array of dtype {dtype}, which cannot be traced. "
+                "Convert it to a numeric dtype, or pass it inside a Python object to bake it in.",
+                path, type(leaf))
+        return tuple(np.shape(leaf)), dtype, False
+    if trace_scalars and isinstance(leaf, bool | int | float | complex):
+        return (), np.dtype(jax.dtypes.canonicalize_dtype(type(leaf))), True
+    return None
+
+
+def _check_static(leaf: Any, path: str) -> None:
+    """Reject leaves that are array-like but not NumPy/JAX arrays, or that cannot be cache keys."""
+    if isinstance(leaf, _PLAIN_STATIC):
+        return
+    if any(hasattr(leaf, attr) for attr in _ARRAY_PROTOCOLS):
+        raise UnsupportedArgumentError(
+            f"{path} is a {type(leaf).__module__}.{type(leaf).__qualname__}, an array-like "
+            "object that is neither a NumPy nor a JAX array. Convert it with np.asarray(...) "
+            "or jax.numpy.asarray(...) before the call.", path, type(leaf))
+    try:
+        hash(leaf)
+    except TypeError:
+        raise UnsupportedArgumentError(
+            f"{path} is a {type(leaf).__qualname__}, which is neither an array nor a hashable "
+            "static value. Register its type as a pytree (jax.tree_util.register_dataclass) so "
+            "its arrays are traced, or pass an immutable value.", path, type(leaf)) from None
+
+
+def static_key(value: Any) -> Any:
+    """Cache-key form of a static value."""
+    # 1 == 1.0 == True in Python, but they trace differently: key on the type as well.
+    if isinstance(value, float) and value != value:
+        return (float, "nan")
+    return (type(value), value)
+
+
+def _is_64bit(dtype: np.dtype) -> bool:
+    return dtype.kind in "iuf" and dtype.itemsize == 8 or dtype.kind == "c" and dtype.itemsize == 16
+
+
+def _is_ml_dtype(dtype: np.dtype) -> bool:
+    return type(dtype).__module__.startswith("ml_dtypes") or dtype.type.__module__.startswith(
+        "ml_dtypes")
+
+
+def short_repr(value: Any) -> str:
+    """``repr`` cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."
+

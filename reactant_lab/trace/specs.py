@@ -1,0 +1,116 @@
+"""The values tracing hands on: argument / result specs with paths, and the call layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One linear (traced) argument of the module, in flattening order."""
+
+    path: str
+    """Where the leaf sits in the call, e.g. ``args[0]['w']`` or ``kwargs['bias']``."""
+    shape: tuple[int, ...]
+    """Its shape."""
+    dtype: np.dtype
+    """Its dtype as traced (64-bit stays 64-bit)."""
+    index: int
+    """Block-argument index of ``@main`` (``%argN``)."""
+    weak_type: bool = False
+    """True for a traced Python scalar (``trace_scalars=True``): it promotes like a Python number."""
+
+    def __str__(self) -> str:
+        return f"%arg{self.index}: {self.path} {_type_str(self.shape, self.dtype)}"
+
+
+@dataclass(frozen=True)
+class SkippedArg:
+    """A leaf of the arguments that is not traced: its value is baked into the trace."""
+
+    path: str
+    """Where the leaf sits in the call."""
+    value_repr: str
+    """``repr`` of the value that was baked in (shortened when long)."""
+
+    def __str__(self) -> str:
+        return f"{self.path} = {self.value_repr}"
+
+
+@dataclass(frozen=True)
+class ResultSpec:
+    """One array leaf of the result."""
+
+    path: str
+    """Where the leaf sits in the result, e.g. ``result[1]['loss']``."""
+    shape: tuple[int, ...]
+    """Its shape."""
+    dtype: np.dtype
+    """Its dtype."""
+    index: int | None
+    """Result index of ``@main``; None when the result is not computed by the module."""
+    preserved_from: str | None = None
+    """Path of the argument this result is (returned unchanged), if any."""
+
+    def __str__(self) -> str:
+        where = f"alias of {self.preserved_from}" if self.preserved_from else f"#{self.index}"
+        return f"{self.path} {_type_str(self.shape, self.dtype)} ({where})"
+
+
+@dataclass(frozen=True)
+class Static:
+    """A static leaf of a call layout: the value itself."""
+
+    value: Any
+    """The baked-in value."""
+
+
+@dataclass(frozen=True)
+class Computed:
+    """A result leaf computed by the module."""
+
+    index: int
+    """Result index of ``@main``."""
+
+
+@dataclass(frozen=True)
+class Preserved:
+    """A result leaf that is one of the linear arguments, returned unchanged."""
+
+    arg: int
+    """Linear-argument index."""
+
+
+@dataclass(frozen=True)
+class CallLayout:
+    """How a Python call maps onto the module: what compile needs to run it and rebuild results."""
+
+    in_treedef: Any
+    """Tree structure of ``(args, kwargs)``, None counted as a leaf."""
+    in_slots: tuple[int | Static, ...]
+    """Per input leaf: its linear-argument index, or the static value baked in."""
+    avals: tuple[tuple[tuple[int, ...], np.dtype, bool], ...]
+    """Per linear argument: shape, dtype, weak_type."""
+    out_treedef: Any
+    """Tree structure of the result, None counted as a leaf."""
+    out_slots: tuple[Computed | Preserved | Static, ...]
+    """Per result leaf: computed by the module, an argument returned unchanged, or static."""
+    x64: bool
+    """Whether tracing and running need 64-bit types."""
+    numpy_out: bool
+    """Whether array results are handed back as NumPy arrays (NumPy arrays went in)."""
+    trace_scalars: bool = False
+    """Whether Python numbers were traced (else they are static)."""
+
+    @property
+    def n_outputs(self) -> int:
+        """Number of results of ``@main``."""
+        return sum(isinstance(s, Computed) for s in self.out_slots)
+
+
+def _type_str(shape: tuple[int, ...], dtype: np.dtype) -> str:
+    dims = "x".join(str(d) for d in shape)
+    return f"{np.dtype(dtype).name}[{dims}]"

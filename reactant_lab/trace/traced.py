@@ -1,0 +1,73 @@
+"""``Traced``: a function traced for one call signature, as a StableHLO module with specs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from reactant_lab.analysis.normalize import strip_locations
+from reactant_lab.trace.specs import ArgSpec, CallLayout, ResultSpec, SkippedArg
+
+if TYPE_CHECKING:
+    from reactant_lab.stages.runner import StageTrace
+
+
+@dataclass(frozen=True)
+class Traced:
+    """A traced call: the module, its linear arguments and results, and how they map to Python."""
+
+    fn_name: str
+    """Name of the traced function."""
+    mode: str
+    """'jax' (JAX code) or 'numpy' (NumPy code traced through proxy arrays)."""
+    linear_args: tuple[ArgSpec, ...]
+    """Traced argument leaves, in block-argument order."""
+    skipped_args: tuple[SkippedArg, ...]
+    """Static argument leaves baked into the module."""
+    linear_results: tuple[ResultSpec, ...]
+    """Array leaves of the result; preserved ones are not computed by the module."""
+    preserved: Mapping[str, str]
+    """Result path -> argument path, for results that are an argument returned unchanged."""
+    mutated: tuple[str, ...]
+    """Paths of arguments the function updated in place (NumPy mode); empty for JAX code."""
+    donation_mask: tuple[bool, ...]
+    """Per linear argument: whether ``compile(donate=True)`` gives its buffer to the executable."""
+    seconds: float
+    """Wall time of tracing and lowering."""
+    layout: CallLayout = field(repr=False)
+    """How the Python call maps onto the module (used to run it and rebuild results)."""
+    text: str = field(repr=False)
+    """The module with every location (what the pass pipeline receives)."""
+    fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    """The traced function itself."""
+
+    def as_text(self, debug_info: bool = False) -> str:
+        """The StableHLO module. Block arguments always show their paths as locations; op
+        locations (source lines) only with ``debug_info=True``."""
+        return self.text if debug_info else strip_locations(self.text)
+
+    def stages(self, optimize: str = "all", granularity: str = "stage",
+               pipeline: str | None = None, no_nan: bool = False,
+               device: Any | None = None) -> StageTrace:
+        """Run an optimize preset (or a custom ``pipeline``) stage by stage.
+
+        ``granularity='pass'`` makes every top-level pass its own step.
+        """
+        from reactant_lab.stages.runner import run_stages
+
+        return run_stages(self, optimize=optimize, granularity=granularity, pipeline=pipeline,
+                          no_nan=no_nan, device=device)
+
+    def summary(self) -> str:
+        """Plain-text description of the signature."""
+        lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms)"]
+        lines += [f"  arg    {a}" + ("  [donatable]" if d else "")
+                  for a, d in zip(self.linear_args, self.donation_mask, strict=True)]
+        lines += [f"  static {s}" for s in self.skipped_args]
+        lines += [f"  result {r}" for r in self.linear_results]
+        lines += [f"  mutated {m}" for m in self.mutated]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
