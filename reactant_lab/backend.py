@@ -349,20 +349,24 @@ def compile_module(text: str, *, avals: Sequence[tuple], out_avals: Sequence[tup
     ShapeDtypeStructs on ``device``) lets JAX's C++ call path take the user's own pytree; without
     it the executable takes the flat linear values.
     """
-    text = _with_donation(text, donate, avals, out_avals) if any(donate) else text
+    donation = _donation_plan(donate, avals, out_avals)
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
-        compiled = _compile_via_jax(text, avals, out_avals, device, x64, structure)
+        compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure)
         if compiled is not None:
-            return Executable(text, compiled, None, device, x64, structure is not None)
+            return Executable(*compiled, None, device, x64, structure is not None)
+    with jax_mlir.make_ir_context():
+        text = _prepare(text, donation).operation.get_asm(enable_debug_info=True)
     return Executable(text, None, _compile_raw(text, device), device, x64, False)
 
 
-def _compile_via_jax(text: str, avals: Sequence[tuple], out_avals: Sequence[tuple], device: Any,
-                     x64: bool, structure: tuple | None) -> Any | None:
+def _compile_via_jax(text: str, donation: list[tuple[str, Any]], avals: Sequence[tuple],
+                     out_avals: Sequence[tuple], device: Any, x64: bool,
+                     structure: tuple | None) -> tuple[str, Any] | None:
     """Compile through a JAX lowering of the same signature whose module is swapped for ours.
 
-    This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns None when
-    this JAX version's lowering object does not have the expected shape.
+    This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns (text
+    compiled, JAX's Compiled), or None when this JAX version's lowering object does not have the
+    expected shape.
     """
     if structure is None:
         def template(*_):
@@ -377,15 +381,37 @@ def _compile_via_jax(text: str, avals: Sequence[tuple], out_avals: Sequence[tupl
                 lowering, "const_args", None):
             return None
         with lowering._hlo.context:
-            try:
-                module = ir.Module.parse(text)
-            except ir.MLIRError as exc:
-                raise CompileError(_compile_message(text, exc)) from None
+            module = _prepare(text, donation)
         lowering._hlo = module
         try:
-            return lowered.compile()
+            compiled = lowered.compile()
         except Exception as exc:
             raise CompileError(_compile_message(text, exc)) from exc
+        return module.operation.get_asm(enable_debug_info=True), compiled
+
+
+def _prepare(text: str, donation: list[tuple[str, Any]]) -> ir.Module:
+    """Parse module text in the current context for XLA: drop Enzyme's analysis hints (XLA does
+    not know their dialect) and add the donation attributes."""
+    ctx = ir.Context.current
+    ctx.allow_unregistered_dialects = True
+    try:
+        module = ir.Module.parse(text)
+    except ir.MLIRError as exc:
+        raise CompileError(_compile_message(text, exc)) from None
+    finally:
+        ctx.allow_unregistered_dialects = False
+
+    def drop_hints(op: ir.Operation) -> ir.WalkResult:
+        for name in list(op.attributes.keys()):
+            if name.startswith("enzymexla."):
+                del op.attributes[name]
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(drop_hints)
+    if donation:
+        _apply_donation(module, donation)
+    return module
 
 
 def _compile_raw(text: str, device: Any) -> Any:
@@ -407,30 +433,39 @@ def _compile_message(text: str, exc: Exception) -> str:
     return f"XLA could not compile the module: {str(exc).strip()[:1500]}{hint}"
 
 
-def _with_donation(text: str, donate: Sequence[bool], avals: Sequence[tuple],
-                   out_avals: Sequence[tuple]) -> str:
-    """Mark donated arguments ``tf.aliasing_output`` (paired with a result of the same type) or
-    ``jax.buffer_donor`` (no such result)."""
+def _donation_plan(donate: Sequence[bool], avals: Sequence[tuple],
+                   out_avals: Sequence[tuple]) -> list[tuple[str, Any]]:
+    """Per argument, the donation attribute to add: ``tf.aliasing_output`` paired with a result
+    of the same type, ``jax.buffer_donor`` when none is left, or nothing (empty list: no
+    donation at all)."""
+    if not any(donate):
+        return []
     free = list(range(len(out_avals)))
-    with jax_mlir.make_ir_context() as ctx:
-        ctx.allow_unregistered_dialects = True
-        module = ir.Module.parse(text)
-        main = _main_func(module)
-        old = ir.ArrayAttr(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else None
-        new = []
-        for i, aval in enumerate(avals):
-            entries = {}
-            if old is not None:
-                d = ir.DictAttr(old[i])
-                entries = {d[j].name: d[j].attr for j in range(len(d))}
-            if donate[i]:
-                match = next((k for k in free if out_avals[k][:2] == aval[:2]), None)
-                if match is None:
-                    entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
-                else:
-                    free.remove(match)
-                    entries["tf.aliasing_output"] = ir.IntegerAttr.get(
-                        ir.IntegerType.get_signless(32), match)
-            new.append(ir.DictAttr.get(entries))
-        main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
-        return module.operation.get_asm(enable_debug_info=True)
+    plan: list[tuple[str, Any]] = []
+    for aval, wanted in zip(avals, donate, strict=True):
+        match = next((k for k in free if out_avals[k][:2] == aval[:2]), None) if wanted else None
+        if not wanted:
+            plan.append(("", None))
+        elif match is None:
+            plan.append(("jax.buffer_donor", True))
+        else:
+            free.remove(match)
+            plan.append(("tf.aliasing_output", match))
+    return plan
+
+
+def _apply_donation(module: ir.Module, plan: list[tuple[str, Any]]) -> None:
+    main = _main_func(module)
+    old = ir.ArrayAttr(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else None
+    new = []
+    for i, (name, value) in enumerate(plan):
+        entries = {}
+        if old is not None:
+            d = ir.DictAttr(old[i])
+            entries = {d[j].name: d[j].attr for j in range(len(d))}
+        if name == "jax.buffer_donor":
+            entries[name] = ir.BoolAttr.get(True)
+        elif name:
+            entries[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value)
+        new.append(ir.DictAttr.get(entries))
+    main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)

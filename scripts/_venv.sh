@@ -1,0 +1,17 @@
+# Sourced by the other scripts: create .venv in the repo root (Python 3.11 preferred) and
+# install reactant_lab into it with the extras named in $1 (may be empty).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+if [ ! -x .venv/bin/python ]; then
+  PY="${PYTHON:-}"
+  if [ -z "$PY" ]; then
+    if command -v python3.11 >/dev/null 2>&1; then PY=python3.11; else PY=python3; fi
+  fi
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+if [ -n "${1:-}" ]; then
+  .venv/bin/python -m pip install --quiet -e ".[$1]"
+else
+  .venv/bin/python -m pip install --quiet -e .
+fi
