@@ -11,7 +11,8 @@ import numpy as np
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.errors import SignatureMismatchError
-from reactant_lab.trace.paths import FlatCall, flatten_call, static_key as _static_key
+from reactant_lab.trace.paths import FlatCall, flatten_call
+from reactant_lab.trace.paths import static_key as _static_key
 from reactant_lab.trace.specs import CallLayout, Computed, Preserved, Static
 from reactant_lab.trace.traced import Traced
 
@@ -40,14 +41,28 @@ class Compiled:
         self._layout: CallLayout = traced.layout
         self._signature = _layout_signature(traced)
         self._plain_treedef, self._linear_pos, self._statics = _plain_plan(traced.layout)
+        # Under 64-bit mode NumPy float64 is not silently cast to a float32 signature, so a dtype
+        # mismatch is caught. JAX arrays cannot be 64-bit without it, so their fast path skips
+        # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
+        layout = traced.layout
+        self._x64 = layout.x64 or (layout.numpy_out and not any(w for *_, w in layout.avals))
         self._call = self._fast_call if executable.structured else self._flat_call
+        # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch.
+        self._direct = executable.fast_call if (
+            executable.structured and not self._x64 and not layout.numpy_out) else None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._direct is not None:
+            try:
+                return self._direct(*args, **kwargs)
+            except (TypeError, ValueError, RuntimeError):
+                self._check(args, kwargs)
+                raise
         return self._call(*args, **kwargs)
 
     def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            with backend.x64_scope(self._layout.x64):
+            with backend.x64_scope(self._x64):
                 out = self._exe.fast_call(*args, **kwargs)
         except (TypeError, ValueError, RuntimeError) as exc:
             # JAX's dispatch rejected the call: find out why in our own terms, else re-raise.
@@ -68,7 +83,7 @@ class Compiled:
                                          f"{self._plain_treedef}, called with {treedef}")
         linear = [leaves[i] for i in self._linear_pos]
         try:
-            with backend.x64_scope(self._layout.x64):
+            with backend.x64_scope(self._x64):
                 outs = self._exe.call_flat(linear)
         except (TypeError, ValueError, RuntimeError):
             self._check(args, kwargs)

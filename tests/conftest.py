@@ -23,10 +23,10 @@ def assert_trees_close(got, want, tol: float) -> None:
             # A static (Python) result comes back as itself; jax.jit makes an array of it.
             assert g == w, f"static result {g!r} != {w!r}"
             continue
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype, f"dtype {g.dtype} != {w.dtype}"
-        assert g.shape == w.shape, f"shape {g.shape} != {w.shape}"
+        ga, wa = np.asarray(g), np.asarray(w)
+        assert ga.dtype == wa.dtype, f"dtype {ga.dtype} != {wa.dtype}"
+        assert ga.shape == wa.shape, f"shape {ga.shape} != {wa.shape}"
         if tol == 0:
-            np.testing.assert_array_equal(g, w)
+            np.testing.assert_array_equal(ga, wa)
         else:
-            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+            np.testing.assert_allclose(ga, wa, rtol=tol, atol=tol)

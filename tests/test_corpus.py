@@ -49,10 +49,10 @@ def test_numpy_in_numpy_out_and_preserved(name, rng):
     assert dict(traced.preserved) == case.preserved
     args, kwargs = case.make(rng)
     got = traced.stages("all").compile()(*args, **kwargs)
-    arg_leaves = {k: v for k, v in zip(
+    arg_leaves = dict(zip(
         [a.path for a in traced.linear_args],
         [leaf for leaf in jax.tree_util.tree_leaves((args, kwargs))
-         if isinstance(leaf, np.ndarray | np.generic)], strict=True)}
+         if isinstance(leaf, np.ndarray | np.generic)], strict=True))
     by_path = dict(zip([r.path for r in traced.linear_results],
                        [leaf for leaf in jax.tree_util.tree_leaves(got)
                         if isinstance(leaf, np.ndarray | np.generic)], strict=False))

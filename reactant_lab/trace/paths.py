@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -143,13 +144,13 @@ def _check_static(leaf: Any, path: str) -> None:
 def static_key(value: Any) -> Any:
     """Cache-key form of a static value."""
     # 1 == 1.0 == True in Python, but they trace differently: key on the type as well.
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and math.isnan(value):
         return (float, "nan")
     return (type(value), value)
 
 
 def _is_64bit(dtype: np.dtype) -> bool:
-    return dtype.kind in "iuf" and dtype.itemsize == 8 or dtype.kind == "c" and dtype.itemsize == 16
+    return (dtype.kind in "iuf" and dtype.itemsize == 8) or (dtype.kind == "c" and dtype.itemsize == 16)
 
 
 def _is_ml_dtype(dtype: np.dtype) -> bool:

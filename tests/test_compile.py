@@ -1,0 +1,127 @@
+"""Compiled: any stage compiles, signature checks, donation, XLA's views, the fallback path."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.examples import EXAMPLES, mlp
+
+
+@pytest.fixture
+def mlp_stages(rng):
+    args = EXAMPLES[0].make_args(rng)
+    return rl.trace(mlp, *args).stages("all"), args
+
+
+def test_every_stage_compiles_and_agrees(mlp_stages, rng):
+    st, _ = mlp_stages
+    args = EXAMPLES[0].make_args(rng)
+    want = np.asarray(jax.jit(mlp)(*args))
+    for stage in st.stages:
+        got = st.compile(stage.index)(*args)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=stage.name)
+    assert st.compile("optimize+sroa").stage == "optimize+sroa"
+
+
+def test_xla_views(mlp_stages):
+    st, _ = mlp_stages
+    c = st.compile()
+    assert "HloModule" in c.hlo_text() and "dot" in c.hlo_text()
+    cost = c.cost_analysis()
+    assert cost["flops"] >= 2 * 128 * (64 * 256 + 256 * 256 + 256 * 10)
+    mem = c.memory_analysis()
+    assert mem["argument_size_in_bytes"] == 4 * (128 * 64 + 64 * 256 + 256 * 256 + 256 * 10 +
+                                                  256 + 256 + 10)
+    assert mem["output_size_in_bytes"] == 4 * 128 * 10
+    assert c.compile_seconds > 0 and "func.func public @main" in c.as_text()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda p, x: (p, x[:64]), r"args\[1\]: compiled for float32\[128, 64\], called with "
+                               r"float32\[64, 64\]"),
+    (lambda p, x: (p, x.astype(np.float64)), r"args\[1\]: compiled for float32.*float64"),
+    (lambda p, x: ({**p, "extra": x}, x), "structure"),
+    (lambda p, x: (p,), "structure"),
+])
+def test_signature_mismatch_is_explained(mlp_stages, change, message):
+    st, args = mlp_stages
+    compiled = st.compile()
+    with pytest.raises(rl.SignatureMismatchError, match=message):
+        compiled(*change(*args))
+    with pytest.raises(TypeError):  # also a TypeError, as JAX's is
+        compiled(*change(*args))
+
+
+def test_static_value_mismatch():
+    c = rl.trace(lambda x, n: x * n, np.ones(3, np.float32), 2).stages("none").compile()
+    np.testing.assert_allclose(c(np.ones(3, np.float32), 2), [2, 2, 2])
+    with pytest.raises(rl.SignatureMismatchError, match=r"static args\[1\]: compiled with 2, "
+                                                        r"called with 3"):
+        c(np.ones(3, np.float32), 3)
+    with pytest.raises(rl.SignatureMismatchError):
+        c(np.ones(3, np.float32), 2.0)  # 2 == 2.0 in Python, but it traces differently
+
+
+def test_jax_array_fast_path_checks_shapes(rng):
+    x = jnp.asarray(rng.standard_normal((4, 4)).astype(np.float32))
+    c = rl.trace(lambda a, b: a @ b, x, x).stages().compile()
+    np.testing.assert_allclose(c(x, x), x @ x, rtol=1e-5)
+    with pytest.raises(rl.SignatureMismatchError, match=r"args\[1\]"):
+        c(x, jnp.ones((4, 5), np.float32))
+
+
+def test_donation_deletes_inputs_and_reuse_is_explained(rng):
+    x = jnp.asarray(rng.standard_normal(8).astype(np.float32))
+    traced = rl.trace(lambda v: v * 2 + 1, x)
+    c = traced.stages().compile(donate=True)
+    assert "tf.aliasing_output = 0" in c.as_text()
+    expected = np.asarray(x) * 2 + 1
+    out = c(x)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert x.is_deleted()
+    with pytest.raises(rl.DonatedArgumentError, match=r"args\[0\].*donated"):
+        c(x)
+    with pytest.raises(RuntimeError, match="deleted"):
+        np.asarray(x)
+
+
+def test_preserved_arguments_are_not_donated(rng):
+    x = jnp.asarray(rng.standard_normal(4).astype(np.float32))
+    y = jnp.asarray(rng.standard_normal(4).astype(np.float32))
+    c = rl.trace(lambda a, b: (a, b * 3), x, y).stages().compile(donate=True)
+    a, b = c(x, y)
+    assert a is x and not x.is_deleted() and y.is_deleted()
+    np.testing.assert_allclose(b, np.asarray(a) * 0 + b)
+
+
+def test_raw_execute_fallback_path(monkeypatch, rng):
+    monkeypatch.setenv("REACTANT_LAB_RAW_EXECUTE", "1")
+    for example in EXAMPLES:
+        args = example.make_args(rng)
+        c = rl.trace(example.fn, *args).stages().compile()
+        got, want = c(*args), jax.jit(example.fn)(*args)
+        for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want),
+                        strict=True):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)
+        assert "HloModule" in c.hlo_text() and c.cost_analysis()["flops"] >= 0
+        with pytest.raises(rl.SignatureMismatchError):
+            c(*[np.zeros((1, 1), np.float32) for _ in args])
+
+
+def test_compile_error_is_clear():
+    traced = rl.trace(lambda x: x + 1, np.ones(2, np.float32))
+    broken = traced.text.replace("stablehlo.add", "stablehlo.not_an_op")
+    from reactant_lab.compile import compile_traced
+
+    with pytest.raises(rl.CompileError, match="not_an_op"):
+        compile_traced(traced, broken)
+
+
+def test_unknown_device():
+    traced = rl.trace(lambda x: x + 1, np.ones(2, np.float32))
+    with pytest.raises(rl.PipelineError, match="no 'tpu' device"):
+        traced.stages().compile(device="tpu")
