@@ -5,6 +5,7 @@ conveniences (jit, explore, code_hlo, code_xla).
 """
 
 from reactant_lab.backend import enzyme_available, versions
+from reactant_lab.bench import BenchResult, BenchRow, Roofline, bench
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
     CompileError,
@@ -31,6 +32,8 @@ __all__ = [
     "PRESETS",
     "STAGES",
     "ArgSpec",
+    "BenchResult",
+    "BenchRow",
     "CompileError",
     "Compiled",
     "ControlFlowError",
@@ -43,6 +46,7 @@ __all__ = [
     "PipelineError",
     "ReactantLabError",
     "ResultSpec",
+    "Roofline",
     "SignatureMismatchError",
     "SkippedArg",
     "Stage",
@@ -52,6 +56,7 @@ __all__ = [
     "UnknownPassError",
     "UnknownPresetError",
     "UnsupportedArgumentError",
+    "bench",
     "code_hlo",
     "code_xla",
     "enzyme_available",

@@ -31,6 +31,19 @@ except ImportError as _exc:  # pragma: no cover - depends on the installation
                       "jax>=0.8: pip install 'enzyme-ad==0.0.16'")
 
 
+def _hide_own_frames() -> None:
+    """Keep reactant_lab's frames out of the source locations JAX records, so op locations point
+    at the user's code only."""
+    try:
+        from jax._src import source_info_util
+    except ImportError:  # pragma: no cover - private module moved in another JAX version
+        return
+    if hasattr(source_info_util, "register_exclusion"):
+        source_info_util.register_exclusion(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+_hide_own_frames()
+
 
 def enzyme_available() -> bool:
     """True when the Enzyme-JAX passes can run."""

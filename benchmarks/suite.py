@@ -1,0 +1,114 @@
+"""The benchmark suite: every example through ``reactant_lab.bench``, one table of ratios.
+
+Columns: ours (preset all) / jax.jit, ours (all) / NumPy eager, preset all / preset none, each
+measured side by side in one run per kernel, with the geometric mean per column.
+
+Run: .venv/bin/python benchmarks/suite.py [--min-time S] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import reactant_lab as rl
+from reactant_lab.examples import EXAMPLES
+
+
+def transformer_block(p: dict[str, Any], x: Any) -> Any:
+    """Pre-norm transformer block: multi-head self-attention and a GELU MLP, residuals."""
+
+    def norm(v, g):
+        mu = v.mean(-1, keepdims=True)
+        return (v - mu) * jax.lax.rsqrt(((v - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g
+
+    b, s, d = x.shape
+    heads = 4
+    h = norm(x, p["g1"])
+    q, k, v = (jnp.einsum("bsd,de->bse", h, p[w]).reshape(b, s, heads, d // heads)
+               for w in ("wq", "wk", "wv"))
+    att = jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // heads)
+    mask = jnp.tril(jnp.ones((s, s), bool))
+    att = jax.nn.softmax(jnp.where(mask, att, -1e9), axis=-1)
+    o = jnp.einsum("bhqk,bkhd->bqhd", att, v).reshape(b, s, d) @ p["wo"]
+    x = x + o
+    return x + jax.nn.gelu(norm(x, p["g2"]) @ p["w1"]) @ p["w2"]
+
+
+def _transformer_args(rng: np.random.Generator) -> tuple:
+    d = 128
+
+    def w(*shape):
+        return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32)
+
+    p = {"wq": w(d, d), "wk": w(d, d), "wv": w(d, d), "wo": w(d, d), "w1": w(d, 4 * d),
+         "w2": w(4 * d, d), "g1": np.ones(d, np.float32), "g2": np.ones(d, np.float32)}
+    return p, rng.standard_normal((4, 64, d)).astype(np.float32)
+
+
+def kernels() -> list[tuple[str, Callable, Callable[[np.random.Generator], tuple]]]:
+    """(name, function, maker of arguments) for every kernel of the suite."""
+    out = [(e.name, e.fn, e.make_args) for e in EXAMPLES[:2]]
+    out.append(("transformer", transformer_block, _transformer_args))
+    try:  # the NumPy kernels, when NumPy mode is installed
+        from numpy_kernels import SUITE_KERNELS  # benchmarks/numpy_kernels.py
+    except ImportError:
+        SUITE_KERNELS = []
+    out += list(SUITE_KERNELS)
+    return out
+
+
+def _ratio(result: rl.BenchResult, a: str, b: str) -> float | None:
+    names = {r.name: r for r in result.rows}
+    if a in names and b in names:
+        return names[a].median_s / names[b].median_s
+    return None
+
+
+def _geomean(values: list[float | None]) -> float | None:
+    got = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in got) / len(got)) if got else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-time", type=float, default=0.5)
+    parser.add_argument("--json", help="also write the ratios as JSON here")
+    opts = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    print(f"reactant_lab benchmark suite ({', '.join(f'{k} {v}' for k, v in rl.versions().items())};"
+          f" device {jax.devices()[0]})")
+    head = f"{'kernel':<16} {'ours/jax.jit':>13} {'ours/numpy':>11} {'all/none':>9}  noisy"
+    print(head)
+    print("-" * len(head))
+    table = {}
+    for name, fn, make in kernels():
+        res = rl.bench(fn, *make(rng), presets=("none", "all"), min_time=opts.min_time,
+                       roofline=False, progress=False)
+        row = (_ratio(res, "all", "jax"), _ratio(res, "all", "numpy"), _ratio(res, "all", "none"))
+        table[name] = row
+        noisy = ",".join(r.name for r in res.rows if r.noisy)
+        cells = " ".join(f"{v:>{w}.3f}" if v else f"{'-':>{w}}" for v, w in zip(row, (13, 11, 9),
+                                                                                 strict=True))
+        print(f"{name:<16} {cells}  {noisy}")
+    means = [_geomean([row[i] for row in table.values()]) for i in range(3)]
+    print("-" * len(head))
+    cells = " ".join(f"{v:>{w}.3f}" if v else f"{'-':>{w}}" for v, w in zip(means, (13, 11, 9),
+                                                                              strict=True))
+    print(f"{'geometric mean':<16} {cells}")
+    if opts.json:
+        with open(opts.json, "w", encoding="utf-8") as fh:
+            json.dump({"kernels": table, "geomean": means}, fh, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

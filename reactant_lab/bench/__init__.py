@@ -1,0 +1,179 @@
+"""``bench``: presets and baselines of one call timed side by side, with ratios and roofline."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import types
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from reactant_lab import backend
+from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds, round_robin, warm_up
+from reactant_lab.bench.result import BenchResult, BenchRow, make_row
+from reactant_lab.bench.roofline import Roofline, calibrate
+from reactant_lab.errors import ReactantLabError
+from reactant_lab.stages.presets import PRESETS
+from reactant_lab.trace import Traced, trace
+
+__all__ = ["BenchResult", "BenchRow", "Roofline", "bench", "calibrate"]
+
+BASELINES = ("numpy", "jax")
+_PROGRESS_AFTER_S = 2.0
+
+
+def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", "all"),
+          baselines: Sequence[str] = BASELINES, repeats: int | None = None,
+          min_time: float = 0.2, warmup: int = 3, device: Any | None = None,
+          roofline: bool = True, progress: bool | None = None, **kwargs: Any) -> BenchResult:
+    """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
+
+    Baselines: ``numpy`` runs the function eagerly on copies of NumPy inputs (NumPy-mode code
+    only), ``jax`` is ``jax.jit`` of the function. Warm-up runs are not counted, each sample is
+    synchronized, variants are sampled round-robin, small inputs rotate among copies, and
+    functions that update their arguments get fresh copies per call (copying is not timed).
+    """
+    _check_names(presets, baselines)
+    dev = backend.resolve_device(device)
+    traced = _trace_for_device(fn, args, kwargs, dev)
+    variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, dev)
+    for name in baselines:
+        made = _baseline(name, fn, traced, args, kwargs, dev)
+        if isinstance(made, str):
+            skipped[name] = made
+            continue
+        variant, c_s, cost = made
+        variants.append(variant)
+        compile_s[name], costs[name] = c_s, cost
+    first_cost = next(iter(costs.values()), (None, None))
+    costs.setdefault("numpy", first_cost)
+    rows = _measure(variants, repeats, min_time, warmup, progress, compile_s, costs,
+                    calibrate(dev) if roofline else None, set(presets))
+    reference = next((b for b in baselines if b not in skipped), None)
+    if reference is not None:
+        base = next(r.median_s for r in rows if r.name == reference)
+        rows = [_with_ratio(r, r.median_s / base) for r in rows]
+    return BenchResult(traced.fn_name, traced.mode, str(dev), tuple(rows),
+                       types.MappingProxyType(skipped), reference,
+                       calibrate(dev) if roofline else None)
+
+
+def _check_names(presets: Sequence[str], baselines: Sequence[str]) -> None:
+    bad = [p for p in presets if p not in PRESETS]
+    if bad:
+        raise ReactantLabError(f"unknown preset(s) {bad}; valid presets: {', '.join(PRESETS)}")
+    bad = [b for b in baselines if b not in BASELINES]
+    if bad:
+        raise ReactantLabError(f"unknown baseline(s) {bad}; valid baselines: "
+                               f"{', '.join(BASELINES)}")
+    if not presets and not baselines:
+        raise ReactantLabError("nothing to measure: give at least one preset or baseline")
+
+
+def _trace_for_device(fn: Callable, args: tuple, kwargs: dict, dev: Any) -> Traced:
+    """Trace; JAX code gets device-resident inputs, so results stay on the device like jit's."""
+    traced = trace(fn, *args, **kwargs)
+    if traced.mode == "jax" and traced.layout.numpy_out:
+        with backend.x64_scope(traced.layout.x64):
+            on_dev = copy_inputs((args, kwargs), lambda a: jax.device_put(a, dev))
+        traced = trace(fn, *on_dev[0], **on_dev[1])
+    return traced
+
+
+def _place(traced: Traced, dev: Any) -> Callable[[Any], Any]:
+    if traced.mode == "numpy":
+        return np.array  # NumPy-mode executables take and update NumPy arrays
+    return lambda leaf: jax.device_put(np.array(leaf), dev)
+
+
+def _fresh(traced: Traced, inputs: tuple, place: Callable) -> Callable | None:
+    if not traced.mutated:
+        return None
+    return lambda: copy_inputs(inputs, place)
+
+
+def _presets(traced: Traced, presets: Sequence[str], args: tuple, kwargs: dict, dev: Any):
+    variants, compile_s, costs, skipped = [], {}, {}, {}
+    place = _place(traced, dev)
+    with backend.x64_scope(traced.layout.x64):
+        pool = copies((args, kwargs), place)
+    for preset in presets:
+        stages = traced.stages(preset, device=dev)
+        compiled = stages.compile(device=dev)
+        cost = compiled.cost_analysis()
+        compile_s[preset] = stages.seconds + compiled.compile_seconds
+        costs[preset] = (cost.get("flops"), cost.get("bytes accessed"))
+        variants.append(Variant(preset, compiled, pool, _fresh(traced, (args, kwargs), place)))
+    return variants, compile_s, costs, skipped
+
+
+def _baseline(name: str, fn: Callable, traced: Traced, args: tuple, kwargs: dict, dev: Any):
+    """(variant, compile seconds, (flops, bytes)) or the reason it cannot run."""
+    if name == "numpy":
+        if traced.mode != "numpy":
+            return ("the function is JAX code (traced in JAX mode); there is no NumPy eager "
+                    "version of it to time")
+        pool = copies((args, kwargs), np.array)
+        return Variant("numpy", fn, pool, _fresh(traced, (args, kwargs), np.array)), None, None
+    statics = {i for i, leaf in enumerate(args) if not _is_array_tree(leaf)}
+    start = time.perf_counter()
+    try:
+        with backend.x64_scope(traced.layout.x64):
+            compiled = jax.jit(fn, static_argnums=tuple(sorted(statics))).lower(
+                *args, **kwargs).compile()
+    except Exception as exc:  # whatever JAX raises on code it cannot trace
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first[:200]}"
+    seconds = time.perf_counter() - start
+    cost = compiled.cost_analysis() or {}
+    cost = cost[0] if isinstance(cost, list | tuple) else cost
+    dyn = tuple(a for i, a in enumerate(args) if i not in statics)
+    place = lambda leaf: jax.device_put(np.array(leaf), dev)  # noqa: E731
+    with backend.x64_scope(traced.layout.x64):
+        pool = copies((dyn, kwargs), place)
+    variant = Variant("jax", _x64_call(compiled, traced.layout.x64), pool)
+    return variant, seconds, (cost.get("flops"), cost.get("bytes accessed"))
+
+
+def _x64_call(compiled: Any, x64: bool) -> Callable:
+    if not x64:
+        return compiled
+
+    def call(*a, **k):
+        with backend.x64_scope(True):
+            return compiled(*a, **k)
+
+    return call
+
+
+def _is_array_tree(value: Any) -> bool:
+    return any(isinstance(leaf, np.ndarray | np.generic | jax.Array)
+               for leaf in jax.tree_util.tree_leaves(value))
+
+
+def _measure(variants, repeats, min_time, warmup, progress, compile_s, costs, roof, presets):
+    per_sample = [warm_up(v, warmup) for v in variants]
+    rounds = plan_rounds(per_sample, min_time, repeats)
+    expected = rounds * sum(per_sample)
+    bar = None
+    if progress or (progress is None and expected > _PROGRESS_AFTER_S):
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=rounds * len(variants), desc="bench", unit="sample", leave=False)
+    try:
+        samples = round_robin(variants, rounds, bar.update if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    return [make_row(v.name, "preset" if v.name in presets else "baseline", s,
+                     compile_s=compile_s.get(v.name), flops=costs[v.name][0],
+                     bytes_accessed=costs[v.name][1], roofline=roof,
+                     calls_per_sample=v.calls_per_sample)
+            for v, s in zip(variants, samples, strict=True)]
+
+
+def _with_ratio(row: BenchRow, ratio: float) -> BenchRow:
+    return dataclasses.replace(row, ratio=ratio)

@@ -1,0 +1,109 @@
+"""Round-robin measurement of several variants of one call, each sample synchronized."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+Inputs = tuple[tuple, dict]
+
+_SAMPLE_TARGET_S = 1e-3  # one sample spans at least this long: calls of microseconds are batched
+_ROTATE_BELOW_BYTES = 8 * 1024 * 1024  # inputs smaller than this are rotated among copies
+_MAX_COPIES = 16
+
+
+@dataclass
+class Variant:
+    """One thing to time: a call on prepared inputs."""
+
+    name: str
+    """Row name: a preset or a baseline."""
+    call: Callable[..., Any]
+    """``call(*args, **kwargs)``."""
+    pool: list[Inputs]
+    """Input sets to rotate among (one when inputs are large)."""
+    fresh: Callable[[], Inputs] | None = None
+    """For functions that update their arguments: makes a fresh input set (not timed)."""
+    calls_per_sample: int = 1
+    """Calls timed back to back in one sample (chosen from a first timing)."""
+
+    def inputs(self, i: int) -> Inputs:
+        """The input set for the i-th call of a sample (a fresh copy for mutating functions)."""
+        return self.fresh() if self.fresh is not None else self.pool[i % len(self.pool)]
+
+    def run_once(self, inputs: Inputs) -> Any:
+        """One synchronized call."""
+        args, kwargs = inputs
+        return jax.block_until_ready(self.call(*args, **kwargs))
+
+
+def is_array(leaf: Any) -> bool:
+    """NumPy or JAX array leaf (NumPy scalars included)."""
+    return isinstance(leaf, np.ndarray | np.generic | jax.Array)
+
+
+def copies(inputs: Inputs, place: Callable[[Any], Any]) -> list[Inputs]:
+    """Several copies of small inputs (so caches do not flatter the result), one of large ones."""
+    nbytes = sum(np.asarray(leaf).nbytes for leaf in jax.tree_util.tree_leaves(inputs)
+                 if is_array(leaf))
+    n = 1 if nbytes >= _ROTATE_BELOW_BYTES else min(
+        _MAX_COPIES, max(1, math.ceil(_ROTATE_BELOW_BYTES / max(nbytes, 1))))
+    return [copy_inputs(inputs, place) for _ in range(n)]
+
+
+def copy_inputs(inputs: Inputs, place: Callable[[Any], Any]) -> Inputs:
+    """A copy of the array leaves of ``inputs`` made by ``place`` (statics are kept as they are)."""
+    return jax.tree_util.tree_map(lambda leaf: place(leaf) if is_array(leaf) else leaf, inputs)
+
+
+def warm_up(variant: Variant, warmup: int) -> float:
+    """Run ``warmup`` calls (at least one) untimed but the last; pick calls per sample."""
+    took = 0.0
+    for i in range(max(1, warmup)):
+        inputs = variant.inputs(i)
+        start = time.perf_counter()
+        variant.run_once(inputs)
+        took = time.perf_counter() - start
+    variant.calls_per_sample = max(1, min(10_000, math.ceil(_SAMPLE_TARGET_S / max(took,
+                                                                                     1e-9))))
+    return took * variant.calls_per_sample
+
+
+def take_sample(variant: Variant) -> float:
+    """Seconds per call over one sample of ``calls_per_sample`` calls; input copies not timed."""
+    n = variant.calls_per_sample
+    prepared = [variant.inputs(i) for i in range(n)]
+    results = []
+    start = time.perf_counter()
+    for args, kwargs in prepared:
+        results.append(variant.call(*args, **kwargs))
+    jax.block_until_ready(results)  # every call, not just the last: the device may overlap them
+    return (time.perf_counter() - start) / n
+
+
+def plan_rounds(sample_seconds: Sequence[float], min_time: float,
+                repeats: int | None) -> int:
+    """Rounds of round-robin sampling: ``repeats``, or enough for the slowest variant to fill
+    ``min_time`` (between 10 and 2,000)."""
+    if repeats is not None:
+        return max(1, repeats)
+    slowest = max(sample_seconds, default=min_time)
+    return max(10, min(2000, math.ceil(min_time / max(slowest, 1e-9))))
+
+
+def round_robin(variants: Sequence[Variant], rounds: int,
+                progress: Callable[[int], None] | None = None) -> list[list[float]]:
+    """Samples of each variant, interleaved so that drift of the machine hits all alike."""
+    samples: list[list[float]] = [[] for _ in variants]
+    for _ in range(rounds):
+        for i, variant in enumerate(variants):
+            samples[i].append(take_sample(variant))
+            if progress is not None:
+                progress(1)
+    return samples

@@ -1,0 +1,188 @@
+"""``BenchResult``: per-variant timing rows with ratios and roofline, as text, JSON, CSV, HTML."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reactant_lab import timing
+from reactant_lab.bench.roofline import Roofline
+
+NOISY_IQR_OVER_MEDIAN = 0.10
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    """Timing of one variant: a preset compiled through our pipeline, or a baseline."""
+
+    name: str
+    """Preset name (``all``, ``none``, ...) or baseline (``numpy``, ``jax``)."""
+    kind: str
+    """'preset' or 'baseline'."""
+    samples_s: tuple[float, ...] = field(repr=False)
+    """Seconds per call, one value per sample."""
+    median_s: float
+    """Median of the samples."""
+    iqr_s: float
+    """Interquartile range of the samples."""
+    min_s: float
+    """Fastest sample."""
+    compile_s: float | None
+    """Pass pipeline + XLA compile (presets) or jax.jit lower + compile; None for NumPy."""
+    ratio: float | None
+    """Median over the reference baseline's median (None without a baseline)."""
+    flops: float | None
+    """Floating-point operations per call, from XLA's cost analysis."""
+    bytes_accessed: float | None
+    """Bytes read and written per call, from XLA's cost analysis."""
+    roofline_fraction: float | None
+    """The machine's time floor for this work over the median (1.0 = at the roofline)."""
+    calls_per_sample: int = 1
+    """Calls timed back to back per sample."""
+
+    @property
+    def noisy(self) -> bool:
+        """IQR over median above 10%: the number is not to be trusted to that precision."""
+        return self.median_s > 0 and self.iqr_s / self.median_s > NOISY_IQR_OVER_MEDIAN
+
+    @property
+    def gflops_per_s(self) -> float | None:
+        """Achieved GFLOP/s."""
+        return None if not self.flops else self.flops / self.median_s / 1e9
+
+    @property
+    def gb_per_s(self) -> float | None:
+        """Achieved GB/s of memory traffic."""
+        return None if not self.bytes_accessed else self.bytes_accessed / self.median_s / 1e9
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dict with the derived fields too (for JSON / CSV)."""
+        out = dataclasses.asdict(self)
+        out.update(noisy=self.noisy, gflops_per_s=self.gflops_per_s, gb_per_s=self.gb_per_s)
+        return out
+
+
+def make_row(name: str, kind: str, samples: Sequence[float], *, compile_s: float | None,
+             flops: float | None, bytes_accessed: float | None, roofline: Roofline | None,
+             calls_per_sample: int) -> BenchRow:
+    """A row from raw samples (ratio filled in later, once the reference is known)."""
+    med = timing.median(samples)
+    return BenchRow(name, kind, tuple(samples), med, timing.iqr(samples), min(samples),
+                    compile_s, None, flops, bytes_accessed,
+                    roofline.fraction(flops, bytes_accessed, med) if roofline else None,
+                    calls_per_sample)
+
+
+def _fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Every variant of one call measured side by side in one run."""
+
+    fn_name: str
+    """The benchmarked function."""
+    mode: str
+    """'jax' or 'numpy': how the function was traced."""
+    device: str
+    """Where it ran."""
+    rows: tuple[BenchRow, ...]
+    """One row per measured variant, in the order requested."""
+    skipped: Mapping[str, str]
+    """Variant -> why it was not measured."""
+    reference: str | None
+    """The baseline ratios are taken against (the first baseline measured)."""
+    roofline: Roofline | None
+    """The device's measured peak compute and bandwidth."""
+
+    def row(self, name: str) -> BenchRow:
+        """The row of one variant."""
+        for r in self.rows:
+            if r.name == name:
+                return r
+        raise KeyError(f"no row {name!r}; rows: {[r.name for r in self.rows]}, skipped: "
+                       f"{dict(self.skipped)}")
+
+    def table(self) -> str:
+        """Plain-text table of the rows, then the skipped variants and the roofline."""
+        head = ("variant", "median", "IQR", "min", "compile", f"ratio/{self.reference or '-'}",
+                "GFLOP/s", "GB/s", "roofline", "")
+        lines = [head]
+        for r in self.rows:
+            lines.append((r.name, _fmt_time(r.median_s), _fmt_time(r.iqr_s), _fmt_time(r.min_s),
+                          _fmt_time(r.compile_s), _fmt(r.ratio, ".3f"),
+                          _fmt(r.gflops_per_s, ".3g"), _fmt(r.gb_per_s, ".3g"),
+                          _fmt(r.roofline_fraction, ".1%"), "noisy" if r.noisy else ""))
+        widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
+        text = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                          for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                for row in lines]
+        text.insert(0, f"{self.fn_name} ({self.mode} mode) on {self.device}")
+        text += [f"skipped {name}: {why}" for name, why in self.skipped.items()]
+        if self.roofline:
+            rf = self.roofline
+            text.append(f"roofline: {rf.peak_flops / 1e9:.3g} GFLOP/s, "
+                        f"{rf.peak_bytes_per_s / 1e9:.3g} GB/s (measured)")
+        return "\n".join(text)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, as plain data."""
+        return {"fn_name": self.fn_name, "mode": self.mode, "device": self.device,
+                "reference": self.reference, "skipped": dict(self.skipped),
+                "roofline": dataclasses.asdict(self.roofline) if self.roofline else None,
+                "rows": [r.as_dict() for r in self.rows]}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """JSON text of ``to_dict()``."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def to_csv(self) -> str:
+        """One CSV line per row (samples left out)."""
+        buf = io.StringIO()
+        dicts = [r.as_dict() for r in self.rows]
+        names = [k for k in (dicts[0] if dicts else {}) if k != "samples_s"]
+        writer = csv.DictWriter(buf, fieldnames=names, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(dicts)
+        return buf.getvalue()
+
+    def _repr_html_(self) -> str:
+        from reactant_lab.render.bench_chart import result_html
+
+        return result_html(self)
+
+    def plot(self) -> Any:
+        """A matplotlib figure: sample distribution per variant, log time axis."""
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            from reactant_lab.errors import ReactantLabError
+
+            raise ReactantLabError("BenchResult.plot() needs matplotlib: pip install matplotlib "
+                                   "(the HTML view needs nothing)") from exc
+        fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(self.rows))))
+        ax.boxplot([list(r.samples_s) for r in self.rows], vert=False,
+                   tick_labels=[r.name for r in self.rows])
+        ax.set_xscale("log")
+        ax.set_xlabel("seconds per call")
+        ax.set_title(f"{self.fn_name} on {self.device}")
+        fig.tight_layout()
+        return fig

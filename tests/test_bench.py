@@ -1,0 +1,133 @@
+"""Benchmarking: statistics, what is (not) timed, skipped baselines, roofline, outputs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import time
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.bench import BenchResult, Roofline, bench
+from reactant_lab.bench.measure import copies
+from reactant_lab.bench.result import make_row
+from reactant_lab.examples import EXAMPLES, mlp
+
+ROOF = Roofline("test", peak_flops=1e9, peak_bytes_per_s=2e9, seconds=0.0)
+
+
+def test_row_statistics_on_known_samples():
+    samples = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 100.0]
+    row = make_row("x", "preset", samples, compile_s=0.5, flops=4e9, bytes_accessed=2e9,
+                   roofline=ROOF, calls_per_sample=1)
+    assert row.median_s == 5.0 and row.min_s == 1.0
+    assert row.iqr_s == pytest.approx(7.0 - 3.0)
+    assert row.noisy
+    assert row.gflops_per_s == pytest.approx(4e9 / 5.0 / 1e9)
+    assert row.gb_per_s == pytest.approx(2e9 / 5.0 / 1e9)
+    # floor = max(4e9 / 1e9, 2e9 / 2e9) = 4 s; median 5 s -> 80% of the roofline
+    assert row.roofline_fraction == pytest.approx(0.8)
+
+
+def test_quiet_samples_are_not_noisy():
+    row = make_row("x", "preset", [1.0, 1.01, 0.99, 1.02, 0.98, 1.0], compile_s=None,
+                   flops=None, bytes_accessed=None, roofline=ROOF, calls_per_sample=1)
+    assert not row.noisy and row.roofline_fraction is None and row.gflops_per_s is None
+
+
+def test_roofline_arithmetic():
+    assert ROOF.floor_s(2e9, 1e9) == pytest.approx(2.0)  # compute bound
+    assert ROOF.floor_s(1e6, 8e9) == pytest.approx(4.0)  # memory bound
+    assert ROOF.fraction(2e9, 0, 4.0) == pytest.approx(0.5)
+    assert ROOF.floor_s(None, None) is None
+    assert ROOF.ridge_flops_per_byte == pytest.approx(0.5)
+
+
+def test_small_inputs_rotate_among_copies_large_ones_do_not():
+    small = copies(((np.ones(16, np.float32),), {}), np.array)
+    large = copies(((np.ones(4 * 1024 * 1024, np.float32),), {}), np.array)
+    assert len(small) > 1 and len(large) == 1
+    assert small[0][0][0] is not small[1][0][0]
+
+
+@pytest.fixture(scope="module")
+def mlp_result() -> BenchResult:
+    args = EXAMPLES[0].make_args(np.random.default_rng())
+    return bench(mlp, *args, min_time=0.05)
+
+
+def test_bench_mlp_rows(mlp_result):
+    assert [r.name for r in mlp_result.rows] == ["none", "all", "jax"]
+    assert mlp_result.reference == "jax" and mlp_result.row("jax").ratio == 1.0
+    for r in mlp_result.rows:
+        assert r.median_s > 0 and r.iqr_s >= 0 and r.min_s <= r.median_s
+        assert len(r.samples_s) >= 10
+        assert r.ratio == pytest.approx(r.median_s / mlp_result.row("jax").median_s)
+        assert r.flops >= 2 * 128 * (64 * 256 + 256 * 256 + 256 * 10)
+        assert r.roofline_fraction > 0
+        assert r.compile_s > 0
+    assert "JAX code" in mlp_result.skipped["numpy"]
+    table = mlp_result.table()
+    for word in ("none", "all", "jax", "skipped numpy", "roofline"):
+        assert word in table
+
+
+def test_bench_outputs(mlp_result):
+    data = json.loads(mlp_result.to_json())
+    assert [r["name"] for r in data["rows"]] == ["none", "all", "jax"]
+    assert data["roofline"]["peak_flops"] > 0 and "numpy" in data["skipped"]
+    csv_text = mlp_result.to_csv().splitlines()
+    assert csv_text[0].startswith("name,kind,median_s") and len(csv_text) == 4
+    page = mlp_result._repr_html_()
+    assert "<svg" not in page
+    uri = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', page)
+    svg = base64.b64decode(uri.group(1)).decode()
+    assert svg.startswith("<svg") and svg.count("<circle") == sum(
+        len(r.samples_s) for r in mlp_result.rows)
+
+
+def test_warmup_and_compile_are_not_timed(rng):
+    traces = []
+
+    def slow_first_trace(x):
+        if not traces:
+            time.sleep(0.3)  # Python runs only while tracing: on the first trace only
+        traces.append(1)
+        return jnp.sin(x) * 2
+
+    result = bench(slow_first_trace, rng.standard_normal(64).astype(np.float32),
+                   min_time=0.02, roofline=False)
+    assert traces  # it did trace
+    for r in result.rows:
+        assert r.median_s < 0.05 and max(r.samples_s) < 0.3
+
+
+def test_repeats_fix_the_number_of_samples(rng):
+    result = bench(lambda x: x + 1, rng.standard_normal(8).astype(np.float32),
+                   presets=("all",), baselines=("jax",), repeats=7, roofline=False)
+    assert [len(r.samples_s) for r in result.rows] == [7, 7]
+    assert all(r.calls_per_sample > 1 for r in result.rows)  # microsecond calls are batched
+
+
+def test_bad_names_are_rejected(rng):
+    x = rng.standard_normal(4).astype(np.float32)
+    with pytest.raises(rl.ReactantLabError, match="unknown preset"):
+        bench(lambda v: v, x, presets=("fastest",))
+    with pytest.raises(rl.ReactantLabError, match="unknown baseline"):
+        bench(lambda v: v, x, baselines=("torch",))
+
+
+def test_hostile_function_name_is_escaped(rng):
+    def f(x):
+        return x * 2
+
+    f.__name__ = "<script>alert(1)</script>"
+    result = bench(f, rng.standard_normal(4).astype(np.float32), presets=("none",),
+                   baselines=(), repeats=3, roofline=False)
+    page = result._repr_html_()
+    svg = base64.b64decode(re.search(r"base64,([^\"]+)", page).group(1)).decode()
+    assert "<script>" not in page and "<script>" not in svg
