@@ -11,6 +11,7 @@ from reactant_lab.errors import (
     CompileError,
     ControlFlowError,
     DonatedArgumentError,
+    DynamicShapeError,
     EnzymeUnavailableError,
     ExecutionError,
     PassFailedError,
@@ -21,6 +22,7 @@ from reactant_lab.errors import (
     UnknownPassError,
     UnknownPresetError,
     UnsupportedArgumentError,
+    UnsupportedNumpyFunctionError,
 )
 from reactant_lab.explore import Exploration, JitFunction, code_hlo, code_xla, explore, jit
 from reactant_lab.stages import PRESETS, STAGES, Stage, StageTrace, run_pipeline
@@ -38,6 +40,7 @@ __all__ = [
     "Compiled",
     "ControlFlowError",
     "DonatedArgumentError",
+    "DynamicShapeError",
     "EnzymeUnavailableError",
     "ExecutionError",
     "Exploration",
@@ -56,6 +59,7 @@ __all__ = [
     "UnknownPassError",
     "UnknownPresetError",
     "UnsupportedArgumentError",
+    "UnsupportedNumpyFunctionError",
     "bench",
     "code_hlo",
     "code_xla",

@@ -10,10 +10,10 @@ import numpy as np
 
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import strip_locations
-from reactant_lab.errors import SignatureMismatchError
+from reactant_lab.errors import SignatureMismatchError, UnsupportedArgumentError
 from reactant_lab.trace.paths import FlatCall, flatten_call
 from reactant_lab.trace.paths import static_key as _static_key
-from reactant_lab.trace.specs import CallLayout, Computed, Preserved, Static
+from reactant_lab.trace.specs import CallLayout, Computed, Preserved, Static, UpdatedArg
 from reactant_lab.trace.traced import Traced
 
 
@@ -22,7 +22,8 @@ class Compiled:
 
     Call it with arguments of the traced structure, shapes and dtypes; static (skipped) values
     must match too. NumPy arrays come back for NumPy arrays in; a preserved result is the very
-    argument object.
+    argument object. A NumPy-mode kernel's updated arguments are written into the caller's arrays
+    in place, only once the whole call has succeeded (on any failure they are left as they were).
     """
 
     def __init__(self, traced: Traced, executable: backend.Executable, stage: str,
@@ -82,16 +83,46 @@ class Compiled:
             raise SignatureMismatchError(f"{self.traced.fn_name} was compiled for structure "
                                          f"{self._plain_treedef}, called with {treedef}")
         linear = [leaves[i] for i in self._linear_pos]
+        if self._layout.writeback:
+            self._check_targets(linear)
         try:
             with backend.x64_scope(self._x64):
                 outs = self._exe.call_flat(linear)
         except (TypeError, ValueError, RuntimeError):
             self._check(args, kwargs)
             raise
-        return self._rebuild(linear, outs)
+        result = self._rebuild(linear, outs)
+        if self._layout.writeback:
+            self._write_back(linear, outs)
+        return result
+
+    def _check_targets(self, linear: list[Any]) -> None:
+        """Every updated argument must be a writable NumPy array not overlapping another."""
+        for arg, _ in self._layout.writeback:
+            target, path = linear[arg], self.traced.linear_args[arg].path
+            if not isinstance(target, np.ndarray) or not target.flags.writeable:
+                raise UnsupportedArgumentError(
+                    f"{path} must be a writable NumPy array: {self.traced.fn_name} updates it in "
+                    f"place, and a {type(target).__name__} cannot be. Pass a writable NumPy "
+                    "array (e.g. np.array(x)).", path, type(target))
+            for j, other in enumerate(linear):
+                if j != arg and isinstance(other, np.ndarray) and np.may_share_memory(target,
+                                                                                       other):
+                    raise UnsupportedArgumentError(
+                        f"{path} is updated in place and shares memory with "
+                        f"{self.traced.linear_args[j].path}; they were traced as independent "
+                        "arrays. Pass separate arrays.", path, type(target))
+
+    def _write_back(self, linear: list[Any], outs: list[Any]) -> None:
+        """Copy each updated argument's new value into the caller's array, in place; every
+        result is fetched first, so a failure leaves all of them untouched."""
+        hosts = [np.asarray(outs[k]) for _, k in self._layout.writeback]
+        for (arg, _), host in zip(self._layout.writeback, hosts, strict=True):
+            np.copyto(linear[arg], host, casting="no")
 
     def _check(self, args: tuple, kwargs: dict) -> FlatCall:
-        flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars)
+        with backend.x64_scope(self._x64):  # Python numbers canonicalize as when called
+            flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars)
         if flat.signature() != self._signature:
             raise SignatureMismatchError(self._mismatch(flat))
         return flat
@@ -102,7 +133,7 @@ class Compiled:
         for slot in self._layout.out_slots:
             if isinstance(slot, Computed):
                 leaves.append(to_host(outs[slot.index]))
-            elif isinstance(slot, Preserved):
+            elif isinstance(slot, Preserved | UpdatedArg):
                 leaves.append(linear[slot.arg])
             else:
                 leaves.append(slot.value)
@@ -176,7 +207,8 @@ def _structure(traced: Traced, device: Any) -> tuple | None:
     """Template and abstract args letting JAX's dispatch take the user's own pytree, or None
     when the call has static leaves other than None, or results that are not all computed."""
     layout = traced.layout
-    if any(isinstance(s, Static) and s.value is not None for s in layout.in_slots):
+    if layout.writeback or any(isinstance(s, Static) and s.value is not None
+                               for s in layout.in_slots):
         return None
     if any(isinstance(s, Preserved) or (isinstance(s, Static) and s.value is not None)
            for s in layout.out_slots):
@@ -195,9 +227,9 @@ def _structure(traced: Traced, device: Any) -> tuple | None:
 
 
 def _out_avals(traced: Traced) -> list[tuple]:
-    computed = sorted((r for r in traced.linear_results if r.index is not None),
-                      key=lambda r: r.index)
-    return [(r.shape, r.dtype, False) for r in computed]
+    # An argument updated in place and also returned shares its resargs result's index.
+    computed = {r.index: r for r in traced.linear_results if r.index is not None}
+    return [(computed[i].shape, computed[i].dtype, False) for i in sorted(computed)]
 
 
 def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate: bool = False,

@@ -33,6 +33,24 @@ class UnsupportedArgumentError(TraceError, TypeError):
         """The type that is not supported."""
 
 
+class UnsupportedNumpyFunctionError(TraceError):
+    """NumPy mode: a NumPy function (or np.random) without a traced equivalent."""
+
+    def __init__(self, message: str, function: str, filename: str | None = None,
+                 lineno: int | None = None):
+        super().__init__(message)
+        self.function = function
+        """The NumPy function, e.g. ``np.unique``."""
+        self.filename = filename
+        """The user's file that called it."""
+        self.lineno = lineno
+        """The line in that file."""
+
+
+class DynamicShapeError(TraceError):
+    """NumPy mode: an operation whose result shape depends on traced values (``a[mask]``)."""
+
+
 class PipelineError(ReactantLabError, ValueError):
     """A preset name, pass name or pass option that does not exist."""
 
@@ -89,3 +107,15 @@ class DonatedArgumentError(ReactantLabError, RuntimeError):
 
 class ExecutionError(ReactantLabError, RuntimeError):
     """The compiled executable failed while running."""
+
+
+class AnalysisError(ReactantLabError, ValueError):
+    """An analysis (diff, op metrics, dataflow graph) was asked for something the IR lacks."""
+
+
+class GraphTooLargeError(AnalysisError):
+    """A dataflow graph would have more ops than asked for; draw a summary or a slice instead."""
+
+
+class RenderError(ReactantLabError, RuntimeError):
+    """Rendering (Graphviz layout, HTML report) failed."""

@@ -46,13 +46,51 @@ class Exploration:
     def __repr__(self) -> str:
         return self.summary()
 
+    def graph_dot(self, stage: int | str = -1, *, max_ops: int = 300,
+                  result: str | int | None = None) -> str:
+        """DOT source of the dataflow graph of a stage's ``main``: a summary of which results
+        depend on which arguments past ``max_ops`` ops; ``result=PATH`` draws one result's slice."""
+        from reactant_lab.render.explorer import stage_graph
+        from reactant_lab.render.graph_dot import to_dot
+
+        return to_dot(stage_graph(self, stage, max_ops, result))
+
+    def graph_svg(self, stage: int | str = -1, *, max_ops: int = 300,
+                  result: str | int | None = None) -> str:
+        """The graph of ``graph_dot`` laid out as SVG (graphviz-pure, else Graphviz's dot)."""
+        from reactant_lab.render.svg import render_svg
+
+        return render_svg(self.graph_dot(stage, max_ops=max_ops, result=result))
+
+    def payload(self) -> dict[str, Any]:
+        """The explorer payload (JSON-able; schema in docs/explorer-schema.md)."""
+        from reactant_lab import backend
+        from reactant_lab.render.explorer import exploration_payload
+
+        return exploration_payload(self, meta={"versions": backend.versions()})
+
+    def to_html(self, run: dict[str, Any] | None = None) -> str:
+        """A self-contained HTML report: stages, IR, diffs, graphs, op metrics, XLA HLO, timing
+        (``run`` adds measured run times, e.g. ``{"median_seconds": ...}``)."""
+        from reactant_lab import backend
+        from reactant_lab.render.explorer import exploration_html
+
+        return exploration_html(self, meta={"versions": backend.versions()}, run=run)
+
+    def save_html(self, path: str, run: dict[str, Any] | None = None) -> str:
+        """Write ``to_html()`` to ``path``; returns the path."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_html(run))
+        return path
+
 
 def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             granularity: str = "stage", pipeline: str | None = None, no_nan: bool = False,
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
-            **kwargs: Any) -> Exploration:
-    """Trace, run the stages, compile the last one and (``run=True``) run it on the args."""
-    traced = trace(fn, *args, trace_scalars=trace_scalars, **kwargs)
+            mode: str = "auto", **kwargs: Any) -> Exploration:
+    """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
+    kernel's updated arguments are then updated in place)."""
+    traced = trace(fn, *args, trace_scalars=trace_scalars, mode=mode, **kwargs)
     stages = traced.stages(optimize, granularity, pipeline=pipeline, no_nan=no_nan,
                            device=device)
     compiled = stages.compile(device=device)
@@ -64,18 +102,20 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
 
 
 def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
-             no_nan: bool = False, debug_info: bool = False, **kwargs: Any) -> str:
+             no_nan: bool = False, debug_info: bool = False, mode: str = "auto",
+             **kwargs: Any) -> str:
     """The module after the ``optimize`` preset, as text (Reactant's ``@code_hlo``)."""
     _check_not_compiled(fn, "code_hlo")
-    stages = trace(fn, *args, **kwargs).stages(optimize, no_nan=no_nan)
+    stages = trace(fn, *args, mode=mode, **kwargs).stages(optimize, no_nan=no_nan)
     return stages.final.as_text(debug_info=debug_info)
 
 
 def code_xla(fn: Callable[..., Any], *args: Any, optimize: str = "all", no_nan: bool = False,
-             device: Any | None = None, **kwargs: Any) -> str:
+             device: Any | None = None, mode: str = "auto", **kwargs: Any) -> str:
     """XLA's optimized HLO after the ``optimize`` preset (Reactant's ``@code_xla``)."""
     _check_not_compiled(fn, "code_xla")
-    stages = trace(fn, *args, **kwargs).stages(optimize, no_nan=no_nan, device=device)
+    stages = trace(fn, *args, mode=mode, **kwargs).stages(optimize, no_nan=no_nan,
+                                                          device=device)
     return stages.compile(device=device).hlo_text()
 
 
@@ -87,11 +127,15 @@ def _check_not_compiled(fn: Any, what: str) -> None:
 
 
 class JitFunction:
-    """``fn`` compiled on first call per signature (structure, shapes, dtypes, static values)."""
+    """``fn`` compiled on first call per signature (structure, shapes, dtypes, static values).
+
+    A NumPy kernel's updated arguments are updated in place by each call, as NumPy would.
+    """
 
     def __init__(self, fn: Callable[..., Any], *, optimize: str = "all",
                  pipeline: str | None = None, no_nan: bool = False,
-                 device: Any | None = None, trace_scalars: bool = False, donate: bool = False):
+                 device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
+                 mode: str = "auto"):
         if pipeline is None and optimize not in PRESETS:
             raise UnknownPresetError(f"unknown optimize preset {optimize!r}. Valid presets: "
                                      f"{', '.join(PRESETS)}")
@@ -102,6 +146,7 @@ class JitFunction:
         self.device = device
         self.trace_scalars = trace_scalars
         self.donate = donate
+        self.mode = mode
         self.last: Exploration | None = None
         """The exploration of the most recent call's signature."""
         self._cache: dict[tuple, Exploration] = {}
@@ -112,7 +157,8 @@ class JitFunction:
         key = (flat.signature(), flat.all_numpy)
         entry = self._cache.get(key)
         if entry is None:
-            traced = trace(self.fn, *args, trace_scalars=self.trace_scalars, **kwargs)
+            traced = trace(self.fn, *args, trace_scalars=self.trace_scalars, mode=self.mode,
+                           **kwargs)
             stages = traced.stages(self.optimize, pipeline=self.pipeline, no_nan=self.no_nan,
                                    device=self.device)
             entry = Exploration(traced, stages,
@@ -133,11 +179,12 @@ class JitFunction:
 
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
-        trace_scalars: bool = False, donate: bool = False) -> Any:
+        trace_scalars: bool = False, donate: bool = False, mode: str = "auto") -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
-    ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``."""
+    ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
+    as in ``trace``: a NumPy kernel updates its NumPy arguments in place."""
     options = {"optimize": optimize, "pipeline": pipeline, "no_nan": no_nan, "device": device,
-               "trace_scalars": trace_scalars, "donate": donate}
+               "trace_scalars": trace_scalars, "donate": donate, "mode": mode}
     if fn is None:
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)

@@ -131,3 +131,42 @@ def test_hostile_function_name_is_escaped(rng):
     page = result._repr_html_()
     svg = base64.b64decode(re.search(r"base64,([^\"]+)", page).group(1)).decode()
     assert "<script>" not in page and "<script>" not in svg
+
+
+def test_mutating_calls_get_fresh_inputs_and_copies_are_not_timed():
+    from reactant_lab.bench.measure import Variant, copy_inputs, take_sample
+
+    pristine = ((np.arange(6, dtype=np.float64),), {})
+    seen = []
+
+    def kernel(a):
+        seen.append(a.copy())
+        a += 1  # updates its argument
+
+    variant = Variant("k", kernel, [pristine],
+                      fresh=lambda: copy_inputs(pristine, np.array), calls_per_sample=4)
+    for _ in range(3):
+        take_sample(variant)
+    assert len(seen) == 12
+    for a in seen:
+        np.testing.assert_array_equal(a, pristine[0][0])  # every call saw the original values
+    np.testing.assert_array_equal(pristine[0][0], np.arange(6))
+
+
+def smooth(u, steps):
+    for _ in range(steps):
+        u[1:-1] = 0.5 * (u[:-2] + u[2:])
+    return u.sum()
+
+
+def test_numpy_kernel_benchmarks_against_numpy_and_skips_jax(rng):
+    u = rng.random(2000)
+    before = u.copy()
+    result = bench(smooth, u, 8, min_time=0.02, roofline=False)
+    assert result.mode == "numpy"
+    assert [r.name for r in result.rows] == ["none", "all", "numpy"]
+    assert result.reference == "numpy" and result.row("numpy").ratio == 1.0
+    assert "jax.jit cannot trace" in result.skipped["jax"]
+    assert "immutable" in result.skipped["jax"] or "in-place" in result.skipped["jax"]
+    np.testing.assert_array_equal(u, before)  # the caller's array is never the one timed
+    assert result.row("numpy").flops == result.row("none").flops  # same work, NumPy's time

@@ -49,7 +49,7 @@ def test_golden_argument_and_result_paths():
     assert [r.path for r in t.linear_results] == [
         "result['aux'][0]", "result['aux'][1]", "result['loss']"]
     assert t.linear_results[2].shape == () and t.linear_results[2].dtype == np.float32
-    assert t.mutated == () and t.mode == "jax"
+    assert t.mutated == () and t.mode == "numpy"  # NumPy arrays in: NumPy mode
 
 
 def test_block_arguments_carry_their_paths():
@@ -151,7 +151,7 @@ def test_user_errors_keep_their_type_and_gain_a_note():
         return x @ x.T.reshape(7)
 
     with pytest.raises(TypeError) as info:
-        rl.trace(bad, np.ones((2, 3), np.float32))
+        rl.trace(bad, np.ones((2, 3), np.float32), mode="jax")
     assert any("test_trace.py" in n for n in getattr(info.value, "__notes__", []))
 
 

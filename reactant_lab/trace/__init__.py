@@ -7,9 +7,12 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from reactant_lab import backend
 from reactant_lab.errors import TraceError
 from reactant_lab.trace.jax_mode import fn_name, trace_jax
-from reactant_lab.trace.paths import flatten_call
+from reactant_lab.trace.lowering import Lowered
+from reactant_lab.trace.numpy_mode import JaxCodeError, trace_numpy
+from reactant_lab.trace.paths import FlatCall, flatten_call
 from reactant_lab.trace.specs import (
     ArgSpec,
     CallLayout,
@@ -18,36 +21,68 @@ from reactant_lab.trace.specs import (
     ResultSpec,
     SkippedArg,
     Static,
+    UpdatedArg,
 )
 from reactant_lab.trace.traced import Traced
 
-__all__ = ["ArgSpec", "CallLayout", "Computed", "Preserved", "ResultSpec", "SkippedArg",
-           "Static", "Traced", "trace"]
+__all__ = ["MODES", "ArgSpec", "CallLayout", "Computed", "Preserved", "ResultSpec", "SkippedArg",
+           "Static", "Traced", "UpdatedArg", "trace"]
+
+MODES = ("auto", "numpy", "jax")
 
 
-def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False,
+def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
           **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
     other hashable objects are static and baked in (``trace_scalars=True`` traces Python numbers).
+
+    ``mode``: ``'numpy'`` traces a plain NumPy kernel through proxy arrays (in-place updates of
+    NumPy arguments become ``resargs`` results, written back into the caller's arrays by the
+    compiled call); ``'jax'`` traces JAX code; ``'auto'`` picks NumPy mode when the array
+    arguments are NumPy arrays, and falls back to JAX mode when the function turns out to be JAX
+    code (it hands an array to a JAX function).
     """
     _check_callable(fn)
+    if mode not in MODES:
+        raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
     flat = flatten_call(args, kwargs, trace_scalars=trace_scalars)
-    lowered = trace_jax(fn, flat)
+    lowered, used, flat = _lower(fn, flat, mode, (args, kwargs, trace_scalars))
     preserved = {r.path: r.preserved_from for r in lowered.results if r.preserved_from}
     preserved_args = {r.preserved_from for r in lowered.results if r.preserved_from}
     layout = CallLayout(
         in_treedef=flat.treedef, in_slots=flat.slots,
         avals=tuple((a.shape, a.dtype, a.weak_type) for a in flat.linear),
         out_treedef=lowered.out_treedef, out_slots=lowered.out_slots,
-        x64=flat.needs_x64, numpy_out=flat.all_numpy, trace_scalars=trace_scalars)
+        x64=flat.needs_x64 or used == "numpy", numpy_out=flat.all_numpy,
+        trace_scalars=trace_scalars, writeback=lowered.writeback)
     return Traced(
-        fn_name=fn_name(fn), mode="jax", linear_args=flat.linear, skipped_args=flat.skipped,
+        fn_name=fn_name(fn), mode=used, linear_args=flat.linear, skipped_args=flat.skipped,
         linear_results=lowered.results, preserved=types.MappingProxyType(preserved),
-        mutated=(), donation_mask=tuple(a.path not in preserved_args for a in flat.linear),
+        mutated=tuple(flat.linear[a].path for a, _ in lowered.writeback),
+        donation_mask=tuple(a.path not in preserved_args for a in flat.linear),
         seconds=time.perf_counter() - start, layout=layout, text=lowered.text, fn=fn)
+
+
+def _lower(fn: Callable, flat: FlatCall, mode: str,
+           call: tuple[tuple, dict, bool]) -> tuple[Lowered, str, FlatCall]:
+    """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
+    Returns the lowering, the mode used and the flattened call it was traced for."""
+    if mode == "numpy" or (mode == "auto" and flat.all_numpy):
+        args, kwargs, trace_scalars = call
+        numpy_flat = flat
+        if any(a.weak_type for a in flat.linear):
+            # Traced Python numbers are float64 / int64 in NumPy, as NumPy mode runs.
+            with backend.x64_scope(True):
+                numpy_flat = flatten_call(args, kwargs, trace_scalars=trace_scalars)
+        try:
+            return trace_numpy(fn, numpy_flat), "numpy", numpy_flat
+        except JaxCodeError:
+            if mode == "numpy":
+                raise
+    return trace_jax(fn, flat), "jax", flat
 
 
 def _check_callable(fn: Any) -> None:

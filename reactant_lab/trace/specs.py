@@ -85,6 +85,15 @@ class Preserved:
 
 
 @dataclass(frozen=True)
+class UpdatedArg:
+    """A result leaf that is an argument the function updated in place (NumPy mode): the call
+    hands back the caller's own array, after the new value is written into it."""
+
+    arg: int
+    """Linear-argument index."""
+
+
+@dataclass(frozen=True)
 class CallLayout:
     """How a Python call maps onto the module: what compile needs to run it and rebuild results."""
 
@@ -96,19 +105,23 @@ class CallLayout:
     """Per linear argument: shape, dtype, weak_type."""
     out_treedef: Any
     """Tree structure of the result, None counted as a leaf."""
-    out_slots: tuple[Computed | Preserved | Static, ...]
-    """Per result leaf: computed by the module, an argument returned unchanged, or static."""
+    out_slots: tuple[Computed | Preserved | UpdatedArg | Static, ...]
+    """Per result leaf: computed by the module, an argument returned unchanged, an argument
+    updated in place, or static."""
     x64: bool
     """Whether tracing and running need 64-bit types."""
     numpy_out: bool
     """Whether array results are handed back as NumPy arrays (NumPy arrays went in)."""
     trace_scalars: bool = False
     """Whether Python numbers were traced (else they are static)."""
+    writeback: tuple[tuple[int, int], ...] = ()
+    """Per mutated argument: (linear-argument index, ``@main`` result index). After a successful
+    call that result is copied into the caller's array, in place."""
 
     @property
     def n_outputs(self) -> int:
         """Number of results of ``@main``."""
-        return sum(isinstance(s, Computed) for s in self.out_slots)
+        return sum(isinstance(s, Computed) for s in self.out_slots) + len(self.writeback)
 
 
 def _type_str(shape: tuple[int, ...], dtype: np.dtype) -> str:

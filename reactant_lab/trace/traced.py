@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reactant_lab.analysis.normalize import strip_locations
+from reactant_lab.analysis.ops import op_counts, total_ops
 from reactant_lab.trace.specs import ArgSpec, CallLayout, ResultSpec, SkippedArg
 
 if TYPE_CHECKING:
@@ -60,8 +61,11 @@ class Traced:
                           no_nan=no_nan, device=device)
 
     def summary(self) -> str:
-        """Plain-text description of the signature."""
-        lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms)"]
+        """Plain-text description of the signature and the traced module's size (Python loops
+        over static ranges unroll: the op count shows what that costs)."""
+        ops = total_ops(op_counts(self.text))
+        lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms, "
+                 f"{ops} ops)"]
         lines += [f"  arg    {a}" + ("  [donatable]" if d else "")
                   for a, d in zip(self.linear_args, self.donation_mask, strict=True)]
         lines += [f"  static {s}" for s in self.skipped_args]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import itertools
 import linecache
 import os
 import sys
+import sysconfig
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from types import TracebackType
 
 import jax
@@ -18,24 +21,67 @@ _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(m.__file__)) + os.sep
     for m in (jax, sys.modules["numpy"], sys.modules["reactant_lab"])
     if getattr(m, "__file__", None))
+# Installed packages and the standard library count as library code too when deciding whose call
+# NumPy mode intercepts (opt_einsum, called by JAX, must get real NumPy arrays).
+_INSTALLED_DIRS = _LIBRARY_DIRS + tuple(sorted({
+    os.path.abspath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (p := sysconfig.get_paths().get(key))}))
+_JAX_DIR = _LIBRARY_DIRS[0]
 _CONTROL_FLOW = (jax.errors.TracerBoolConversionError, jax.errors.TracerIntegerConversionError,
                  jax.errors.ConcretizationTypeError)
-_ADVICE = (
-    "The value is only known when the compiled code runs, so Python cannot branch or loop on it.\n"
-    "  - for a branch, use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b);\n"
-    "  - for a loop, use jax.lax.while_loop / jax.lax.fori_loop;\n"
-    "  - if the value is really a constant, pass it as a Python scalar (a static argument).")
+_ADVICE = {
+    "jax": (
+        "The value is only known when the compiled code runs, so Python cannot branch or loop "
+        "on it.\n"
+        "  - for a branch, use jax.lax.cond(pred, true_fn, false_fn, ...) or jnp.where(pred, a, b);\n"
+        "  - for a loop, use jax.lax.while_loop / jax.lax.fori_loop;\n"
+        "  - if the value is really a constant, pass it as a Python scalar (a static argument)."),
+    "numpy": (
+        "The value is only known when the compiled code runs, so Python cannot branch or loop "
+        "on it.\n"
+        "  - for a branch, compute both sides and pick with np.where(cond, a, b) (in JAX code: "
+        "jax.lax.cond or jnp.where);\n"
+        "  - loop over static ranges (Python ints, array shapes), not over traced values (in JAX "
+        "code: jax.lax.while_loop / jax.lax.fori_loop);\n"
+        "  - if the value is really a constant, pass it as a Python scalar (a static argument)."),
+}
+
+
+def _is_library(filename: str, dirs: tuple[str, ...]) -> bool:
+    return filename.startswith("<frozen") or os.path.abspath(filename).startswith(dirs)
+
+
+def _innermost_user(frames: Iterable[traceback.FrameSummary]) -> traceback.FrameSummary | None:
+    found = None
+    for frame in frames:
+        if not _is_library(frame.filename, _LIBRARY_DIRS):
+            found = frame
+    return found
 
 
 def user_frame(tb: TracebackType | None) -> traceback.FrameSummary | None:
     """The innermost frame of ``tb`` that is the user's code (not JAX, NumPy or reactant_lab)."""
-    found = None
-    for frame in traceback.extract_tb(tb):
-        path = os.path.abspath(frame.filename)
-        if frame.filename.startswith("<frozen") or path.startswith(_LIBRARY_DIRS):
-            continue
-        found = frame
-    return found
+    return _innermost_user(traceback.extract_tb(tb))
+
+
+def calling_user_frame() -> traceback.FrameSummary | None:
+    """The innermost frame of the current stack that is the user's code."""
+    return _innermost_user(traceback.extract_stack())
+
+
+@functools.lru_cache(maxsize=4096)
+def is_user_file(filename: str) -> bool:
+    """True for code that is neither reactant_lab, JAX, NumPy, an installed package nor the
+    standard library: the code NumPy mode traces."""
+    return not _is_library(filename, _INSTALLED_DIRS)
+
+
+def called_jax(tb: TracebackType | None, own_dir: str) -> bool:
+    """True when code other than JAX itself and ``own_dir`` (the caller's own package) calls
+    into JAX somewhere along ``tb``."""
+    frames = [os.path.abspath(f.filename) for f in traceback.extract_tb(tb)]
+    return any(b.startswith(_JAX_DIR) and not a.startswith((_JAX_DIR, own_dir))
+               for a, b in itertools.pairwise(frames))
 
 
 def describe(frame: traceback.FrameSummary | None) -> str:
@@ -46,18 +92,23 @@ def describe(frame: traceback.FrameSummary | None) -> str:
     return f"{frame.filename}:{frame.lineno} in {frame.name}()\n    {line}"
 
 
+def control_flow_error(fn_name: str, frame: traceback.FrameSummary | None, what: str,
+                       mode: str = "jax") -> ControlFlowError:
+    """The ControlFlowError for a traced value used as a Python value at ``frame``."""
+    message = (f"Python control flow on a traced value while tracing {fn_name}, at "
+               f"{describe(frame)}\n{what}\n{_ADVICE[mode]}")
+    return ControlFlowError(message, frame.filename if frame else None,
+                            frame.lineno if frame else None)
+
+
 @contextlib.contextmanager
-def user_code_errors(fn_name: str) -> Iterator[None]:
+def user_code_errors(fn_name: str, mode: str = "jax") -> Iterator[None]:
     """Re-raise control flow on traced values as ControlFlowError; annotate other user errors."""
     try:
         yield
     except _CONTROL_FLOW as exc:
-        frame = user_frame(exc.__traceback__)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        message = (f"Python control flow on a traced value while tracing {fn_name}, at "
-                   f"{describe(frame)}\n{first}\n{_ADVICE}")
-        raise ControlFlowError(message, frame.filename if frame else None,
-                               frame.lineno if frame else None) from None
+        raise control_flow_error(fn_name, user_frame(exc.__traceback__), first, mode) from None
     except jax.errors.TracerArrayConversionError as exc:
         frame = user_frame(exc.__traceback__)
         raise TraceError(

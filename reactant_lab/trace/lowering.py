@@ -1,0 +1,138 @@
+"""A function of the linear values -> jaxpr -> result plan -> StableHLO; shared by both modes."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+from jax.extend import core as jcore
+
+from reactant_lab import backend
+from reactant_lab.trace.paths import FlatCall, is_none, result_path
+from reactant_lab.trace.specs import Computed, Preserved, ResultSpec, Static, UpdatedArg
+from reactant_lab.trace.user_errors import user_code_errors
+
+
+@dataclass(frozen=True)
+class CallOutput:
+    """What one traced call of the user's function produced, in terms tracing understands."""
+
+    treedef: Any
+    """Tree structure of the result (None is a leaf)."""
+    leaves: list[tuple[str, Any, int | None]]
+    """Per result leaf: its path, its value (traced array or static), and the linear index of
+    the argument it is when it is an argument updated in place (else None)."""
+    extras: list[tuple[str, Any, int]] = field(default_factory=list)
+    """Per mutated argument: its ``resargs`` path, its final traced value, its linear index."""
+
+
+def output_of(out: Any) -> CallOutput:
+    """A CallOutput of a plain result pytree (no updated arguments)."""
+    with_path, treedef = jax.tree_util.tree_flatten_with_path(out, is_leaf=is_none)
+    return CallOutput(treedef, [(result_path(p), leaf, None) for p, leaf in with_path])
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """What tracing produced."""
+
+    text: str
+    """StableHLO module text with locations; block arguments carry their paths."""
+    out_treedef: Any
+    """Tree structure of the result (None is a leaf)."""
+    out_slots: tuple[Computed | Preserved | UpdatedArg | Static, ...]
+    """Per result leaf: computed, preserved argument, updated argument, or static value."""
+    results: tuple[ResultSpec, ...]
+    """Specs of the array leaves of the result, then of the ``resargs`` results."""
+    writeback: tuple[tuple[int, int], ...] = ()
+    """(linear-argument index, module result index) per argument updated in place."""
+
+
+def is_array(leaf: Any) -> bool:
+    """A leaf the module computes (a traced value, a JAX or NumPy array, a NumPy scalar)."""
+    return isinstance(leaf, jax.Array | np.ndarray | np.generic)
+
+
+def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x64: bool,
+               mode: str) -> Lowered:
+    """Trace ``call`` on ``flat``'s avals (Python runs it exactly once), plan its results and
+    lower it to StableHLO."""
+    captured: dict[str, CallOutput] = {}
+
+    def flat_fn(*linear):
+        out = call(*linear)
+        captured["out"] = out
+        return ([leaf for _, leaf, updated in out.leaves if updated is None and is_array(leaf)]
+                + [value for _, value, _ in out.extras])
+
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in flat.linear]
+    with backend.x64_scope(x64), user_code_errors(name, mode):
+        closed = jax.make_jaxpr(flat_fn)(*avals)
+    out = captured["out"]
+    slots, results, keep, writeback = _plan_results(closed, out, flat)
+    by_index = {r.index: r.path for r in results if r.index is not None}  # resargs win
+    evaluate = jcore.jaxpr_as_fun(closed)
+
+    def lowered_fn(*linear):
+        outs = evaluate(*linear)
+        return [outs[k] for k in keep]
+
+    text = backend.lower(
+        lowered_fn, [(a.shape, a.dtype, a.weak_type) for a in flat.linear],
+        arg_names=[a.path for a in flat.linear],
+        result_names=[by_index[i] for i in range(len(keep))],
+        module_name="reactant_" + re.sub(r"\W", "_", name).strip("_"), x64=x64)
+    return Lowered(text, out.treedef, slots, results, writeback)
+
+
+def _plan_results(closed: Any, out: CallOutput, flat: FlatCall):
+    """Decide, per result leaf, whether the module computes it, it is a preserved argument, an
+    argument updated in place, or a static Python value; then add the ``resargs`` results.
+    Returns (slots, result specs, kept jaxpr output indices, writeback pairs)."""
+    slots, results, keep, updated = _plan_leaves(closed, out, flat)
+    n_plain = len(closed.jaxpr.outvars) - len(out.extras)
+    writeback = []
+    for j, (path, _, arg) in enumerate(out.extras):
+        aval = closed.out_avals[n_plain + j]
+        writeback.append((arg, len(keep)))
+        results.append(ResultSpec(path, tuple(aval.shape), np.dtype(aval.dtype), len(keep)))
+        keep.append(n_plain + j)
+    index_of = dict(writeback)
+    for position, arg in updated:  # the argument returned: its resargs result's value
+        results[position] = dataclasses.replace(results[position], index=index_of[arg])
+    return tuple(slots), tuple(results), keep, tuple(writeback)
+
+
+def _plan_leaves(closed: Any, out: CallOutput, flat: FlatCall):
+    invar_index = {v: i for i, v in enumerate(closed.jaxpr.invars)}
+    slots: list[Computed | Preserved | UpdatedArg | Static] = []
+    results: list[ResultSpec] = []
+    keep: list[int] = []
+    updated: list[tuple[int, int]] = []  # (position in results, argument) of updated arguments
+    k = 0
+    for path, leaf, arg in out.leaves:
+        if arg is not None:
+            slots.append(UpdatedArg(arg))
+            updated.append((len(results), arg))
+            results.append(ResultSpec(path, flat.linear[arg].shape, flat.linear[arg].dtype, None))
+            continue
+        if not is_array(leaf):
+            slots.append(Static(leaf))
+            continue
+        var, aval = closed.jaxpr.outvars[k], closed.out_avals[k]
+        shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
+        same = invar_index.get(var) if isinstance(var, jcore.Var) else None
+        if same is not None:
+            slots.append(Preserved(same))
+            results.append(ResultSpec(path, shape, dtype, None, flat.linear[same].path))
+        else:
+            slots.append(Computed(len(keep)))
+            results.append(ResultSpec(path, shape, dtype, len(keep)))
+            keep.append(k)
+        k += 1
+    return slots, results, keep, updated

@@ -1,0 +1,14 @@
+"""NumPy mode: trace plain NumPy kernels through proxy arrays backed by JAX tracers, with
+in-place updates of the arguments (Reactant's mutation semantics).
+
+Modules: storage (roots, view ops, write-through), proxy (the ndarray look-alike), indexing and
+masks (``a[key]``, ``a[key] = v``), ufuncs and functions (NumPy -> jax.numpy dispatch, NumPy's
+dtypes), views and inplace (functions working on proxies), creation (overlays of np.zeros / ... /
+np.random while tracing), errors, tracer (the flat function handed to JAX).
+"""
+
+from reactant_lab.trace.numpy_mode.errors import JaxCodeError
+from reactant_lab.trace.numpy_mode.proxy import ProxyArray
+from reactant_lab.trace.numpy_mode.tracer import resargs_path, trace_numpy
+
+__all__ = ["JaxCodeError", "ProxyArray", "resargs_path", "trace_numpy"]

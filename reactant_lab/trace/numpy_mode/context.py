@@ -1,0 +1,40 @@
+"""Which NumPy-mode trace is running on this thread (its function's name), if any, and what it
+remembers while it runs."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+_STATE = threading.local()
+
+
+def _stack() -> list[tuple[str, dict]]:
+    if not hasattr(_STATE, "stack"):
+        _STATE.stack = []
+    return _STATE.stack
+
+
+def current() -> str | None:
+    """Name of the function being traced in NumPy mode on this thread, or None."""
+    stack = _stack()
+    return stack[-1][0] if stack else None
+
+
+def memo() -> dict[Any, Any]:
+    """A dictionary that lives as long as the current trace (empty outside of one)."""
+    stack = _stack()
+    return stack[-1][1] if stack else {}
+
+
+@contextlib.contextmanager
+def tracing(fn_name: str) -> Iterator[None]:
+    """Mark this thread as tracing ``fn_name`` in NumPy mode while the block runs."""
+    stack = _stack()
+    stack.append((fn_name, {}))
+    try:
+        yield
+    finally:
+        stack.pop()

@@ -1,0 +1,190 @@
+"""NumPy functions on proxy arrays: a table from each supported NumPy function to its jax.numpy
+equivalent (with NumPy's result dtypes), plus the view and in-place functions.
+
+The table is data: names per namespace and per dtype policy. ``promote`` functions have their
+array inputs cast up to the dtype NumPy's own function gives on one-element stand-ins
+(``np.mean`` of int32 is float64, ``np.dot`` of int32 and float32 is float64), so jax.numpy
+computes in NumPy's precision; the others keep jax.numpy's dtype, which is NumPy's.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from reactant_lab.trace.numpy_mode import errors, masks
+from reactant_lab.trace.numpy_mode.inplace import INPLACE
+from reactant_lab.trace.numpy_mode.proxy import (
+    ProxyArray,
+    concrete_array,
+    concrete_of,
+    new_array,
+    unwrap,
+)
+from reactant_lab.trace.numpy_mode.views import VIEWS
+
+_PROMOTE = (
+    "sum", "prod", "mean", "std", "var", "average", "median", "percentile", "quantile",
+    "nansum", "nanprod", "nanmean", "nanstd", "nanvar", "nanmedian", "cumsum", "cumprod",
+    "nancumsum", "nancumprod", "trace", "dot", "vdot", "inner", "outer", "matmul", "tensordot",
+    "einsum", "kron", "cross", "vecdot", "concatenate", "concat", "stack", "hstack", "vstack",
+    "dstack", "column_stack", "append", "block", "clip", "convolve", "correlate", "cov",
+    "corrcoef", "interp", "polyval", "trapezoid", "linspace", "logspace", "geomspace", "diff",
+    "ediff1d", "gradient", "isclose", "allclose", "array_equal", "array_equiv", "nan_to_num",
+    "sinc", "i0", "angle", "unwrap", "cumulative_sum", "cumulative_prod")
+_KEEP = (
+    "take", "take_along_axis", "repeat", "tile", "flip", "fliplr", "flipud", "roll", "rot90",
+    "diag", "diagflat", "diagonal", "tril", "triu", "pad", "broadcast_to", "broadcast_arrays",
+    "atleast_1d", "atleast_2d", "atleast_3d", "split", "array_split", "hsplit", "vsplit",
+    "dsplit", "meshgrid", "sort", "argsort", "partition", "argpartition",
+    "searchsorted", "argmax", "argmin", "nanargmax", "nanargmin", "max", "min", "amax", "amin",
+    "nanmax", "nanmin", "ptp", "any", "all", "count_nonzero", "round", "around", "fix",
+    "real_if_close", "choose", "digitize", "resize", "delete", "insert", "unravel_index",
+    "ravel_multi_index", "triu_indices_from", "tril_indices_from", "diag_indices_from",
+    "iscomplex", "isreal", "isneginf", "isposinf", "isin", "lexsort", "apply_along_axis",
+    "apply_over_axes", "piecewise", "polyadd", "polysub", "polymul", "polyder", "polyint")
+_LINALG = ("norm", "solve", "inv", "cholesky", "qr", "eigh", "eigvalsh", "det", "slogdet",
+           "lstsq", "pinv", "svd", "svdvals", "matrix_rank", "matrix_power", "eig", "eigvals",
+           "multi_dot", "tensorsolve", "tensorinv", "cond", "matrix_norm", "vector_norm",
+           "outer", "cross", "matmul", "vecdot", "trace", "tensordot")
+_FFT = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2",
+        "rfftn", "irfftn", "hfft", "ihfft")
+_FFT_KEEP = ("fftshift", "ifftshift")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """How one NumPy function runs on proxies."""
+
+    fn: Callable[..., Any]
+    """The jax.numpy function, or for ``proxy`` entries one that takes the proxies."""
+    promote: bool = False
+    """Cast array inputs up to NumPy's result dtype before calling ``fn``."""
+    proxy: bool = False
+    """``fn`` works on the proxies (views, in-place updates) rather than traced values."""
+
+
+def _entries(np_ns: Any, jnp_ns: Any, names: tuple[str, ...], promote: bool) -> dict:
+    return {getattr(np_ns, n): Entry(getattr(jnp_ns, n), promote) for n in names
+            if hasattr(np_ns, n) and hasattr(jnp_ns, n)}
+
+
+TABLE: dict[Callable[..., Any], Entry] = {
+    **_entries(np, jnp, _KEEP, False), **_entries(np, jnp, _PROMOTE, True),
+    **_entries(np.linalg, jnp.linalg, _LINALG, True), **_entries(np.fft, jnp.fft, _FFT, True),
+    **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
+    np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
+    **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE}.items()},
+}
+
+
+def apply(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)`` where some argument is a proxy array."""
+    entry = TABLE.get(func)
+    if entry is None:
+        raise errors.unsupported(func)
+    if entry.proxy:
+        return entry.fn(*args, **kwargs)
+    selected = [x for x in _leaves((args, kwargs)) if isinstance(x, ProxyArray)
+                and x.mask is not None]
+    if selected:
+        return new_array(masks.reduce(func.__name__, entry.fn, selected[0], dict(kwargs)))
+    if all(concrete_of(x) is not None for x in _leaves((args, kwargs))
+           if isinstance(x, ProxyArray)):
+        return _eager(func, args, kwargs)
+    return _call(func, entry, args, dict(kwargs))
+
+
+def _is_proxy(x: Any) -> bool:
+    return isinstance(x, ProxyArray)
+
+
+def _leaves(tree: Any) -> list:
+    return jax.tree_util.tree_leaves(tree, is_leaf=_is_proxy)
+
+
+def _map(fn: Callable[[Any], Any], tree: Any) -> Any:
+    return jax.tree_util.tree_map(fn, tree, is_leaf=_is_proxy)
+
+
+def _call(func: Callable[..., Any], entry: Entry, args: tuple, kwargs: dict) -> Any:
+    out = kwargs.pop("out", None)
+    dtypes = numpy_dtypes(func, args, kwargs) if entry.promote else None
+    if dtypes:
+        target = np.result_type(*dtypes)
+        where = kwargs.pop("where", True)  # a mask: stays boolean
+        args, kwargs = _map(lambda x: _cast_up(x, target), (args, kwargs))
+        if where is not True:
+            kwargs["where"] = where
+    values = _map(unwrap, (args, kwargs))
+    result = entry.fn(*values[0], **values[1])
+    leaves, tree = jax.tree_util.tree_flatten(result)
+    if dtypes and len(dtypes) == len(leaves):
+        leaves = [jnp.asarray(r).astype(d) for r, d in zip(leaves, dtypes, strict=True)]
+    result = jax.tree_util.tree_unflatten(tree, [_wrap(r) for r in leaves])
+    if out is not None:
+        out.write(result)
+        return out
+    return result
+
+
+def _wrap(r: Any) -> Any:
+    return new_array(r) if isinstance(r, jax.Array) else r
+
+
+def numpy_dtypes(func: Callable[..., Any], args: tuple, kwargs: dict) -> list[np.dtype] | None:
+    """The dtypes of NumPy's own result on one-element stand-ins; None when NumPy cannot say
+    (the stand-ins do not fit the call)."""
+    def stand_in(x):
+        if isinstance(x, ProxyArray):
+            return np.ones((1,) * len(x._shape), x.dtype)
+        if isinstance(x, np.ndarray | jax.Array):
+            return np.ones((1,) * x.ndim, x.dtype)
+        return x
+
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = func(*_map(stand_in, args), **_map(stand_in, kwargs))
+    except Exception:  # the call needs real shapes: keep jax.numpy's dtypes
+        return None
+    leaves = jax.tree_util.tree_leaves(result)
+    dtypes = [np.dtype(r.dtype) for r in leaves if isinstance(r, np.ndarray | np.generic)]
+    return dtypes if dtypes and len(dtypes) == len(leaves) else None
+
+
+def _cast_up(x: Any, target: np.dtype) -> Any:
+    """An array input as ``target`` when NumPy would compute in that dtype."""
+    if not isinstance(x, ProxyArray | np.ndarray | np.generic | jax.Array):
+        return x
+    dtype = np.dtype(x.dtype)
+    if target.kind == "c" and dtype.kind != "c":  # real input, complex result (fft): stay real
+        target = np.empty(0, target).real.dtype
+    if dtype == target or not np.can_cast(dtype, target, "safe") or target.kind == "b":
+        return x
+    return new_array(jnp.asarray(unwrap(x)).astype(target))
+
+
+def _eager(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Run NumPy itself on concrete data; results become concrete arrays the kernel owns."""
+    plain = _map(lambda x: concrete_of(x) if isinstance(x, ProxyArray) else x, (args, kwargs))
+    sources = [x for x in _leaves(plain) if isinstance(x, np.ndarray)]
+    result = func(*plain[0], **plain[1])
+    out = kwargs.get("out")
+    if isinstance(out, ProxyArray):
+        out.root.touched()
+        return out
+
+    def own(r):
+        if not isinstance(r, np.ndarray):
+            return r
+        shared = any(np.may_share_memory(r, s) for s in sources)
+        return concrete_array(np.array(r) if shared else r)
+
+    return jax.tree_util.tree_map(own, result)

@@ -1,0 +1,370 @@
+"""``ProxyArray``: what a NumPy kernel receives in NumPy mode, an ndarray look-alike backed by a
+JAX tracer. NumPy's protocols (``__array_ufunc__``, ``__array_function__``) route every NumPy call
+on it to a jax.numpy equivalent; in-place updates rebind the traced value (see storage)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from reactant_lab.trace.numpy_mode import context, errors
+from reactant_lab.trace.numpy_mode.storage import (
+    Index,
+    Part,
+    Reshape,
+    Root,
+    fit,
+    view_value,
+    write,
+    write_concrete,
+)
+
+IMMUTABLE = ("a NumPy scalar (immutable)", "a JAX array (immutable)", "a Python scalar")
+_CONCRETE_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)
+
+
+class ProxyArray:
+    """A traced array with NumPy's API; a view when it has view ops over its root."""
+
+    __slots__ = ("_cache", "_dtype", "_ops", "_root", "_shape", "mask")
+    __array_priority__ = 1000.0
+    __hash__ = None  # type: ignore[assignment]  # arrays compare elementwise, like ndarray
+
+    def __init__(self, root: Root, ops: tuple = (), shape: tuple[int, ...] | None = None,
+                 dtype: Any = None, mask: Any = None):
+        self._root, self._ops = root, ops
+        self._shape = tuple(shape) if shape is not None else root.shape
+        self._dtype = np.dtype(dtype) if dtype is not None else root.dtype
+        self._cache: tuple[int, Any] | None = None
+        self.mask = mask
+        """For ``a[mask]`` with a traced mask: the selection (see masks); else None."""
+
+    # ------------------------------------------------------------------ values and writes
+    @property
+    def value(self) -> Any:
+        """The traced JAX value (for a view: derived from its root's current value)."""
+        if not self._ops:
+            return self._root.value
+        if self._cache is None or self._cache[0] != self._root.version:
+            self._cache = (self._root.version, view_value(self._root, self._ops))
+        return self._cache[1]
+
+    @property
+    def concrete(self) -> np.ndarray | None:
+        """Concrete NumPy data (a view into its root's) while no traced value is in it."""
+        data = self._root.concrete
+        if data is None or self.mask is not None:
+            return None
+        for op in self._ops:
+            if not op.static:
+                return None
+            data = op.get(data)
+        return data
+
+    @property
+    def root(self) -> Root:
+        """The storage this array (or view) lives in."""
+        return self._root
+
+    def view_of(self, op: Any) -> ProxyArray:
+        """A view of this array through one more view op."""
+        shape, dtype = op.shape(self._shape, self._dtype)
+        return ProxyArray(self._root, (*self._ops, op), shape, dtype)
+
+    def check_writable(self) -> None:
+        """Raise NumPy's error (or ours, for immutable arguments) when this cannot be written."""
+        frozen = self._root.frozen
+        if frozen is None:
+            return
+        if frozen in IMMUTABLE:
+            raise errors.immutable(self._root.arg, frozen)
+        raise ValueError(f"assignment destination is read-only ({frozen})")
+
+    def write(self, new: Any, key: Any = Ellipsis) -> None:
+        """``self[key] = new`` for a basic ``key``, with NumPy's (unsafe) assignment cast."""
+        self.check_writable()
+        data = concrete_of(new)
+        if data is not None and write_concrete(self._root, self._ops, data, key):
+            return
+        target = self if key is Ellipsis else self.view_of(Index(key))
+        value = fit(jnp.asarray(unwrap(new)).astype(target.dtype), target._shape)
+        write(self._root, target._ops, value)
+
+    # ------------------------------------------------------------------ array attributes
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self.mask is not None:
+            raise errors.dynamic_shape("The shape of a[mask] was asked for")
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def T(self) -> ProxyArray:
+        return np.transpose(self)
+
+    @property
+    def mT(self) -> ProxyArray:
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self) -> ProxyArray:
+        return self.view_of(Part(imag=False)) if self._dtype.kind == "c" else self
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real.write(value)
+
+    @property
+    def imag(self) -> ProxyArray:
+        if self._dtype.kind == "c":
+            return self.view_of(Part(imag=True))
+        return ProxyArray(Root(concrete=np.zeros(self.shape, self._dtype),
+                               frozen="the imaginary part of a real array"))
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self.imag.write(value)
+
+    @property
+    def flat(self) -> FlatIter:
+        return FlatIter(self)
+
+    @property
+    def at(self) -> Any:
+        raise errors.JaxCodeError("x.at[...] is JAX's functional update; this is JAX code")
+
+    # ------------------------------------------------------------------ NumPy protocols
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return ufuncs.apply(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        return functions.apply(func, args, kwargs)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        data = self.concrete
+        if data is None:
+            raise errors.array_conversion(repr(self))
+        return np.array(data, dtype=dtype, copy=True)
+
+    def __jax_array__(self) -> Any:
+        raise errors.JaxCodeError("a jax.numpy function was handed a NumPy-mode array")
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self, key: Any) -> Any:
+        return indexing.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        indexing.setitem(self, key, value)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # ------------------------------------------------------------------ Python values
+    def _python(self, kind: type) -> Any:
+        data = self.concrete
+        return kind(data) if data is not None else kind(self.value)  # JAX explains why not
+
+    def __bool__(self) -> bool:
+        return self._python(bool)
+
+    def __int__(self) -> int:
+        return self._python(int)
+
+    def __float__(self) -> float:
+        return self._python(float)
+
+    def __complex__(self) -> complex:
+        return self._python(complex)
+
+    def __index__(self) -> int:
+        data = self.concrete
+        return data.__index__() if data is not None else self.value.__index__()
+
+    def item(self, *args: Any) -> Any:
+        data = self.concrete
+        if data is None:
+            raise errors.concrete_value_needed(context.current() or "the kernel", "x.item()")
+        return data.item(*args)
+
+    def tolist(self) -> Any:
+        data = self.concrete
+        if data is None:
+            raise errors.concrete_value_needed(context.current() or "the kernel", "x.tolist()")
+        return data.tolist()
+
+    def __repr__(self) -> str:
+        kind = "concrete" if self.concrete is not None else "traced"
+        where = f", {self._root.arg}" if self._root.arg else ""
+        return f"ProxyArray({kind} {self._dtype.name}{list(self._shape)}{where})"
+
+    __str__ = __repr__
+
+    def __copy__(self) -> Any:
+        return np.copy(self)
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        return np.copy(self)
+
+    # ------------------------------------------------------------------ methods with own signatures
+    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> Any:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        return np.reshape(self, shape, order=order, copy=copy)
+
+    def transpose(self, *axes: Any) -> Any:
+        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list | None) else axes
+        return np.transpose(self, axes or None)
+
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype == self._dtype and not copy:
+            return self
+        if not np.can_cast(self._dtype, dtype, casting):
+            raise TypeError(f"Cannot cast array data from {self._dtype!r} to {dtype!r} "
+                            f"according to the rule {casting!r}")
+        data = self.concrete
+        if data is not None:
+            return concrete_array(data.astype(dtype))
+        return new_array(self.value.astype(dtype))
+
+    def copy(self, order: str = "C") -> Any:
+        return np.copy(self, order=order)
+
+    def flatten(self, order: str = "C") -> Any:
+        return np.copy(np.ravel(self, order=order))
+
+    def fill(self, value: Any) -> None:
+        self.write(value)
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        self.write(np.sort(self, axis=axis, kind=kind, order=order))
+
+    def view(self, dtype: Any = None, type: Any = None) -> Any:
+        if (dtype is not None and np.dtype(dtype) != self._dtype) or type is not None:
+            raise errors.unsupported("ndarray.view", " (only views of the same dtype)")
+        return self.view_of(Index((Ellipsis,)))
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        return np.round(self, ndigits or 0)
+
+
+class FlatIter:
+    """``a.flat``: a C-order 1-D view that reads and writes through to ``a``."""
+
+    def __init__(self, base: ProxyArray):
+        self._flat = base.view_of(Reshape(base.shape, (base.size,), "C"))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._flat[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._flat[key] = value
+
+    def __iter__(self):
+        return iter(self._flat)
+
+    def __len__(self) -> int:
+        return len(self._flat)
+
+
+def unwrap(x: Any) -> Any:
+    """The traced value of a proxy; anything else as it is."""
+    if isinstance(x, ProxyArray):
+        if x.mask is not None:
+            raise errors.dynamic_shape(f"a[mask] was used as {x!r}")
+        return x.value
+    return x
+
+
+def concrete_of(x: Any) -> Any:
+    """Concrete data for ``x`` (a concrete proxy, a NumPy array or scalar, a Python number), or
+    None when it is traced."""
+    if isinstance(x, ProxyArray):
+        return x.concrete
+    return x if isinstance(x, _CONCRETE_SCALARS) else None
+
+
+def new_array(value: Any) -> ProxyArray:
+    """A new writable array the kernel computed."""
+    return ProxyArray(Root(value))
+
+
+def concrete_array(data: np.ndarray, frozen: str | None = None) -> ProxyArray:
+    """A new array of concrete data the kernel made from static values."""
+    return ProxyArray(Root(concrete=np.asarray(data), frozen=frozen))
+
+
+def _binary(ufunc: np.ufunc):
+    def op(self, other):
+        return ufunc(self, other)
+
+    def rop(self, other):
+        return ufunc(other, self)
+
+    def iop(self, other):
+        if self._root.frozen in IMMUTABLE:
+            return NotImplemented  # NumPy scalars and JAX arrays: `x += 1` rebinds the name
+        return ufunc(self, other, out=(self,))
+
+    return op, rop, iop
+
+
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
+           "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+           "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
+           "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+            "gt": np.greater, "ge": np.greater_equal}
+_UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
+# ndarray methods that are the NumPy function of the same meaning with the array first.
+_METHODS = {name: getattr(np, name) for name in (
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "choose", "clip", "compress",
+    "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot", "max", "mean", "min",
+    "nonzero", "partition", "prod", "ptp", "put", "ravel", "repeat", "round", "searchsorted",
+    "squeeze", "std", "sum", "swapaxes", "take", "trace", "var")}
+
+for _name, _uf in _BINARY.items():
+    _op, _rop, _iop = _binary(_uf)
+    setattr(ProxyArray, f"__{_name}__", _op)
+    setattr(ProxyArray, f"__r{_name}__", _rop)
+    setattr(ProxyArray, f"__i{_name}__", _iop)
+for _name, _uf in _COMPARE.items():
+    setattr(ProxyArray, f"__{_name}__", _binary(_uf)[0])
+for _name, _uf in _UNARY.items():
+    setattr(ProxyArray, f"__{_name}__", functools.partialmethod(_uf))
+for _name, _fn in _METHODS.items():
+    setattr(ProxyArray, _name, functools.partialmethod(_fn))
+ProxyArray.__divmod__ = functools.partialmethod(np.divmod)  # type: ignore[attr-defined]
+ProxyArray.__rdivmod__ = lambda self, other: np.divmod(other, self)  # type: ignore[attr-defined]
+
+# The dispatch modules import ProxyArray; they are looked up when a method runs.
+from reactant_lab.trace.numpy_mode import functions, indexing, ufuncs  # noqa: E402

@@ -1,0 +1,278 @@
+"""NumPy ufuncs on proxy arrays: NumPy resolves the loop dtypes (so results have NumPy's types),
+jax.numpy computes; calls, ``reduce``, ``accumulate``, ``outer`` and ``at``, with ``out=`` and
+``where=``."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from reactant_lab.trace.numpy_mode import context, errors, indexing, masks
+from reactant_lab.trace.numpy_mode.proxy import (
+    ProxyArray,
+    concrete_array,
+    concrete_of,
+    new_array,
+    unwrap,
+)
+from reactant_lab.trace.numpy_mode.storage import Root
+
+# Every NumPy ufunc with a jax.numpy function of the same name (all but np.isnat).
+UFUNCS: dict[np.ufunc, Any] = {
+    u: getattr(jnp, u.__name__) for u in vars(np).values()
+    if isinstance(u, np.ufunc) and hasattr(jnp, u.__name__)}
+_CALL_OPTIONS = {"dtype", "signature", "casting", "order", "subok"}
+_INT_DIVISION = {np.floor_divide, np.remainder, np.fmod, np.divmod}
+
+
+def apply(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """``ufunc.<method>(*inputs, **kwargs)`` where some input or output is a proxy array."""
+    impl = _METHODS.get(method)
+    if ufunc not in UFUNCS or impl is None:
+        name = errors.numpy_name(ufunc) + ("" if method == "__call__" else f".{method}")
+        raise errors.unsupported(name)
+    if _all_concrete(inputs, kwargs):
+        return _eager(ufunc if method == "__call__" else getattr(ufunc, method), inputs, kwargs)
+    return impl(ufunc, inputs, dict(kwargs))
+
+
+def _call(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    outs = _outs(kwargs.pop("out", None), ufunc.nout)
+    where = kwargs.pop("where", True)
+    extra = set(kwargs) - _CALL_OPTIONS
+    if extra:
+        raise errors.unsupported(ufunc, f" (with {', '.join(sorted(extra))}=)")
+    sel, inputs = masks.align(inputs, outs)
+    in_dtypes, out_dtypes = resolve(ufunc, inputs, outs, kwargs)
+    key = _mask_key(ufunc, inputs, outs, where, sel, out_dtypes)
+    if key is not None and key in context.memo():
+        return new_array(context.memo()[key][0])
+    values = [cast(x, dt) for x, dt in zip(inputs, in_dtypes, strict=True)]
+    exponent = _small_exponent(ufunc, inputs, in_dtypes)
+    if exponent is not None:  # x**2 is x*x, as NumPy's own fast path computes it
+        result = lax.integer_pow(jnp.asarray(values[0]), exponent)
+    else:
+        result = UFUNCS[ufunc](*values)
+    results = result if ufunc.nout > 1 else (result,)
+    if ufunc in _INT_DIVISION and in_dtypes[1].kind in "iub":
+        # NumPy gives 0 for an integer division by zero; XLA does not.
+        results = [jnp.where(values[1] == 0, jnp.zeros_like(r), r) for r in results]
+    results = [jnp.asarray(r).astype(dt) for r, dt in zip(results, out_dtypes, strict=True)]
+    if key is not None:
+        # The input values stay referenced, so their ids cannot be reused within the trace.
+        context.memo()[key] = (results[0], [unwrap(x) for x in inputs])
+    return _deliver(results, outs, where, sel)
+
+
+def _small_exponent(ufunc: np.ufunc, inputs: tuple, in_dtypes: tuple) -> int | None:
+    """The exponent of ``x ** n`` for a static integral ``n`` in [-4, 4] (not negative for
+    integers), else None."""
+    if ufunc is not np.power or in_dtypes[0].kind not in "iufc":
+        return None
+    n = inputs[1]
+    if not isinstance(n, int | float | np.integer | np.floating) or isinstance(n, bool):
+        return None
+    if float(n) != int(n) or not -4 <= int(n) <= 4 or (in_dtypes[0].kind in "iu" and n < 0):
+        return None
+    return int(n)
+
+
+def _mask_key(ufunc: np.ufunc, inputs: tuple, outs: tuple, where: Any, sel: Any,
+              out_dtypes: tuple) -> tuple | None:
+    """A key under which a boolean result is remembered for the rest of the trace, so that
+    ``a[a > 0] = f(a[a > 0])`` selects with one mask, not two equal ones lined up at run time."""
+    if (ufunc.nout != 1 or out_dtypes[0] != np.bool_ or where is not True or sel is not None
+            or outs[0] is not None):
+        return None
+    parts = []
+    for x in inputs:
+        if isinstance(x, ProxyArray):
+            parts.append(("traced", id(x.value)))
+        elif isinstance(x, bool | int | float | complex | np.generic):
+            parts.append((type(x), x))
+        else:
+            return None
+    return (ufunc, *parts)
+
+
+def resolve(ufunc: np.ufunc, inputs: tuple, outs: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+    """NumPy's loop dtypes (inputs, outputs) for these operands; NumPy's own error when none."""
+    keys = tuple(dtype_key(x) for x in inputs) + tuple(
+        o.dtype if o is not None else None for o in outs)
+    signature = kwargs.get("signature")
+    if kwargs.get("dtype") is not None:
+        signature = (None,) * ufunc.nin + (np.dtype(kwargs["dtype"]),) * ufunc.nout
+    options = {"casting": kwargs.get("casting", "same_kind")}
+    if signature is not None:
+        options["signature"] = signature
+    resolved = ufunc.resolve_dtypes(keys, **options)
+    return resolved[:ufunc.nin], resolved[ufunc.nin:]
+
+
+def dtype_key(x: Any) -> Any:
+    """What ``resolve_dtypes`` wants for an operand: a dtype, or a Python type for a weak scalar."""
+    if isinstance(x, ProxyArray):
+        if x.root.weak and not x._ops:
+            return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[x.dtype.kind]
+        return x.dtype
+    if isinstance(x, np.generic):
+        return x.dtype
+    if type(x) is bool:
+        return np.dtype(bool)
+    if isinstance(x, int | float | complex):
+        return type(x)
+    if hasattr(x, "dtype"):
+        return np.dtype(x.dtype)
+    return np.asarray(x).dtype
+
+
+def cast(x: Any, dtype: np.dtype) -> Any:
+    """``x`` as ``dtype`` (a Python int out of range raises OverflowError, as in NumPy)."""
+    if isinstance(x, bool | int | float | complex) and not isinstance(x, np.generic):
+        return dtype.type(x)
+    value = unwrap(x) if isinstance(x, ProxyArray) else x
+    if not hasattr(value, "dtype") or isinstance(value, np.ndarray):
+        value = np.array(value)  # a copy: the constant must not follow later NumPy updates
+    return value if np.dtype(value.dtype) == dtype else value.astype(dtype)
+
+
+def _deliver(results: list, outs: tuple, where: Any, sel: Any) -> Any:
+    delivered = []
+    for result, out in zip(results, outs, strict=True):
+        value = result
+        if out is None:
+            if where is not True:  # NumPy leaves those elements uninitialized
+                value = jnp.where(unwrap(where), value, jnp.zeros_like(value))
+            delivered.append(ProxyArray(Root(value), mask=sel) if sel else new_array(value))
+            continue
+        if where is not True:
+            value = jnp.where(unwrap(where), value, out.value)
+        out.write(value)
+        delivered.append(out)
+    return delivered[0] if len(delivered) == 1 else tuple(delivered)
+
+
+def _outs(out: Any, nout: int) -> tuple:
+    out = (None,) * nout if out is None else out if isinstance(out, tuple) else (out,)
+    for o in out:
+        if o is not None and not isinstance(o, ProxyArray):
+            raise errors.array_conversion("a traced result written into a NumPy array with out=")
+        if o is not None:
+            o.check_writable()
+    return out
+
+
+def _dummy(x: Any) -> Any:
+    """A one-element stand-in with ``x``'s dtype and ndim (for asking NumPy about dtypes)."""
+    if isinstance(x, ProxyArray | np.ndarray | jax.Array):
+        return np.ones((1,) * np.ndim(x) if not isinstance(x, ProxyArray) else (1,) * len(
+            x._shape), x.dtype)
+    return x
+
+
+def _numpy_dtype(method: Any, a: Any, kwargs: dict) -> np.dtype:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(method(_dummy(a), **kwargs)).dtype
+
+
+def _reduce_like(ufunc: np.ufunc, inputs: tuple, kwargs: dict, method: str) -> Any:
+    (a,) = inputs
+    out = kwargs.pop("out", None)
+    out = out[0] if isinstance(out, tuple) else out
+    where = kwargs.pop("where", True)
+    if isinstance(a, ProxyArray) and a.mask is not None:
+        raise errors.dynamic_shape(f"np.{ufunc.__name__}.{method} of a[mask]")
+    ask = {k: v for k, v in kwargs.items() if k in ("axis", "dtype", "keepdims", "initial")}
+    dtype = _numpy_dtype(getattr(ufunc, method), a, ask)
+    value = jnp.asarray(unwrap(a))
+    if np.can_cast(value.dtype, dtype, "safe"):
+        value = value.astype(dtype)
+    ask.pop("dtype", None)
+    if where is not True:
+        ask["where"] = unwrap(where)
+    result = getattr(_jnp_ufunc(ufunc), method)(value, **ask).astype(dtype)
+    if out is not None:
+        out.check_writable()
+        out.write(result)
+        return out
+    return new_array(result)
+
+
+def _reduce(ufunc, inputs, kwargs):
+    return _reduce_like(ufunc, inputs, kwargs, "reduce")
+
+
+def _accumulate(ufunc, inputs, kwargs):
+    return _reduce_like(ufunc, inputs, kwargs, "accumulate")
+
+
+def _outer(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    a, b = inputs
+    a = a if isinstance(a, ProxyArray) else concrete_array(np.asarray(a))
+    expanded = indexing.getitem(a, (Ellipsis,) + (None,) * np.ndim(unwrap(b)))
+    return _call(ufunc, (expanded, b), kwargs)
+
+
+def _at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
+    a, key, *rest = inputs
+    if not isinstance(a, ProxyArray):
+        raise errors.array_conversion("a traced value written into a NumPy array with ufunc.at")
+    a.check_writable()
+    key = indexing.normalize_key(key)
+    key = key[0] if len(key) == 1 else key
+    values = []
+    if rest:
+        in_dtypes, _ = resolve(ufunc, (a, rest[0]), (a,), {"casting": "unsafe"})
+        values = [cast(rest[0], in_dtypes[1])]
+    result = _jnp_ufunc(ufunc).at(a.value, key, *values, inplace=False)
+    a.write(result)
+
+
+@functools.cache
+def _jnp_ufunc(ufunc: np.ufunc) -> Any:
+    """jax.numpy's ufunc object (with reduce / accumulate / outer / at) for a NumPy ufunc."""
+    fn = UFUNCS[ufunc]
+    if isinstance(fn, jnp.ufunc):
+        return fn
+    return jnp.frompyfunc(fn, ufunc.nin, ufunc.nout, identity=ufunc.identity)
+
+
+def _all_concrete(inputs: tuple, kwargs: dict) -> bool:
+    leaves = [*inputs, *(kwargs.get("out") or ()), kwargs.get("where")]
+    return all(concrete_of(x) is not None for x in leaves if isinstance(x, ProxyArray))
+
+
+def _eager(method: Any, inputs: tuple, kwargs: dict) -> Any:
+    """Run NumPy itself: every proxy operand holds concrete data (written in place for out=)."""
+    outs = kwargs.get("out")
+    outs = outs if isinstance(outs, tuple) else (outs,) if outs is not None else ()
+    pairs = [(o, concrete_of(o) if isinstance(o, ProxyArray) else o) for o in outs]
+    concrete_kwargs = {**kwargs, "out": tuple(d for _, d in pairs)} if outs else dict(kwargs)
+    if isinstance(kwargs.get("where"), ProxyArray):
+        concrete_kwargs["where"] = concrete_of(kwargs["where"])
+    result = method(*[concrete_of(x) if isinstance(x, ProxyArray) else x for x in inputs],
+                    **concrete_kwargs)
+    for proxy, _ in pairs:
+        if isinstance(proxy, ProxyArray):
+            proxy.root.touched()
+    return _wrap_eager(result, pairs)
+
+
+def _wrap_eager(result: Any, pairs: list) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_wrap_eager(r, pairs) for r in result)
+    for proxy, data in pairs:
+        if isinstance(proxy, ProxyArray) and result is data:
+            return proxy
+    return concrete_array(result) if isinstance(result, np.ndarray) else result
+
+
+_METHODS = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer,
+            "at": _at}

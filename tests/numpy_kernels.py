@@ -1,0 +1,618 @@
+"""Plain NumPy kernels in the style of PolyBench / NPBench, with makers of fresh random inputs.
+
+Each kernel is ordinary NumPy code: static time loops, in-place slice updates, writes through
+views, boolean-mask updates, ``out=`` ufuncs. ``mutates`` lists the argument paths a kernel
+updates in place (what ``Traced.mutated`` must report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A NumPy kernel and a maker of its arguments from a generator."""
+
+    name: str
+    fn: Callable[..., Any]
+    make: Callable[[np.random.Generator], tuple]
+    mutates: tuple[str, ...] = ()
+    tol: float = 1e-10
+
+
+def _n(rng: np.random.Generator, lo: int = 6, hi: int = 14) -> int:
+    return int(rng.integers(lo, hi))
+
+
+# ---------------------------------------------------------------- stencils with time loops
+
+
+def jacobi_1d(TSTEPS, A, B):
+    for _ in range(1, TSTEPS):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+
+
+def jacobi_2d(TSTEPS, A, B):
+    for _ in range(1, TSTEPS):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] +
+                               A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] +
+                               B[:-2, 1:-1])
+
+
+def heat_3d(TSTEPS, A, B):
+    for _ in range(1, TSTEPS):
+        B[1:-1, 1:-1, 1:-1] = (
+            0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1]) +
+            0.125 * (A[1:-1, 2:, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1]) +
+            0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, 0:-2]) +
+            A[1:-1, 1:-1, 1:-1])
+        A[1:-1, 1:-1, 1:-1] = (
+            0.125 * (B[2:, 1:-1, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[:-2, 1:-1, 1:-1]) +
+            0.125 * (B[1:-1, 2:, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, :-2, 1:-1]) +
+            0.125 * (B[1:-1, 1:-1, 2:] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, 1:-1, 0:-2]) +
+            B[1:-1, 1:-1, 1:-1])
+
+
+def seidel_2d(TSTEPS, N, A):
+    for _ in range(TSTEPS - 1):
+        for i in range(1, N - 1):
+            A[i, 1:-1] += (A[i - 1, :-2] + A[i - 1, 1:-1] + A[i - 1, 2:] + A[i, 2:] +
+                           A[i + 1, :-2] + A[i + 1, 1:-1] + A[i + 1, 2:])
+            for j in range(1, N - 1):
+                A[i, j] += A[i, j - 1]
+                A[i, j] /= 9.0
+
+
+def fdtd_2d(TMAX, ex, ey, hz, _fict_):
+    for t in range(TMAX):
+        ey[0, :] = _fict_[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+def adi(TSTEPS, N, u):
+    v = np.empty(u.shape, dtype=u.dtype)
+    p = np.empty(u.shape, dtype=u.dtype)
+    q = np.empty(u.shape, dtype=u.dtype)
+    DX, DY, DT = 1.0 / N, 1.0 / N, 1.0 / TSTEPS
+    B1, B2 = 2.0, 1.0
+    mul1, mul2 = B1 * DT / (DX * DX), B2 * DT / (DY * DY)
+    a, b, c = -mul1 / 2.0, 1.0 + mul1, -mul1 / 2.0
+    d, e, f = -mul2 / 2.0, 1.0 + mul2, -mul2 / 2.0
+    for _ in range(1, TSTEPS + 1):
+        v[0, 1:N - 1] = 1.0
+        p[1:N - 1, 0] = 0.0
+        q[1:N - 1, 0] = v[0, 1:N - 1]
+        for j in range(1, N - 1):
+            p[1:N - 1, j] = -c / (a * p[1:N - 1, j - 1] + b)
+            q[1:N - 1, j] = (-d * u[j, 0:N - 2] + (1.0 + 2.0 * d) * u[j, 1:N - 1] -
+                             f * u[j, 2:N] - a * q[1:N - 1, j - 1]) / (a * p[1:N - 1, j - 1] + b)
+        v[N - 1, 1:N - 1] = 1.0
+        for j in range(N - 2, 0, -1):
+            v[j, 1:N - 1] = p[1:N - 1, j] * v[j + 1, 1:N - 1] + q[1:N - 1, j]
+        u[1:N - 1, 0] = 1.0
+        p[1:N - 1, 0] = 0.0
+        q[1:N - 1, 0] = u[1:N - 1, 0]
+        for j in range(1, N - 1):
+            p[1:N - 1, j] = -f / (d * p[1:N - 1, j - 1] + e)
+            q[1:N - 1, j] = (-a * v[0:N - 2, j] + (1.0 + 2.0 * a) * v[1:N - 1, j] -
+                             c * v[2:N, j] - d * q[1:N - 1, j - 1]) / (d * p[1:N - 1, j - 1] + e)
+        u[1:N - 1, N - 1] = 1.0
+        for j in range(N - 2, 0, -1):
+            u[1:N - 1, j] = p[1:N - 1, j] * u[1:N - 1, j + 1] + q[1:N - 1, j]
+
+
+def floyd_warshall(path):
+    for k in range(path.shape[0]):
+        path[:] = np.minimum(path[:], np.add.outer(path[:, k], path[k, :]))
+
+
+# ---------------------------------------------------------------- linear algebra kernels
+
+
+def gemm(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+def k2mm(alpha, beta, A, B, C, D):
+    D[:] = alpha * A @ B @ C + beta * D
+
+
+def k3mm(A, B, C, D):
+    return A @ B @ C @ D
+
+
+def gemver(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
+    A += np.outer(u1, v1) + np.outer(u2, v2)
+    x += beta * y @ A + z
+    w += alpha * A @ x
+
+
+def gesummv(alpha, beta, A, B, x):
+    return alpha * A @ x + beta * B @ x
+
+
+def atax_bicg(A, x, p, r):
+    return (A @ x) @ A, r @ A, A @ p
+
+
+def mvt(x1, x2, y_1, y_2, A):
+    x1 += A @ y_1
+    x2 += y_2 @ A
+
+
+def syrk(alpha, beta, C, A):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+
+
+def trmm(alpha, A, B):
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= alpha
+
+
+def doitgen(NR, NQ, NP, A, C4):
+    for r in range(NR):
+        A[r, :, :] = np.reshape(np.reshape(A[r], (NQ, 1, NP)) @ C4, (NQ, NP))
+
+
+def gramschmidt(A):
+    Q = np.zeros_like(A)
+    R = np.zeros((A.shape[1], A.shape[1]), dtype=A.dtype)
+    for k in range(A.shape[1]):
+        nrm = np.dot(A[:, k], A[:, k])
+        R[k, k] = np.sqrt(nrm)
+        Q[:, k] = A[:, k] / R[k, k]
+        for j in range(k + 1, A.shape[1]):
+            R[k, j] = np.dot(Q[:, k], A[:, j])
+            A[:, j] -= Q[:, k] * R[k, j]
+    return Q, R
+
+
+def lu(A):
+    for i in range(A.shape[0]):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, A.shape[0]):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+
+
+def ludcmp(A, b):
+    x = np.zeros_like(b)
+    y = np.zeros_like(b)
+    for i in range(A.shape[0]):
+        for j in range(i):
+            A[i, j] -= A[i, :j] @ A[:j, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, A.shape[0]):
+            A[i, j] -= A[i, :i] @ A[:i, j]
+    for i in range(A.shape[0]):
+        y[i] = b[i] - A[i, :i] @ y[:i]
+    for i in range(A.shape[0] - 1, -1, -1):
+        x[i] = (y[i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
+    return x, y
+
+
+def cholesky(A):
+    A[0, 0] = np.sqrt(A[0, 0])
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= np.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= np.dot(A[i, :i], A[i, :i])
+        A[i, i] = np.sqrt(A[i, i])
+
+
+def trisolv(L, x, b):
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def durbin(r):
+    y = np.empty_like(r)
+    alpha = -r[0]
+    beta = 1.0
+    y[0] = -r[0]
+    for k in range(1, r.shape[0]):
+        beta *= 1.0 - alpha * alpha
+        alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) / beta
+        y[:k] += alpha * np.flip(y[:k])
+        y[k] = alpha
+    return y
+
+
+def linalg_suite(A, b, S):
+    L = np.linalg.cholesky(S)
+    q, r = np.linalg.qr(A)
+    w, v = np.linalg.eigh(S)
+    sol = np.linalg.solve(S, b)
+    fit = np.linalg.lstsq(A, b[:A.shape[0]], rcond=None)[0]
+    return (L, np.abs(np.diag(r)), np.abs(q.T @ q), w, np.abs(v[:, -1]), sol, fit,
+            np.linalg.norm(A), np.linalg.norm(A, axis=0), np.linalg.det(S),
+            np.linalg.inv(S) @ S)
+
+
+# ---------------------------------------------------------------- data analysis and ML
+
+
+def correlation(M, float_n, data):
+    mean = np.mean(data, axis=0)
+    stddev = np.std(data, axis=0)
+    stddev[stddev <= 0.1] = 1.0
+    data -= mean
+    data /= np.sqrt(float_n) * stddev
+    corr = np.eye(M, dtype=data.dtype)
+    for i in range(M - 1):
+        corr[i + 1:M, i] = corr[i, i + 1:M] = data[:, i] @ data[:, i + 1:M]
+    return corr
+
+
+def covariance(M, float_n, data):
+    mean = np.mean(data, axis=0)
+    data -= mean
+    cov = np.zeros((M, M), dtype=data.dtype)
+    for i in range(M):
+        cov[i:M, i] = cov[i, i:M] = data[:, i] @ data[:, i:M] / (float_n - 1.0)
+    return cov
+
+
+def softmax(x):
+    tmp_max = np.max(x, axis=-1, keepdims=True)
+    tmp_out = np.exp(x - tmp_max)
+    tmp_sum = np.sum(tmp_out, axis=-1, keepdims=True)
+    return tmp_out / tmp_sum
+
+
+def mlp_forward(x, w1, b1, w2, b2, w3, b3):
+    h = np.maximum(x @ w1 + b1, 0)
+    h = np.maximum(h @ w2 + b2, 0)
+    return softmax(h @ w3 + b3)
+
+
+def _acc(pos, mass, G, softening):
+    x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+    dx, dy, dz = x.T - x, y.T - y, z.T - z
+    inv_r3 = dx**2 + dy**2 + dz**2 + softening**2
+    inv_r3[inv_r3 > 0] = inv_r3[inv_r3 > 0] ** (-1.5)
+    ax = G * (dx * inv_r3) @ mass
+    ay = G * (dy * inv_r3) @ mass
+    az = G * (dz * inv_r3) @ mass
+    return np.hstack((ax, ay, az))
+
+
+def nbody_step(mass, pos, vel, acc, dt, G, softening):
+    vel += acc * dt / 2.0
+    pos += vel * dt
+    acc[:] = _acc(pos, mass, G, softening)
+    vel += acc * dt / 2.0
+    return 0.5 * np.sum(mass * vel**2)  # kinetic energy
+
+
+def arc_distance(theta_1, phi_1, theta_2, phi_2):
+    temp = (np.sin((theta_2 - theta_1) / 2) ** 2 +
+            np.cos(theta_1) * np.cos(theta_2) * np.sin((phi_2 - phi_1) / 2) ** 2)
+    return 2 * np.arctan2(np.sqrt(temp), np.sqrt(1 - temp))
+
+
+def reductions(x, m):
+    return (x.sum(axis=0), np.mean(x, axis=1, keepdims=True), x.max(initial=-10.0),
+            np.min(x, axis=0, where=m, initial=5.0), np.sum(x, where=m),
+            np.prod(x[:2] * 0.5 + 1, axis=1), x.std(), np.var(x, axis=0),
+            np.cumsum(x, axis=1), np.cumprod(x[:, :3] * 0.1 + 1, axis=0), np.argmax(x, axis=1),
+            np.add.reduce(x, axis=1), np.maximum.accumulate(x, axis=0), x.any(), (x > 0).all(),
+            np.count_nonzero(x > 0.5), np.trace(x[:, :x.shape[0]]))
+
+
+def int_ops(a, b):
+    s = a.sum()
+    return (a + b, a * 3, a // (np.abs(b) + 1), a % 7, a / 2, s, a.mean(), np.cumsum(a),
+            a << 1, a & b, a ^ 0x5, np.maximum(a, b), a + 1.5, np.sum(a > b),
+            np.clip(a, -3, 3))
+
+
+def complex_fft(z, x):
+    spectrum = np.fft.fft(x)
+    z.real[:] = np.abs(spectrum[:z.shape[0]])
+    z.imag *= -1.0
+    return (spectrum, np.fft.ifft(spectrum).real, np.fft.rfft(x), np.abs(z), np.angle(z),
+            np.conj(z) * z, np.fft.fft2(np.outer(x[:4], x[:4])))
+
+
+# ---------------------------------------------------------------- views, masks, out=
+
+
+def views_write_through(A, v):
+    row = A[2]
+    row[:] = 0.0
+    A.T[0] = 1.0
+    flat = A.reshape(-1)
+    flat[::3] += 1.0
+    col = A[:, 1]
+    col.fill(-2.0)
+    block = A[1:, :2]
+    block *= 2.0
+    np.copyto(A[-1], v)
+    A.flat[5] = 7.0
+    sq = A[None, 3:4][0]
+    sq[0, -1] = 42.0
+    return A.sum(axis=1), A.ravel()[:4]
+
+
+def mask_updates(A, B, C, D):
+    A[A < 0] = 0.0
+    B[B > 0.5] += 1.0
+    C[D > 0] = D[D > 0]
+    B[A > 1.0] = C[A > 1.0] * 2.0 + 1.0
+    np.putmask(D, D < -1.0, -1.0)
+    np.place(C, C > 1.5, [9.0, 8.0])
+    return A[A > 0.2].sum(), B[B > 0.7].mean(), C[D < 0].max()
+
+
+def out_ufuncs(x, y, z, w):
+    np.add(x, y, out=z)
+    np.multiply(z[:-1], 2.0, out=z[1:])
+    np.exp(x, out=w, where=x > 0)
+    np.sqrt(np.abs(y), out=y)
+    q, r = np.divmod(x * 10, 3.0)
+    return q, r, np.negative(x), np.hypot(x, y)
+
+
+def creation_and_shapes(x, n):
+    z = np.zeros((n, n))
+    z[np.arange(n), np.arange(n)] = x[:n]
+    e = np.eye(n) * 2 + np.identity(n)
+    g = np.fromfunction(lambda i, j: i * 10 + j, (n, n))
+    gx, gy = np.meshgrid(np.linspace(0.0, 1.0, n), np.arange(n))
+    full = np.full((2, n), x[0])
+    t = np.tril(z + g) - np.triu(e, 1)
+    stacked = np.concatenate([np.stack([x[:n], x[-n:]]), np.vstack([x[:n]]),
+                              np.hstack([x[:1], x[1:n]])[None, :]], axis=0)
+    idx = np.argsort(x)
+    return (z, e, g, gx * gy, full, t, stacked, np.sort(x), x[idx], np.roll(x, 2),
+            np.diag(np.diag(g)), np.trace(g), np.kron(e[:2, :2], z[:2, :2]),
+            np.tensordot(g, e, axes=1), np.einsum("ij,jk->ik", g, e), np.ones_like(x),
+            np.where(x > 0, x, -1), np.select([x < -1, x > 1], [x * 2, x * 3], default=0.0),
+            np.clip(x, -0.5, 0.5), np.outer(x[:3], x[:2]), np.dot(z, x[:n]),
+            np.swapaxes(np.reshape(g, (n, n, 1)), 0, 2), np.squeeze(g[:, :1]),
+            np.flip(g, axis=0), np.matmul(g, e), np.transpose(g).copy())
+
+
+def scalar_promotion(f32, i64, i32, u8):
+    return (f32 * 2.0, f32 + np.float64(1.0), i32 * 2, i32 + 2.5, i64 / 3, u8 + 200,
+            u8.astype(np.int16) * 300, f32 + i32, i32 + i64, np.float32(3) * f32,
+            np.sqrt(np.abs(i32)), f32 ** 2, (u8 > 100).sum(), np.mean(f32), np.sum(u8))
+
+
+def time_loop_rebind(u, steps):
+    for _ in range(steps):
+        u = u + 0.1 * (np.roll(u, 1) - 2 * u + np.roll(u, -1))
+    return u
+
+
+def row_normalize(A):
+    norms = np.sqrt((A ** 2).sum(axis=1))
+    for i in range(A.shape[0]):
+        A[i] /= norms[i]
+    return norms
+
+
+def cumulative_update(x, w):
+    w += np.cumsum(x)
+    w[w > 3.0] -= 3.0
+    x[::2] = w[::2] * 0.5
+    return np.argmax(w), np.cumprod(np.ones_like(x) * 1.01)
+
+
+def _sq(rng, n):
+    return rng.standard_normal((n, n))
+
+
+def _spd(rng, n):
+    a = rng.standard_normal((n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def _steps(r):
+    return int(r.integers(3, 8))
+
+
+def _pair(r, shape):
+    a = r.random(shape)
+    return a, a.copy()
+
+
+def _vectors(r, count, n):
+    return tuple(r.random(n) for _ in range(count))
+
+
+def _mk_fdtd(r):
+    n, m, t = _n(r), _n(r), int(r.integers(2, 6))
+    return t, r.random((n, m)), r.random((n, m)), r.random((n, m)), r.random(t)
+
+
+def _mk_adi(r):
+    n = _n(r, 5, 10)
+    return 2, n, r.random((n, n))
+
+
+def _mk_gemm(r):
+    n, m, k = _n(r), _n(r), _n(r)
+    return 1.5, 1.2, r.random((n, m)), r.random((n, k)), r.random((k, m))
+
+
+def _mk_k2mm(r):
+    n = _n(r)
+    return (1.5, 1.2, *(_sq(r, n) for _ in range(4)))
+
+
+def _mk_gemver(r):
+    n = _n(r)
+    return (1.5, 1.2, _sq(r, n), *_vectors(r, 8, n))
+
+
+def _mk_gesummv(r):
+    n = _n(r)
+    return 1.5, 1.2, _sq(r, n), _sq(r, n), r.random(n)
+
+
+def _mk_atax_bicg(r):
+    n, m = _n(r), _n(r)
+    return r.random((n, m)), r.random(m), r.random(m), r.random(n)
+
+
+def _mk_mvt(r):
+    n = _n(r)
+    return (*_vectors(r, 4, n), _sq(r, n))
+
+
+def _mk_syrk(r):
+    n, m = _n(r, 4, 9), _n(r, 3, 7)
+    return 1.5, 1.2, r.random((n, n)), r.random((n, m))
+
+
+def _mk_trmm(r):
+    n, m = _n(r, 4, 9), _n(r, 3, 7)
+    return 1.5, r.random((n, n)), r.random((n, m))
+
+
+def _mk_doitgen(r):
+    a, b, c = _n(r, 2, 5), _n(r, 2, 6), _n(r, 3, 7)
+    return a, b, c, r.random((a, b, c)), r.random((c, c))
+
+
+def _dominant(r, n):
+    return r.random((n, n)) + n * np.eye(n)
+
+
+def _mk_ludcmp(r):
+    n = _n(r, 4, 10)
+    return _dominant(r, n), r.random(n)
+
+
+def _mk_trisolv(r):
+    n = _n(r)
+    return _dominant(r, n), r.random(n), r.random(n)
+
+
+def _mk_linalg(r):
+    n = _n(r, 3, 6)
+    return r.standard_normal((n + 2, n)), r.standard_normal(n + 2), _spd(r, n + 2)
+
+
+def _mk_data(r):
+    m, n = _n(r, 4, 9), _n(r, 8, 16)
+    return m, float(n), r.random((n, m))
+
+
+def _mk_mlp(r):
+    b, i, h, o = _n(r), _n(r), _n(r), _n(r)
+    return (r.standard_normal((b, i)), r.standard_normal((i, h)), r.standard_normal(h),
+            r.standard_normal((h, h)), r.standard_normal(h), r.standard_normal((h, o)),
+            r.standard_normal(o))
+
+
+def _mk_nbody(r):
+    n = _n(r)
+    return (r.random((n, 1)) + 0.5, r.standard_normal((n, 3)), r.standard_normal((n, 3)),
+            r.standard_normal((n, 3)), 0.01, 1.0, 0.1)
+
+
+def _mk_reductions(r):
+    n, m = _n(r, 4, 9), _n(r, 9, 14)
+    return r.standard_normal((n, m)), r.random((n, m)) > 0.3
+
+
+def _mk_int_ops(r):
+    n = _n(r)
+    return (r.integers(-50, 50, n).astype(np.int32), r.integers(-50, 50, n).astype(np.int32))
+
+
+def _mk_complex(r):
+    n = _n(r)
+    return r.standard_normal(n) + 1j * r.standard_normal(n), r.standard_normal(n + 4)
+
+
+def _mk_normal(r, count, shape):
+    return tuple(r.standard_normal(shape) for _ in range(count))
+
+
+def _mk_views(r):
+    n = _n(r, 5, 9)
+    return _sq(r, n), r.standard_normal(n)
+
+
+def _mk_promotion(r):
+    n = _n(r)
+    return (r.standard_normal(n).astype(np.float32), r.integers(-9, 9, n),
+            r.integers(-9, 9, n).astype(np.int32), r.integers(0, 255, n).astype(np.uint8))
+
+
+KERNELS: tuple[Kernel, ...] = (
+    Kernel("jacobi_1d", jacobi_1d, lambda r: (_steps(r), *_pair(r, _n(r, 10, 30))),
+           ("args[1]", "args[2]")),
+    Kernel("jacobi_2d", jacobi_2d, lambda r: (_steps(r), *_pair(r, (_n(r), _n(r)))),
+           ("args[1]", "args[2]")),
+    Kernel("heat_3d", heat_3d, lambda r: (int(r.integers(2, 6)), *_pair(
+        r, (_n(r, 5, 9), _n(r, 5, 9), _n(r, 5, 9)))), ("args[1]", "args[2]")),
+    Kernel("seidel_2d", seidel_2d, lambda r: (3, *_mk_adi(r)[1:]), ("args[2]",)),  # N, A
+    Kernel("fdtd_2d", fdtd_2d, _mk_fdtd, ("args[1]", "args[2]", "args[3]")),
+    Kernel("adi", adi, _mk_adi, ("args[2]",), tol=1e-9),
+    Kernel("floyd_warshall", floyd_warshall, lambda r: (r.random((_n(r),) * 2) * 10,),
+           ("args[0]",)),
+    Kernel("gemm", gemm, _mk_gemm, ("args[2]",)),
+    Kernel("k2mm", k2mm, _mk_k2mm, ("args[5]",)),
+    Kernel("k3mm", k3mm, lambda r: _mk_k2mm(r)[2:]),
+    Kernel("gemver", gemver, _mk_gemver, ("args[2]", "args[7]", "args[8]"), tol=1e-9),
+    Kernel("gesummv", gesummv, _mk_gesummv),
+    Kernel("atax_bicg", atax_bicg, _mk_atax_bicg),
+    Kernel("mvt", mvt, _mk_mvt, ("args[0]", "args[1]")),
+    Kernel("syrk", syrk, _mk_syrk, ("args[2]",)),
+    Kernel("trmm", trmm, _mk_trmm, ("args[2]",)),
+    Kernel("doitgen", doitgen, _mk_doitgen, ("args[3]",)),
+    Kernel("gramschmidt", gramschmidt, lambda r: (r.standard_normal((_n(r, 8, 12),
+                                                                     _n(r, 3, 7))),),
+           ("args[0]",), tol=1e-8),
+    Kernel("lu", lu, lambda r: (_dominant(r, _n(r, 4, 10)),), ("args[0]",), tol=1e-9),
+    Kernel("ludcmp", ludcmp, _mk_ludcmp, ("args[0]",), tol=1e-9),
+    Kernel("cholesky", cholesky, lambda r: (_spd(r, _n(r, 4, 10)),), ("args[0]",), tol=1e-9),
+    Kernel("trisolv", trisolv, _mk_trisolv, ("args[1]",), tol=1e-9),
+    Kernel("durbin", durbin, lambda r: (r.random(_n(r)) * 0.3,), tol=1e-8),
+    Kernel("linalg_suite", linalg_suite, _mk_linalg, tol=1e-7),
+    Kernel("correlation", correlation, _mk_data, ("args[2]",), tol=1e-9),
+    Kernel("covariance", covariance, _mk_data, ("args[2]",), tol=1e-9),
+    Kernel("softmax", softmax, lambda r: (r.standard_normal((_n(r), _n(r), _n(r)))
+                                          .astype(np.float32),), tol=1e-5),
+    Kernel("mlp_forward", mlp_forward, _mk_mlp, tol=1e-9),
+    Kernel("nbody_step", nbody_step, _mk_nbody, ("args[1]", "args[2]", "args[3]"), tol=1e-9),
+    Kernel("arc_distance", arc_distance, lambda r: _vectors(r, 4, _n(r, 10, 40))),
+    Kernel("reductions", reductions, _mk_reductions, tol=1e-9),
+    Kernel("int_ops", int_ops, _mk_int_ops, tol=1e-12),
+    Kernel("complex_fft", complex_fft, _mk_complex, ("args[0]",), tol=1e-9),
+    Kernel("views_write_through", views_write_through, _mk_views, ("args[0]",)),
+    Kernel("mask_updates", mask_updates, lambda r: _mk_normal(r, 4, (_n(r), _n(r))),
+           ("args[0]", "args[1]", "args[2]", "args[3]")),
+    Kernel("out_ufuncs", out_ufuncs, lambda r: _mk_normal(r, 4, _n(r)),
+           ("args[1]", "args[2]", "args[3]")),
+    Kernel("creation_and_shapes", creation_and_shapes, lambda r: (
+        r.standard_normal(_n(r, 8, 14)), _n(r, 3, 6)), tol=1e-9),
+    Kernel("scalar_promotion", scalar_promotion, _mk_promotion, tol=1e-6),
+    Kernel("time_loop_rebind", time_loop_rebind, lambda r: (r.random(_n(r, 10, 30)),
+                                                            int(r.integers(3, 9)))),
+    Kernel("row_normalize", row_normalize, lambda r: (r.random((_n(r), _n(r))) + 0.1,),
+           ("args[0]",)),
+    Kernel("cumulative_update", cumulative_update, lambda r: _vectors(r, 2, _n(r)),
+           ("args[0]", "args[1]")),
+)

@@ -1,0 +1,75 @@
+"""Differential tests: every NumPy kernel of the corpus through reactant_lab.jit against NumPy
+eager, on fresh random inputs and random shapes; outputs and every argument compared."""
+
+from __future__ import annotations
+
+import copy
+
+import jax
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from tests.numpy_kernels import KERNELS, Kernel
+
+
+def assert_same(got, want, tol: float, what: str) -> None:
+    """Same structure and dtypes (exactly); values within ``tol`` (NaN where NumPy has NaN)."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"{what}: structure {got_tree} != {want_tree}"
+    for i, (g, w) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        if not isinstance(w, np.ndarray | np.generic):
+            assert g == w, f"{what}[{i}]: {g!r} != {w!r}"
+            continue
+        ga, wa = np.asarray(g), np.asarray(w)
+        assert ga.dtype == wa.dtype, f"{what}[{i}]: dtype {ga.dtype} != NumPy's {wa.dtype}"
+        assert ga.shape == wa.shape, f"{what}[{i}]: shape {ga.shape} != {wa.shape}"
+        np.testing.assert_allclose(ga, wa, rtol=tol, atol=tol, equal_nan=True,
+                                   err_msg=f"{what}[{i}]")
+
+
+def _nontrivial(args: tuple) -> None:
+    for leaf in jax.tree_util.tree_leaves(args):
+        if isinstance(leaf, np.ndarray) and leaf.size > 1:
+            assert np.any(leaf != 0)
+
+
+def test_corpus_is_large_enough():
+    assert len(KERNELS) >= 30
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=[k.name for k in KERNELS])
+def test_kernel_matches_numpy(kernel: Kernel, rng):
+    jf = rl.jit(kernel.fn)
+    for _ in range(2):  # a fresh draw (new shapes: a new trace) each time
+        args = kernel.make(rng)
+        _nontrivial(args)
+        expected_args = copy.deepcopy(args)
+        want = kernel.fn(*expected_args)
+        before = [id(a) for a in args]
+        got = jf(*args)
+        traced = jf.last.traced
+        assert traced.mode == "numpy"
+        assert set(traced.mutated) == set(kernel.mutates)
+        assert [id(a) for a in args] == before
+        assert_same(got, want, kernel.tol, "result")
+        assert_same(args, expected_args, kernel.tol, "arguments after the call")
+
+
+@pytest.mark.parametrize("kernel", [k for k in KERNELS if k.mutates][:6],
+                         ids=lambda k: k.name)
+def test_cached_executable_updates_fresh_arguments_in_place(kernel: Kernel, rng):
+    args = kernel.make(rng)
+    jf = rl.jit(kernel.fn)
+    jf(*copy.deepcopy(args))
+    for _ in range(2):  # same shapes: the cached executable, run on new values
+        fresh = jax.tree_util.tree_map(
+            lambda a: (a + rng.random(a.shape) * 0.01).astype(a.dtype)
+            if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a, args)
+        expected = copy.deepcopy(fresh)
+        want = kernel.fn(*expected)
+        got = jf(*fresh)
+        assert jf.cache_size == 1
+        assert_same(got, want, kernel.tol, "result")
+        assert_same(fresh, expected, kernel.tol, "arguments after the call")

@@ -1,0 +1,417 @@
+"""NumPy mode: in-place write-back, views, NumPy's dtypes, modes, static loops, and that a failed
+call leaves the caller's arrays exactly as they were."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import reactant_lab as rl
+from tests.numpy_kernels import jacobi_2d
+
+_SETTINGS = settings(max_examples=25, deadline=None,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def run(fn, *args, **kwargs):
+    """Trace and compile without optimization (fast), then call on ``args``."""
+    return rl.trace(fn, *args, **kwargs).stages("none").compile()(*args, **kwargs)
+
+
+def test_acceptance_jacobi_2d_updates_both_arrays_in_place(rng):
+    A = rng.random((50, 50))
+    B = A.copy()
+    want_a, want_b = A.copy(), B.copy()
+    jacobi_2d(10, want_a, want_b)
+    ids = id(A), id(B)
+    assert rl.jit(jacobi_2d)(10, A, B) is None
+    assert (id(A), id(B)) == ids
+    np.testing.assert_allclose(A, want_a, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(B, want_b, rtol=1e-13, atol=1e-13)
+    assert not np.allclose(A, B)  # both really moved, differently
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.complex128])
+def test_write_back_keeps_object_dtype_and_memory_order(order, dtype, rng):
+    def kernel(a, b):
+        a *= 3
+        a[0, :] = b[1]
+        a.T[1] -= 1
+        return a.sum()
+
+    a = np.asarray(rng.integers(-9, 9, (4, 5)), dtype=dtype, order=order)
+    b = np.asarray(rng.integers(-9, 9, (4, 5)), dtype=dtype)
+    want = a.copy(order=order)
+    want_sum = kernel(want, b)
+    base, address = a, a.__array_interface__["data"][0]
+    got_sum = rl.jit(kernel)(a, b)
+    assert a is base and a.__array_interface__["data"][0] == address
+    assert a.dtype == dtype and a.flags.f_contiguous == (order == "F")
+    np.testing.assert_array_equal(a, want)
+    assert got_sum.dtype == np.asarray(want_sum).dtype and got_sum == want_sum
+
+
+def test_mutated_paths_and_resargs_results(rng):
+    def kernel(params, x, *, out):
+        params["w"][:] = params["w"] * 0.5 + x
+        out[...] = x.sum()
+        return params["b"] + 1
+
+    params = {"w": rng.random(3), "b": rng.random(3)}
+    t = rl.trace(kernel, params, rng.random(3), out=np.zeros(()))
+    assert t.mode == "numpy"
+    assert t.mutated == ("args[0]['w']", "kwargs['out']")
+    assert [r.path for r in t.linear_results] == [
+        "result", "resargs[0]['w']", "reskwargs['out']"]
+    main = next(line for line in t.as_text().splitlines() if "@main" in line)
+    assert 'jax.result_info = "resargs[0][\'w\']"' in main
+    assert 'jax.result_info = "reskwargs[\'out\']"' in main
+    assert dict(zip([a.path for a in t.linear_args], t.donation_mask, strict=True)) == {
+        "args[0]['b']": True, "args[0]['w']": True, "args[1]": True, "kwargs['out']": True}
+    assert "mutated args[0]['w']" in t.summary()
+
+
+def test_returning_an_updated_argument_hands_back_the_callers_array(rng):
+    def kernel(a, b):
+        a += b
+        return a, b
+
+    a, b = rng.random(4), rng.random(4)
+    want = a + b
+    t = rl.trace(kernel, a, b)
+    assert dict(t.preserved) == {"result[1]": "args[1]"}  # b unchanged: not computed
+    got_a, got_b = t.stages("all").compile()(a, b)
+    assert got_a is a and got_b is b
+    np.testing.assert_allclose(a, want, rtol=1e-15)
+
+
+def test_arguments_not_written_are_not_mutated(rng):
+    def kernel(a, b):
+        c = a.copy()
+        c[0] = 100.0
+        d = b[1:]
+        return c.sum() + d.sum()
+
+    a, b = rng.random(5), rng.random(5)
+    before = a.copy(), b.copy()
+    t = rl.trace(kernel, a, b)
+    assert t.mutated == () and t.layout.writeback == ()
+    run(kernel, a, b)
+    np.testing.assert_array_equal(a, before[0])
+    np.testing.assert_array_equal(b, before[1])
+
+
+@st.composite
+def view_chains(draw):
+    """A shape, a chain of view-making operations valid on it, and a final in-place action."""
+    shape = tuple(draw(st.lists(st.integers(2, 5), min_size=1, max_size=3)))
+    probe = np.empty(shape)
+    ops = []
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["slice", "int", "T", "ravel", "reshape", "newaxis",
+                                     "swap"]))
+        if kind in ("slice", "int", "swap") and probe.ndim == 0:
+            continue
+        if kind == "slice":
+            axis = draw(st.integers(0, probe.ndim - 1))
+            n = probe.shape[axis]
+            op = (kind, axis, draw(st.integers(-n, n)), draw(st.integers(-n, n)),
+                  draw(st.sampled_from([1, 1, 2, -1])))
+        elif kind == "int":
+            axis = draw(st.integers(0, probe.ndim - 1))
+            if probe.ndim == 1 or probe.shape[axis] == 0:
+                continue  # a[i] of a 1-D array is a NumPy scalar, not a view
+            op = (kind, axis, draw(st.integers(-probe.shape[axis], probe.shape[axis] - 1)))
+        elif kind == "swap":
+            op = (kind, draw(st.integers(0, probe.ndim - 1)),
+                  draw(st.integers(0, probe.ndim - 1)))
+        else:
+            op = (kind,)
+        probe = apply_view(probe, op)
+        ops.append(op)
+    return shape, tuple(ops), draw(st.sampled_from(["set", "iadd", "fill", "slice_set"]))
+
+
+def apply_view(v, op):
+    kind = op[0]
+    if kind == "slice":
+        _, axis, start, stop, step = op
+        return v[(slice(None),) * axis + (slice(start, stop, step),)]
+    if kind == "int":
+        return v[(slice(None),) * op[1] + (op[2],)]
+    if kind == "T":
+        return v.T
+    if kind == "ravel":
+        return v.ravel()
+    if kind == "reshape":
+        return v.reshape(-1, 1) if v.size else v
+    if kind == "newaxis":
+        return v[None]
+    return np.swapaxes(v, op[1], op[2])
+
+
+@_SETTINGS
+@given(chain=view_chains(), fortran=st.booleans())
+def test_writes_through_views_follow_numpy(chain, fortran, rng):
+    shape, ops, action = chain
+
+    def kernel(a):
+        v = a
+        for op in ops:
+            v = apply_view(v, op)
+        if action == "set":
+            v[...] = -7.0
+        elif action == "iadd":
+            v += 1.5
+        elif action == "fill":
+            v.fill(3.25)
+        elif v.ndim:
+            v[:1] = 11.0
+        return v.sum()
+
+    a = np.asarray(rng.random(shape) + 1.0, order="F" if fortran else "C")
+    want = a.copy(order="K")
+    want_sum = kernel(want)
+    got_sum = run(kernel, a)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_allclose(got_sum, want_sum, rtol=1e-12)
+
+
+_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
+           np.float32, np.float64, np.complex64, np.complex128]
+_BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.less, np.equal,
+           np.floor_divide, np.power, np.logaddexp, np.arctan2, np.bitwise_and]
+
+
+def _sample(rng, dtype, n=6):
+    if np.dtype(dtype).kind == "b":
+        return rng.random(n) > 0.5
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(1, 5, n).astype(dtype)
+    return (rng.random(n) + 0.5).astype(dtype)
+
+
+@_SETTINGS
+@given(left=st.sampled_from(_DTYPES), right=st.sampled_from(_DTYPES),
+       scalar=st.sampled_from([2, 1.5, 3j, True, None]))
+def test_ufunc_results_have_numpys_dtypes_and_values(left, right, scalar, rng):
+    a, b = _sample(rng, left), _sample(rng, right)
+
+    def kernel(x, y):
+        outs = {}
+        for ufunc in _BINARY:
+            for name, args in (("xy", (x, y)), ("xs", (x, scalar)), ("sy", (scalar, y))):
+                if args[0] is None or args[1] is None:
+                    continue
+                try:
+                    with np.errstate(all="ignore"):
+                        outs[f"{ufunc.__name__}-{name}"] = ufunc(*args)
+                except TypeError as exc:  # no loop for these types: the same in both
+                    outs[f"{ufunc.__name__}-{name}"] = type(exc).__name__
+        outs["sum"] = np.sum(x)
+        outs["mean"] = np.mean(y)
+        outs["cumsum"] = np.cumsum(x)
+        outs["dot"] = np.dot(x, y) if x.dtype != np.bool_ or y.dtype != np.bool_ else 0
+        return outs
+
+    with np.errstate(all="ignore"):
+        want = kernel(a, b)
+    got = run(kernel, a, b)
+    assert got.keys() == want.keys()
+    for key, w in want.items():
+        g = got[key]
+        if isinstance(w, str):
+            assert g == w, key
+            continue
+        assert np.asarray(g).dtype == np.asarray(w).dtype, key
+        dtype = np.asarray(w).dtype
+        short = dtype.kind in "fc" and np.finfo(dtype).bits <= 32  # float16 / 32, complex64
+        np.testing.assert_allclose(np.asarray(g, dtype=complex), np.asarray(w, dtype=complex),
+                                   rtol=20 * np.finfo(dtype).eps if short else 1e-9,
+                                   equal_nan=True, err_msg=key)
+
+
+def test_python_scalars_promote_weakly_and_numpy_scalars_strongly(rng):
+    def kernel(x32, i8):
+        return x32 * 2.0, x32 + np.float64(1.0), i8 + 3, i8 * 2.5, x32 / 3, i8 // 2
+
+    x32, i8 = rng.random(4).astype(np.float32), rng.integers(-9, 9, 4).astype(np.int8)
+    got, want = run(kernel, x32, i8), kernel(x32, i8)
+    assert [g.dtype for g in got] == [w.dtype for w in want] == [
+        np.float32, np.float64, np.int8, np.float64, np.float32, np.int8]
+
+
+def test_auto_mode_picks_numpy_for_numpy_and_falls_back_for_jax_code(rng):
+    x = rng.random(4)
+
+    def jax_code(v):
+        return jnp.sin(v) * 2
+
+    def plain(v):
+        return v * 2
+
+    assert rl.trace(jax_code, x).mode == "jax"
+    assert rl.trace(plain, x).mode == "numpy"
+    assert rl.trace(plain, jnp.asarray(x)).mode == "jax"
+    assert rl.trace(plain, x, mode="jax").mode == "jax"
+    assert rl.trace(plain, jnp.asarray(x), mode="numpy").mode == "numpy"
+    np.testing.assert_allclose(run(jax_code, x), np.sin(x) * 2, rtol=1e-6)
+    assert rl.trace(lambda v: jax.lax.cond(v.sum() > 0, lambda: v, lambda: -v), x).mode == "jax"
+
+
+def test_static_loops_unroll_and_the_summary_shows_the_op_count(rng):
+    a = rng.random((8, 8))
+    short, long = (rl.trace(jacobi_2d, n, a, a.copy()) for n in (2, 6))
+    ops_short, ops_long = (t.stages("none")[0].ops for t in (short, long))
+    assert ops_long > 4 * ops_short  # five sweeps against one
+    assert f"{ops_long} ops" in long.summary()
+    ex = rl.explore(jacobi_2d, 3, a, a.copy(), optimize="none")
+    assert "numpy mode" in repr(ex) and "ops" in repr(ex)
+
+
+def test_arrays_made_in_the_kernel_stay_static_until_a_traced_value_lands(rng):
+    def kernel(x):
+        idx = np.arange(3)
+        total = np.zeros(3)
+        for i in idx:  # iterating a kernel-made array gives Python-usable values
+            for _ in range(int(i)):
+                total[i] += 1.0
+        table = np.zeros((3, x.shape[0]))
+        table[1] = x
+        table[2, :2] = np.linspace(0, 1, 2)
+        return total, table, idx * 2
+
+    x = rng.random(4)
+    got, want = run(kernel, x), kernel(x)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w)
+
+
+def test_ufunc_methods(rng):
+    def kernel(a, idx, b):
+        np.add.at(a, idx, 1.0)
+        np.maximum.at(b, idx, 0.9)
+        return (np.multiply.outer(a[:3], b[:2]), np.maximum.reduce(a), np.add.accumulate(b),
+                np.logical_or.reduce(a > 0.5), np.subtract.outer(idx, idx))
+
+    a, b = rng.random(6), rng.random(6)
+    idx = np.array([0, 2, 2, 5, 0, 0])
+    want_a, want_b = a.copy(), b.copy()
+    want = kernel(want_a, idx, want_b)
+    got = run(kernel, a, idx, b)
+    np.testing.assert_allclose(a, want_a)
+    np.testing.assert_allclose(b, want_b)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w)
+
+
+def test_traced_python_scalars_keep_numpy_precision(rng):
+    x = rng.random(3)
+    t = rl.trace(lambda v, s: v * s, x, 0.1, trace_scalars=True)
+    assert t.mode == "numpy" and t.linear_args[1].dtype == np.float64
+    np.testing.assert_array_equal(t.stages("none").compile()(x, 0.3), x * 0.3)
+
+
+def test_jit_caches_per_signature_and_x64_flag_is_left_alone(rng):
+    calls = []
+
+    def kernel(a, n):
+        calls.append(1)
+        a[:n] = 0.0
+
+    jf = rl.jit(kernel)
+    for _ in range(3):
+        a = rng.random(5) + 1
+        jf(a, 2)
+        assert (a[:2] == 0).all() and (a[2:] > 0).all()
+    jf(rng.random(5), 3)
+    assert jf.cache_size == 2 and len(calls) == 2
+    assert not jax.config.jax_enable_x64
+
+
+def _bits(arrays):
+    return [a.tobytes() + str(a.dtype).encode() for a in arrays]
+
+
+def test_failed_trace_leaves_arrays_bit_identical(rng):
+    def kernel(a, b):
+        a[:] = -1.0
+        b *= 2
+        return np.unique(a)
+
+    a, b = rng.random(5), rng.random(5)
+    a[1] = np.nan
+    before = _bits([a, b])
+    with pytest.raises(rl.UnsupportedNumpyFunctionError):
+        rl.jit(kernel)(a, b)
+    assert _bits([a, b]) == before
+
+
+def test_failed_compile_leaves_arrays_bit_identical(rng):
+    a = rng.random((6, 6))
+    a[0, 0] = np.nan
+    b = a.copy()
+    before = _bits([a, b])
+    with pytest.raises(rl.UnknownPassError):
+        rl.jit(jacobi_2d, pipeline="canonicalize,no-such-pass")(3, a, b)
+    assert _bits([a, b]) == before
+
+
+def test_failed_call_leaves_arrays_bit_identical(rng):
+    a, b = rng.random((6, 6)), rng.random((6, 6))
+    compiled = rl.trace(jacobi_2d, 3, a, b).stages("none").compile()
+    before = _bits([a, b])
+    with pytest.raises(rl.SignatureMismatchError):
+        compiled(3, a, b.astype(np.float32))  # b has another dtype: nothing may change
+    assert _bits([a, b]) == before
+    frozen = b.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(rl.UnsupportedArgumentError, match="writable"):
+        compiled(3, a, frozen)  # the second write-back target is read-only
+    assert _bits([a, b]) == before
+    compiled(3, a, b)
+    assert _bits([a, b]) != before
+
+
+def test_ndarray_attributes_and_methods_match_numpy(rng):
+    def kernel(a, z):
+        n = a.shape[0]
+        t = np.fromfunction(lambda i, j: a[i.astype(int), j.astype(int)] * (i + 1), (n, n))
+        return (a.T, a.astype(np.float32), a.flatten(), a.ravel(), a.reshape(n, -1, 1).squeeze(),
+                a.swapaxes(0, 1), a.clip(0.2, 0.8), a.sum(axis=1, keepdims=True), a.mean(),
+                a.max(axis=0), a.min(), a.argmin(axis=1), a.dot(a), a.cumsum(), a.prod(axis=0),
+                a.std(axis=0), a.var(), a.any(axis=0), a.all(), a.round(2), a.trace(), a.copy(),
+                a.flat[3], z.real, z.imag, z.conj(), abs(z), a.ndim, a.size, a.dtype.name,
+                a.nbytes, len(a), t, a @ a, -a, +a, ~(a > 0.5), divmod(a, 0.3))
+
+    a = rng.random((4, 4))
+    z = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    got, want = run(kernel, a, z), kernel(a, z)
+    assert len(got) == len(want)
+    for i, (g_leaf, w_leaf) in enumerate(zip(got, want, strict=True)):
+        pair = isinstance(w_leaf, tuple)
+        g, w = (np.stack(g_leaf), np.stack(w_leaf)) if pair else (g_leaf, w_leaf)
+        if not isinstance(w, np.ndarray | np.generic):
+            assert g == w, i
+            continue
+        assert np.asarray(g).dtype == np.asarray(w).dtype, i
+        np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=str(i))
+
+
+def test_donated_arguments_still_update_in_place(rng):
+    a = rng.random((6, 6))
+    b = a.copy()
+    want_a, want_b = a.copy(), b.copy()
+    jacobi_2d(4, want_a, want_b)
+    jf = rl.jit(jacobi_2d, donate=True)
+    jf(4, a, b)
+    assert jf.last.traced.donation_mask == (True, True)
+    np.testing.assert_allclose(a, want_a, rtol=1e-14)
+    np.testing.assert_allclose(b, want_b, rtol=1e-14)
