@@ -4,6 +4,7 @@ trace -> Traced -> .stages(preset) -> StageTrace -> .compile() -> Compiled, plus
 conveniences (jit, explore, code_hlo, code_xla).
 """
 
+from reactant_lab.analysis.diff import Diff, diff
 from reactant_lab.backend import enzyme_available, versions
 from reactant_lab.bench import BenchResult, BenchRow, Roofline, bench
 from reactant_lab.compile import Compiled
@@ -39,6 +40,7 @@ __all__ = [
     "CompileError",
     "Compiled",
     "ControlFlowError",
+    "Diff",
     "DonatedArgumentError",
     "DynamicShapeError",
     "EnzymeUnavailableError",
@@ -63,6 +65,7 @@ __all__ = [
     "bench",
     "code_hlo",
     "code_xla",
+    "diff",
     "enzyme_available",
     "explore",
     "jit",

@@ -8,9 +8,9 @@ import sys
 from reactant_lab.cli import main
 
 
-def test_demo_runs_every_example():
-    proc = subprocess.run([sys.executable, "-m", "reactant_lab", "demo"], capture_output=True,
-                          text=True, timeout=600)
+def test_demo_runs_every_example(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "reactant_lab", "demo", "--report-dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for name in ("mlp", "heat_loop", "standardize"):
@@ -19,8 +19,56 @@ def test_demo_runs_every_example():
     assert out.count("median run time: reactant_lab") == 3
     assert "alias of args[0]" in out and "jit lowering" in out
     assert "all examples compiled, ran and matched jax.jit" in out
+    for name in ("mlp", "heat_loop", "standardize"):
+        report = tmp_path / f"reactant_lab_report_{name}.html"
+        assert f"report: {report}" in out
+        html = report.read_text()
+        assert 'id="stage-0"' in html and "jax jit median seconds" in html
+    assert "alias of args[0]" in (tmp_path / "reactant_lab_report_standardize.html").read_text()
 
 
 def test_demo_unknown_example(capsys):
     assert main(["demo", "--example", "nope"]) == 2
     assert "no example named nope" in capsys.readouterr().err
+
+
+USER_FILE = """
+import jax.numpy as jnp
+import numpy as np
+
+
+def model(x, w):
+    return jnp.sin(x @ w.T)
+
+
+def make_args(rng):
+    return (rng.standard_normal((4, 3)).astype(np.float32),
+            rng.standard_normal((5, 3)).astype(np.float32))
+
+
+def one_arg():
+    return np.ones(3, np.float32)
+"""
+
+
+def test_report_command_writes_a_report(tmp_path, capsys):
+    user = tmp_path / "user.py"
+    user.write_text(USER_FILE)
+    out = tmp_path / "out.html"
+    assert main(["report", f"{user}:model", "--args", "make_args", "-o", str(out),
+                 "--granularity", "pass"]) == 0
+    printed = capsys.readouterr().out
+    assert f"report: {out}" in printed and "enzyme-hlo patterns" in printed
+    html = out.read_text()
+    assert "median seconds" in html and "stablehlo.dot_general" in html
+    assert html.count('<section id="stage-') > 20
+
+
+def test_report_command_explains_bad_names(tmp_path, capsys):
+    user = tmp_path / "user.py"
+    user.write_text(USER_FILE)
+    assert main(["report", f"{user}:nope", "--args", "make_args"]) == 2
+    assert "has no function 'nope'; functions there: make_args, model, one_arg" in (
+        capsys.readouterr().err)
+    assert main(["report", f"{tmp_path}/missing.py:model", "--args", "make_args"]) == 2
+    assert "no file" in capsys.readouterr().err

@@ -1,6 +1,13 @@
-"""Pure functions on IR text: normalization, op metrics (no UI, no compiler bindings)."""
+"""Pure functions on IR text: normalization, op metrics, lexer, diffs, dataflow graphs (no UI, no
+compiler bindings)."""
 
+from reactant_lab.analysis.diff import Diff, diff
+from reactant_lab.analysis.graph import Dataflow, Signature, dataflow, signature_of
+from reactant_lab.analysis.lexer import tokenize
+from reactant_lab.analysis.metrics import OpTable, op_table
 from reactant_lab.analysis.normalize import normalize, same_structure, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
 
-__all__ = ["normalize", "op_counts", "op_delta", "same_structure", "strip_locations", "total_ops"]
+__all__ = ["Dataflow", "Diff", "OpTable", "Signature", "dataflow", "diff", "normalize",
+           "op_counts", "op_delta", "op_table", "same_structure", "signature_of",
+           "strip_locations", "tokenize", "total_ops"]

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _LOC_ALIAS_LINE = re.compile(r"^\s*#loc\w*\s*=\s*loc\(.*$")
 _ATTR_ALIAS_LINE = re.compile(r"^(#[A-Za-z_][\w$.]*)\s*=\s*(.+)$")
 _SSA = re.compile(r"%[A-Za-z0-9$._-]+")
 _BLOCK = re.compile(r"\^[A-Za-z0-9$._-]+")
+_NAME = re.compile(r"%[A-Za-z0-9$._-]+|\^[A-Za-z0-9$._-]+")
 _NAME_LOC = re.compile(r'"(?:[^"\\]|\\.)*"')
-
-
-def _in_string(line: str, pos: int) -> bool:
-    """Whether ``pos`` lies inside a double-quoted MLIR string on ``line``."""
-    inside = False
-    i = 0
-    while i < pos:
-        c = line[i]
-        if c == "\\" and inside:
-            i += 2
-            continue
-        if c == '"':
-            inside = not inside
-        i += 1
-    return inside
+_STRING_OR_LOC = re.compile(r'"(?:[^"\\]|\\.)*"?| loc\(')
+_TRAILING_LOC_REF = re.compile(r"(.*) loc\(#[\w$.-]*\)$")
 
 
 def _loc_end(line: str, start: int) -> int:
@@ -49,19 +38,21 @@ def _loc_end(line: str, start: int) -> int:
 
 
 def _strip_line(line: str, keep_names: bool) -> str:
-    out, pos = [], 0
+    out, pos, i = [], 0, 0
     while True:
-        at = line.find(" loc(", pos)
-        while at != -1 and _in_string(line, at):
-            at = line.find(" loc(", at + 1)
-        if at == -1:
+        m = _STRING_OR_LOC.search(line, i)
+        if m is None:
             out.append(line[pos:])
             return "".join(out)
+        if m.group(0) != " loc(":  # a string: a loc( inside it is text
+            i = m.end()
+            continue
+        at = m.start()
         end = _loc_end(line, at + 4)
         inner = line[at + 5:end - 1]
         keep = keep_names and _NAME_LOC.fullmatch(inner) is not None
         out.append(line[pos:end] if keep else line[pos:at])
-        pos = end
+        pos = i = end
 
 
 def strip_locations(text: str, keep_names: bool = True) -> str:
@@ -80,22 +71,62 @@ def strip_locations(text: str, keep_names: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _inline_aliases(lines: list[str]) -> list[str]:
-    """Replace attribute / type aliases (``#map = ...``) by their definitions, so that alias
-    numbering and order do not count as a change."""
+def _alias_pattern(aliases: dict[str, str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(a) for a in sorted(aliases, key=len, reverse=True))
+                      + r"(?![\w$.<])")
+
+
+@dataclass(frozen=True)
+class StructuralText:
+    """Module text split into what is shown and what counts structurally, line by line."""
+
+    shown: tuple[str, ...]
+    """Every line of ``strip_locations(text)``: what a user reads (argument names kept)."""
+    keys: tuple[str, ...]
+    """Per line that counts: no locations, attribute aliases inlined, SSA names as printed."""
+    lines: tuple[int, ...]
+    """Per key: the index of its line in ``shown``."""
+
+
+def structural_lines(text: str) -> StructuralText:
+    """The one normalization, before SSA renumbering: drops ``loc(...)``, ``#loc`` lines, blank
+    lines and alias definitions (inlining the aliases), and keeps each key's shown line."""
+    shown: list[str] = []
+    keys: list[str] = []
+    where: list[int] = []
     aliases: dict[str, str] = {}
-    body = []
-    for line in lines:
-        m = _ATTR_ALIAS_LINE.match(line)
-        if m and not line.startswith("#loc"):
-            aliases[m.group(1)] = m.group(2)
+    for line in text.splitlines():
+        if _LOC_ALIAS_LINE.match(line):
+            continue
+        has_loc = " loc(" in line
+        quick = _TRAILING_LOC_REF.match(line) if has_loc else None
+        if quick and " loc(" not in quick.group(1):  # the common case: one ` loc(#locN)` at the end
+            shown.append(quick.group(1))
+            key = quick.group(1).rstrip()
         else:
-            body.append(line)
-    if not aliases:
-        return body
-    pattern = re.compile("|".join(re.escape(a) for a in sorted(aliases, key=len, reverse=True))
-                         + r"(?![\w$.<])")
-    return [pattern.sub(lambda m: aliases[m.group(0)], line) for line in body]
+            shown.append(_strip_line(line, True) if has_loc else line)
+            key = (_strip_line(line, False) if has_loc else line).rstrip()
+        if not key:
+            continue
+        m = _ATTR_ALIAS_LINE.match(key)
+        if m and not key.startswith("#loc"):
+            aliases[m.group(1)] = m.group(2)
+            continue
+        keys.append(key)
+        where.append(len(shown) - 1)
+    while shown and not shown[-1].strip():
+        shown.pop()
+    if aliases:
+        pattern = _alias_pattern(aliases)
+        keys = [pattern.sub(lambda m: aliases[m.group(0)], k) for k in keys]
+    return StructuralText(tuple(shown), tuple(keys), tuple(where))
+
+
+def ssa_template(key: str) -> tuple[str, tuple[str, ...]]:
+    """A key with every SSA value and block name replaced by its sigil, and the names in order:
+    two lines with equal templates differ at most in naming."""
+    names = tuple(_NAME.findall(key))
+    return (_NAME.sub(lambda m: m.group(0)[0], key) if names else key), names
 
 
 def _renumber(lines: list[str]) -> list[str]:
@@ -114,9 +145,7 @@ def _renumber(lines: list[str]) -> list[str]:
 def normalize(text: str) -> str:
     """Canonical form for structural comparison: no locations, aliases inlined, SSA values and
     blocks renumbered in order of appearance, blank lines and trailing spaces dropped."""
-    lines = [ln.rstrip() for ln in strip_locations(text, keep_names=False).splitlines()]
-    lines = [ln for ln in lines if ln]
-    return "\n".join(_renumber(_inline_aliases(lines))) + "\n"
+    return "\n".join(_renumber(list(structural_lines(text).keys))) + "\n"
 
 
 def same_structure(before: str, after: str) -> bool:

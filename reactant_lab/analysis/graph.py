@@ -1,0 +1,372 @@
+"""Dataflow graph of a module's ``main``: linear arguments -> ops -> linear results, with region
+ops as clusters; past ``max_ops`` a summary of which results depend on which arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from reactant_lab.analysis.grouping import group_id, group_paths
+from reactant_lab.analysis.mlir_func import Op, ParsedFunc, parse_function
+from reactant_lab.errors import AnalysisError, GraphTooLargeError
+
+MAX_OPS = 300
+"""Above this many ops a full graph is unreadable (and slow to lay out): draw a summary."""
+_LABEL_MAX = 60
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """What the caller knows about one linear argument."""
+
+    index: int
+    """Block-argument index (``%argN``)."""
+    path: str
+    """Where it sits in the call, e.g. ``args[0]['w']``."""
+    type: str
+    """Shape and dtype, e.g. ``float32[4,3]`` (or the MLIR type)."""
+    mutated: bool = False
+    """The function updates it in place (its new value is written back after a run)."""
+    donated: bool = False
+    """Its buffer is given to the executable (``tf.aliasing_output``)."""
+
+
+@dataclass(frozen=True)
+class ResultInfo:
+    """What the caller knows about one linear result."""
+
+    path: str
+    """Where it sits in the result, e.g. ``result[1]['loss']``."""
+    type: str
+    """Shape and dtype."""
+    index: int | None
+    """Result index of ``main``; None when the module does not compute it (preserved)."""
+    preserved_from: str | None = None
+    """Path of the argument it is, returned unchanged (an alias, no copy)."""
+    writes_back: str | None = None
+    """Path of the mutated argument this result is written into, if any."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The call's linear arguments, linear results and skipped (static) arguments."""
+
+    args: tuple[ArgInfo, ...]
+    """Linear arguments in block-argument order."""
+    results: tuple[ResultInfo, ...]
+    """Linear results (computed and preserved)."""
+    skipped: tuple[tuple[str, str], ...] = ()
+    """(path, value) of each static argument baked into the module."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of the drawn graph."""
+
+    id: str
+    """Unique id (``arg0``, ``op12``, ``res1``, ``op5.args``)."""
+    kind: str
+    """'arg', 'result', 'op', 'region-args' or 'return'."""
+    label: tuple[str, ...]
+    """Lines of its label."""
+    marks: tuple[str, ...] = ()
+    """Any of 'mutated', 'donated', 'preserved', 'writes-back', 'unused'."""
+    cluster: str | None = None
+    """Id of the cluster it is drawn in."""
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A use of a value (or, in a summary, a dependence)."""
+
+    src: str
+    """Producer node id."""
+    dst: str
+    """Consumer node id."""
+    label: str = ""
+    """Edge label (op counts in a summary)."""
+    kind: str = ""
+    """'' for a use, 'alias' for a preserved result, 'depends' in a summary."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A box around a region op and its regions."""
+
+    id: str
+    """Cluster id (``cluster_op5``, ``cluster_op5_r1``)."""
+    label: str
+    """Op name or region name."""
+    parent: str | None
+    """Enclosing cluster id."""
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    """A graph ready to lay out: nodes, edges, clusters, and what was left out."""
+
+    title: str
+    """Caption."""
+    kind: str
+    """'full', 'summary' (results x arguments) or 'slice' (what one result depends on)."""
+    nodes: tuple[Node, ...]
+    """All nodes."""
+    edges: tuple[Edge, ...]
+    """All edges."""
+    clusters: tuple[Cluster, ...]
+    """Region clusters (parents before children)."""
+    skipped: tuple[str, ...]
+    """'path = value' of each static argument."""
+    ops: int
+    """Number of ops in the function."""
+    note: str = ""
+    """Why this view was drawn (e.g. a summary past ``max_ops``)."""
+
+
+def signature_of(traced: Any, donated: bool = False) -> Signature:
+    """The Signature of a ``Traced`` (``donated``: whether the executable donates buffers)."""
+    mutated = set(getattr(traced, "mutated", ()))
+    mask = getattr(traced, "donation_mask", ()) or (False,) * len(traced.linear_args)
+    args = tuple(ArgInfo(a.index, a.path, _type_str(a.shape, a.dtype), a.path in mutated,
+                         bool(donated and mask[i])) for i, a in enumerate(traced.linear_args))
+    results = tuple(ResultInfo(r.path, _type_str(r.shape, r.dtype), r.index, r.preserved_from,
+                               _written_back(r.path, mutated)) for r in traced.linear_results)
+    skipped = tuple((s.path, s.value_repr) for s in traced.skipped_args)
+    return Signature(args, results, skipped)
+
+
+def _type_str(shape: tuple[int, ...], dtype: Any) -> str:
+    return f"{np.dtype(dtype).name}[{','.join(str(d) for d in shape)}]"
+
+
+def _written_back(path: str, mutated: set[str]) -> str | None:
+    """A ``resargs[...]`` result carries a mutated argument's new value (Reactant's naming)."""
+    if path.startswith("resargs"):
+        return "args" + path[len("resargs"):]
+    return None
+
+
+def signature_from_ir(func: ParsedFunc) -> Signature:
+    """What the module itself says: argument names from locations, results from result_info."""
+    args = tuple(ArgInfo(a.index, a.path or a.name, a.type) for a in func.args)
+    results = tuple(ResultInfo(r.info or f"result#{r.index}", r.type, r.index)
+                    for r in func.results)
+    return Signature(args, results)
+
+
+def _donated_in_ir(attrs: str) -> bool:
+    return "tf.aliasing_output" in attrs or "jax.buffer_donor = true" in attrs
+
+
+def dataflow(text: str, signature: Signature | None = None, *, max_ops: int = MAX_OPS,
+             result: str | int | None = None, title: str = "") -> Dataflow:
+    """The graph of ``main`` in module ``text``: full up to ``max_ops`` ops, else a summary;
+    with ``result`` (a path or result index), the backward slice of that one result."""
+    func = parse_function(text)
+    sig = signature or signature_from_ir(func)
+    g = _Graph(func, sig)
+    if result is not None:
+        res = g.find_result(result)
+        keep = g.slice(res)
+        n_ops = sum(1 for k in keep if k in g.ops)
+        if n_ops > max_ops:
+            raise GraphTooLargeError(
+                f"the slice of {res.path} has {n_ops:,} ops, over max_ops={max_ops}; pass "
+                f"max_ops={n_ops} to draw it anyway (layout time grows with the op count)")
+        return g.full(title, keep, (res,), "slice",
+                      f"ops {res.path} depends on ({n_ops} of {len(func.ops)})")
+    if len(func.ops) > max_ops:
+        return g.summary(title, max_ops)
+    return g.full(title, None, sig.results, "full", "")
+
+
+class _Graph:
+    """A parsed function with the caller's signature, and the views drawn from them."""
+
+    def __init__(self, func: ParsedFunc, sig: Signature):
+        self.func, self.sig = func, sig
+        self.ops: dict[str, Op] = {op.id: op for op in func.ops}
+        self.children: dict[str, list[str]] = {}
+        for op in func.ops:
+            if op.parent:
+                self.children.setdefault(op.parent, []).append(op.id)
+        self.labels = dict(func.region_labels)
+        self.skipped = tuple(f"{p} = {v}" for p, v in sig.skipped)
+
+    def find_result(self, result: str | int) -> ResultInfo:
+        for r in self.sig.results:
+            if result in (r.path, r.index) and not isinstance(result, bool):
+                return r
+        paths = ", ".join(r.path for r in self.sig.results)
+        raise AnalysisError(f"no result {result!r}; results are: {paths or 'none'}")
+
+    def source(self, res: ResultInfo) -> str | None:
+        """Node producing a computed result, or the argument a preserved result aliases."""
+        if res.index is None:
+            arg = next((a for a in self.sig.args if a.path == res.preserved_from), None)
+            return f"arg{arg.index}" if arg else None
+        if res.index < len(self.func.results):
+            return self.func.results[res.index].source
+        return None
+
+    def slice(self, res: ResultInfo) -> set[str]:
+        """Ids of the ops and arguments ``res`` depends on (nested region bodies included)."""
+        seen: set[str] = set()
+        todo = [s for s in (self.source(res),) if s]
+        while todo:
+            n = todo.pop()
+            if n.endswith(".args"):
+                n = n[:-5]
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in self.ops:
+                todo.extend(self.ops[n].inputs)
+                todo.extend(self.children.get(n, ()))
+        return seen
+
+    def _arg_node(self, a: ArgInfo, used: bool) -> Node:
+        attrs = self.func.args[a.index].attrs if a.index < len(self.func.args) else ""
+        marks = tuple(m for m, on in (("mutated", a.mutated),
+                                      ("donated", a.donated or _donated_in_ir(attrs)),
+                                      ("unused", not used)) if on)
+        return Node(f"arg{a.index}", "arg", (a.path, a.type), marks)
+
+    def _result_node(self, n: int, r: ResultInfo, extra: tuple[str, ...] = ()) -> Node:
+        marks = tuple(m for m, on in (("preserved", r.preserved_from is not None),
+                                      ("writes-back", r.writes_back is not None)) if on)
+        label = (r.path, r.type, *extra)
+        if r.preserved_from:
+            label += (f"alias of {r.preserved_from}",)
+        if r.writes_back:
+            label += (f"written back to {r.writes_back}",)
+        return Node(f"res{n}", "result", label, marks)
+
+    def _cluster_of(self, op: Op) -> str | None:
+        return f"cluster_{op.parent}_r{op.region}" if op.parent else None
+
+    def full(self, title: str, keep: set[str] | None, results: tuple[ResultInfo, ...],
+             kind: str, note: str) -> Dataflow:
+        """Every op (of ``keep``, when given) with its uses; region ops as clusters."""
+        nodes: list[Node] = []
+        edges: dict[tuple[str, str], Edge] = {}
+        clusters: list[Cluster] = []
+        block_args: set[str] = set()
+        for op in self.func.ops:
+            if keep is not None and op.id not in keep:
+                continue
+            where = self._cluster_of(op)
+            if op.id in self.labels:
+                own = f"cluster_{op.id}"
+                clusters.append(Cluster(own, op.name, where))
+                clusters += [Cluster(f"{own}_r{k}", label, own)
+                             for k, label in enumerate(self.labels[op.id])]
+                where = own
+            is_return = op.parent is not None and op.name.endswith("return")
+            nodes.append(Node(op.id, "return" if is_return else "op",
+                              (op.name,) if is_return else (op.name, _short(op.type)),
+                              cluster=where))
+            for src in op.inputs:
+                if src.endswith(".args"):
+                    block_args.add(src)
+                edges.setdefault((src, op.id), Edge(src, op.id))
+        nodes += [Node(b, "region-args", ("block args",), cluster=f"cluster_{b[:-5]}")
+                  for b in sorted(block_args)]
+        for n, r in enumerate(results):
+            src = self.source(r)
+            if src:
+                edges.setdefault((src, f"res{n}"), Edge(
+                    src, f"res{n}", "alias, no copy" if r.index is None else "",
+                    "alias" if r.index is None else ""))
+        used = {e.src for e in edges.values()}
+        args = [self._arg_node(a, f"arg{a.index}" in used) for a in self.sig.args
+                if keep is None or f"arg{a.index}" in keep]
+        res_nodes = [self._result_node(n, r) for n, r in enumerate(results)]
+        return Dataflow(title, kind, tuple(args + nodes + res_nodes), tuple(edges.values()),
+                        tuple(clusters), self.skipped, len(self.func.ops), note)
+
+    def _arg_masks(self, bit_of: list[int]) -> dict[str, int]:
+        """Per op, the bit set (``1 << bit_of[arg]``) of the arguments it depends on, nested
+        bodies included."""
+        masks: dict[str, int] = {f"arg{a.index}": 1 << bit_of[a.index] for a in self.func.args
+                                 if a.index < len(bit_of)}
+        changed = True
+        while changed:  # region ops depend on their bodies, printed after them: iterate
+            changed = False
+            for op in self.func.ops:
+                m = 0
+                for src in op.inputs:
+                    m |= masks.get(src[:-5] if src.endswith(".args") else src, 0)
+                for child in self.children.get(op.id, ()):
+                    m |= masks.get(child, 0)
+                if masks.get(op.id) != m:
+                    masks[op.id], changed = m, True
+        return masks
+
+    def summary(self, title: str, max_ops: int) -> Dataflow:
+        """Results x arguments: an edge per dependence, labelled with the number of ops of the
+        result's backward slice that depend on that argument. Past ``grouping.SUMMARY_NODES`` arguments
+        (or results), those whose paths differ only in indices share a node."""
+        arg_groups = group_paths([a.path for a in self.sig.args])
+        res_groups = group_paths([r.path for r in self.sig.results])
+        bit_of = [0] * len(self.func.args)
+        for g, (_, members) in enumerate(arg_groups):
+            for i in members:
+                if i < len(bit_of):
+                    bit_of[i] = g
+        masks = self._arg_masks(bit_of)
+        edges: list[Edge] = []
+        res_nodes = [self._result_group(n, pattern, members, masks, bit_of, arg_groups, edges)
+                     for n, (pattern, members) in enumerate(res_groups)]
+        used = {e.src for e in edges}
+        args = []
+        for g, (pattern, members) in enumerate(arg_groups):
+            gid = group_id("arg", g, arg_groups)
+            if len(members) == 1:
+                args.append(self._arg_node(self.sig.args[members[0]], gid in used))
+            else:
+                types = {self.sig.args[i].type for i in members}
+                marks = {m for i in members for m in self._arg_node(self.sig.args[i], True).marks}
+                args.append(Node(gid, "arg", (pattern, f"{len(members)} args",
+                                              types.pop() if len(types) == 1 else "mixed types"),
+                                 tuple(sorted(marks)) + (() if gid in used else ("unused",))))
+        note = (f"{len(self.func.ops):,} ops is over max_ops={max_ops}: this summary shows which "
+                "results depend on which arguments; each edge counts the ops of the result's "
+                "backward slice that depend on the argument. Ask for one result's slice with "
+                "result=PATH, or raise max_ops.")
+        return Dataflow(title, "summary", tuple(args + res_nodes), tuple(edges), (),
+                        self.skipped, len(self.func.ops), note)
+
+
+    def _result_group(self, n: int, pattern: str, members: list[int], masks: dict[str, int],
+                      bit_of: list[int], arg_groups: list[tuple[str, list[int]]],
+                      edges: list[Edge]) -> Node:
+        """The node of a group of results; appends its edges (one per argument group)."""
+        rid = f"res{members[0]}" if len(members) == 1 else f"res_group{n}"
+        ops: set[str] = set()
+        for k in members:
+            r = self.sig.results[k]
+            ops |= {o for o in self.slice(r) if o in self.ops}
+            src = self.source(r)
+            if r.index is None and src:
+                edges.append(Edge(group_id("arg", bit_of[int(src[3:])], arg_groups), rid,
+                                  "alias, no copy", "alias"))
+        counts: dict[int, int] = {}
+        for k in ops:
+            m = masks.get(k, 0)
+            while m:
+                low = m & -m
+                counts[low.bit_length() - 1] = counts.get(low.bit_length() - 1, 0) + 1
+                m ^= low
+        edges += [Edge(group_id("arg", g, arg_groups), rid, f"{c:,} ops", "depends")
+                  for g, c in sorted(counts.items())]
+        extra = (f"slice: {len(ops):,} ops",)
+        if len(members) == 1:
+            return self._result_node(members[0], self.sig.results[members[0]], extra)
+        return Node(rid, "result", (pattern, f"{len(members)} results", *extra))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _LABEL_MAX else text[:_LABEL_MAX - 1] + "…"

@@ -1,0 +1,1 @@
+"""HTML / SVG / JSON from analysis results: highlighting, diffs, graphs, the report."""

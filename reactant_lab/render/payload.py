@@ -1,0 +1,199 @@
+"""The explorer payload: one JSON-able dict holding every stage's IR (stored once), diffs, op
+metrics, graphs, timings and the call's signature. The HTML report is built from it; the
+notebook widget and MIME renderer read the same schema (docs/explorer-schema.md)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from reactant_lab.analysis.diff import diff
+from reactant_lab.analysis.graph import Signature, dataflow, signature_from_ir, signature_of
+from reactant_lab.analysis.metrics import op_table
+from reactant_lab.analysis.mlir_func import parse_function
+from reactant_lab.analysis.normalize import normalize, strip_locations
+from reactant_lab.errors import AnalysisError, RenderError
+from reactant_lab.render.diff_html import diff_rows
+from reactant_lab.render.graph_dot import to_dot
+from reactant_lab.render.svg import render_svg
+from reactant_lab.render.texts import TextStore
+
+SCHEMA_VERSION = 1
+"""Bumped on any incompatible change of the payload's layout."""
+MIME_TYPE = "application/vnd.reactant-lab.explorer+json"
+"""The MIME type a notebook bundle carries the payload under."""
+UNIFIED_MAX = 262_144
+"""A diff's unified HTML is kept too when its side-by-side HTML is at most this long."""
+DIFF_ROWS = 200
+"""A diff's HTML shows at most this many changed lines; ``rows`` always holds all of them."""
+
+
+@dataclass(frozen=True)
+class PayloadOptions:
+    """What to compute for a payload, and how much."""
+
+    max_ops: int = 300
+    """Graphs of functions with more ops are drawn as summaries."""
+    max_graphs: int = 8
+    """At most this many graphs (first and last distinct stages first)."""
+    pair_stages: int = 12
+    """Diffs between all pairs of distinct stages when there are at most this many ..."""
+    pair_lines: int = 5_000
+    """... and no stage is longer than this; else only first vs last."""
+    compress_over: int = 32_768
+    """Texts longer than this are gzipped (or stored as a delta)."""
+    svg: bool = True
+    """Lay graphs out to SVG (needs graphviz-pure or dot); DOT source is always kept."""
+
+
+def build_payload(stages: Any, *, traced: Any = None, compiled: Any = None,
+                  run: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
+                  options: PayloadOptions | None = None) -> dict[str, Any]:
+    """The payload of a StageTrace (with its Traced, Compiled and run timings when known)."""
+    opts = options or PayloadOptions()
+    st = list(stages.stages)
+    traced = traced if traced is not None else getattr(stages, "traced", None)
+    texts = TextStore(opts.compress_over)
+    structure = _structures(st)
+    sig = _signature(st[0].ir, traced, compiled)
+    table = op_table(st)
+    payload: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "meta": {"function": traced.fn_name if traced is not None else "module",
+                 "mode": getattr(traced, "mode", None), "optimize": stages.optimize,
+                 "granularity": stages.granularity, "target": stages.target,
+                 **(meta or {})},
+        "signature": _sig_dict(sig),
+        "texts": texts.entries,
+        "stages": [_stage_entry(s, texts, structure[s.index], table.stage_delta(s.index))
+                   for s in st],
+        "diffs": _diffs(st, structure, opts),
+        "metrics": {"stages": list(table.stages), "ops": list(table.ops),
+                    "counts": [list(r) for r in table.counts], "totals": list(table.totals)},
+        "graphs": _graphs(st, structure, sig, payload_title(traced), opts),
+        "xla": _xla(compiled, texts),
+        "run": run,
+    }
+    return payload
+
+
+def payload_title(traced: Any) -> str:
+    """Name shown for the function."""
+    return traced.fn_name if traced is not None else "module"
+
+
+def _structures(st: list[Any]) -> list[int]:
+    """Per stage, the index of the first stage with the same structure (normalized text)."""
+    out: list[int] = []
+    seen: dict[str, int] = {}
+    for s in st:
+        if out and not s.changed:
+            out.append(out[-1])
+            continue
+        key = hashlib.sha1(normalize(s.ir).encode()).hexdigest()
+        out.append(seen.setdefault(key, s.index))
+    return out
+
+
+def _signature(first_ir: str, traced: Any, compiled: Any) -> Signature:
+    if traced is not None:
+        return signature_of(traced, donated=bool(getattr(compiled, "donate", False)))
+    try:
+        return signature_from_ir(parse_function(first_ir))
+    except AnalysisError:
+        return Signature((), ())
+
+
+def _sig_dict(sig: Signature) -> dict[str, Any]:
+    return {"args": [{"index": a.index, "path": a.path, "type": a.type, "mutated": a.mutated,
+                      "donated": a.donated} for a in sig.args],
+            "results": [{"index": r.index, "path": r.path, "type": r.type,
+                         "preserved_from": r.preserved_from, "writes_back": r.writes_back}
+                        for r in sig.results],
+            "skipped": [list(s) for s in sig.skipped]}
+
+
+def _stage_entry(s: Any, texts: TextStore, structure: int,
+                 delta: dict[str, int]) -> dict[str, Any]:
+    return {"index": s.index, "name": s.name, "group": s.group, "pipeline": s.pipeline,
+            "seconds": s.seconds, "changed": bool(s.changed), "unavailable": s.unavailable,
+            "ops": s.ops, "op_counts": dict(s.op_counts), "op_delta": delta,
+            "text": texts.add(strip_locations(s.ir)), "structure": structure}
+
+
+def _diff_entry(a: Any, b: Any, kind: str) -> dict[str, Any]:
+    d = diff(a, b)
+    rows = d.added + d.removed + d.changed
+    truncated = rows > DIFF_ROWS
+    html = {"side-by-side": d.html("side-by-side", max_rows=DIFF_ROWS if truncated else None)}
+    if not truncated and len(html["side-by-side"]) <= UNIFIED_MAX:
+        html["unified"] = d.html("unified")
+    return {"before": a.index, "after": b.index, "kind": kind, "empty": not d,
+            "added": d.added, "removed": d.removed, "changed": d.changed,
+            "summary": d.summary(), "html": html, "truncated": truncated,
+            "rows": diff_rows(d, span_rows=DIFF_ROWS)}
+
+
+def _diffs(st: list[Any], structure: list[int], opts: PayloadOptions) -> list[dict[str, Any]]:
+    """Each stage against the one before, then pairs of distinct stages."""
+    out = []
+    for s in st[1:]:
+        prev = st[s.index - 1]
+        if structure[s.index] == structure[prev.index]:
+            out.append({"before": prev.index, "after": s.index, "kind": "previous",
+                        "empty": True, "added": 0, "removed": 0, "changed": 0,
+                        "summary": "no structural change", "html": None,
+                        "truncated": False, "rows": []})
+        else:
+            out.append(_diff_entry(prev, s, "previous"))
+    reps = sorted(set(structure))
+    longest = max(s.ir.count("\n") for s in st)
+    if len(reps) <= opts.pair_stages and longest <= opts.pair_lines:
+        pairs = [(a, b) for n, a in enumerate(reps) for b in reps[n + 1:]]
+    else:
+        pairs = [(reps[0], reps[-1])] if len(reps) > 1 else []
+    consecutive = {(structure[s.index - 1], s.index) for s in st[1:]}
+    out += [_diff_entry(st[a], st[b], "pair") for a, b in pairs if (a, b) not in consecutive]
+    return out
+
+
+def _graphs(st: list[Any], structure: list[int], sig: Signature, name: str,
+            opts: PayloadOptions) -> list[dict[str, Any]]:
+    reps = sorted(set(structure))
+    chosen = sorted({reps[0], reps[-1], *reps[1:-1][:max(opts.max_graphs - 2, 0)]})
+    out = []
+    for i in chosen:
+        entry: dict[str, Any] = {"stage": i, "stages": [s.index for s in st
+                                                        if structure[s.index] == i]}
+        try:
+            g = dataflow(st[i].ir, sig, max_ops=opts.max_ops,
+                         title=f"{name} · stage {i}: {st[i].name}")
+        except AnalysisError as exc:
+            out.append({**entry, "kind": None, "error": str(exc)})
+            continue
+        entry.update(kind=g.kind, ops=g.ops, note=g.note, dot=to_dot(g), svg=None, error=None)
+        if opts.svg:
+            try:
+                entry["svg"] = render_svg(entry["dot"])
+            except RenderError as exc:
+                entry["error"] = str(exc)
+        out.append(entry)
+    return out
+
+
+def _xla(compiled: Any, texts: TextStore) -> dict[str, Any] | None:
+    if compiled is None:
+        return None
+    return {"stage": compiled.stage, "device": str(compiled.device),
+            "compile_seconds": compiled.compile_seconds, "donate": bool(compiled.donate),
+            "hlo": texts.add(compiled.hlo_text()),
+            "cost": {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
+                     if isinstance(v, int | float)},
+            "memory": {k: int(v) for k, v in (compiled.memory_analysis() or {}).items()
+                       if isinstance(v, int | float)}}
+
+
+def graph_for(payload: dict[str, Any], stage: int) -> dict[str, Any] | None:
+    """The graph entry drawn for ``stage``'s structure, if any."""
+    return next((g for g in payload["graphs"] if stage in g["stages"]), None)

@@ -1,0 +1,85 @@
+"""Module texts stored once: identical texts share an entry, large ones are gzipped, and a large
+text close to an earlier one is stored as a line delta against it."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from typing import Any
+
+from reactant_lab.analysis.align import align
+from reactant_lab.errors import RenderError
+
+ENCODINGS = ("plain", "gzip", "delta")
+
+
+def pack(data: bytes) -> str:
+    """base64 of the gzip-compressed bytes (what the report's script unpacks)."""
+    return base64.b64encode(gzip.compress(data, 9, mtime=0)).decode()
+
+
+def unpack(data: str) -> bytes:
+    """The bytes ``pack`` packed."""
+    return gzip.decompress(base64.b64decode(data))
+
+
+class TextStore:
+    """Collects texts; ``entries`` is the payload's ``texts`` list."""
+
+    def __init__(self, compress_over: int = 32_768):
+        self.compress_over = compress_over
+        self.entries: list[dict[str, Any]] = []
+        self._ids: dict[str, int] = {}
+        self._last_large: tuple[int, list[str]] | None = None
+
+    def add(self, text: str) -> int:
+        """Id of ``text``'s entry (an existing one when the same text was added before)."""
+        found = self._ids.get(text)
+        if found is not None:
+            return found
+        tid = len(self.entries)
+        entry: dict[str, Any] = {"id": tid, "lines": text.count("\n") + 1, "chars": len(text)}
+        if len(text) <= self.compress_over:
+            entry.update(encoding="plain", data=text)
+        else:
+            entry.update(encoding="gzip", data=pack(text.encode()))
+            lines = text.split("\n")
+            if self._last_large is not None:
+                base, base_lines = self._last_large
+                ops = _delta(base_lines, lines)
+                packed = pack(json.dumps(ops, separators=(",", ":")).encode())
+                if len(packed) < len(entry["data"]):
+                    entry.update(encoding="delta", base=base, data=packed)
+            self._last_large = (tid, lines)
+        self.entries.append(entry)
+        self._ids[text] = tid
+        return tid
+
+
+def _delta(base: list[str], new: list[str]) -> list[Any]:
+    """Line edit script: ``[a0, a1]`` copies base lines a0..a1, a string inserts its lines."""
+    ops: list[Any] = []
+    for tag, a0, a1, b0, b1 in align(base, new):
+        if tag == "equal":
+            ops.append([a0, a1])
+        elif b1 > b0:
+            ops.append("\n".join(new[b0:b1]))
+    return ops
+
+
+def decode_text(texts: list[dict[str, Any]], tid: int) -> str:
+    """The text of entry ``tid`` of a payload's ``texts`` list."""
+    entry = texts[tid]
+    enc = entry.get("encoding")
+    if enc == "plain":
+        return entry["data"]
+    if enc == "gzip":
+        return unpack(entry["data"]).decode()
+    if enc == "delta":
+        base = decode_text(texts, entry["base"]).split("\n")
+        lines: list[str] = []
+        for op in json.loads(unpack(entry["data"])):
+            lines.extend(base[op[0]:op[1]] if isinstance(op, list) else op.split("\n"))
+        return "\n".join(lines)
+    raise RenderError(f"text {tid} has unknown encoding {enc!r}; known: {', '.join(ENCODINGS)}")

@@ -1,0 +1,151 @@
+"""Hostile names (function names, dict keys, string attributes) never come out unescaped."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import reactant_lab as rl
+from reactant_lab.render.assets import JS
+from reactant_lab.render.payload import PayloadOptions, build_payload
+from reactant_lab.render.report import report_html
+
+FRAGMENTS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "javascript:alert(1)",
+             "'", '"', "&amp;", "\\", "\\l", "<", ">", "{", "}", "\n", "é", "]]>", "<!--"]
+hostile = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=3), min_size=1,
+                   max_size=4).map("".join).filter(lambda s: s.strip())
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+class Audit(HTMLParser):
+    """Collects what an injection would need: tags, attributes, script bodies, text."""
+
+    def __init__(self, html: str):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str, str]] = []
+        self.scripts: list[str] = []
+        self.text: list[str] = []
+        self._script = False
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [(tag, k, v or "") for k, v in attrs]
+        self._script = tag == "script"
+        if self._script:
+            self.scripts.append("")
+
+    def handle_endtag(self, tag):
+        self._script = False
+
+    def handle_data(self, data):
+        if self._script:
+            self.scripts[-1] += data
+        else:
+            self.text.append(data)
+
+
+def assert_safe_html(html: str, names: list[str]) -> Audit:
+    page = Audit(html)
+    assert page.tags.count("script") == len(page.scripts) <= 2
+    if page.scripts:
+        json.loads(page.scripts[0])
+        assert page.scripts[1] == JS
+    for tag, key, value in page.attrs:
+        assert not key.startswith("on"), (tag, key)
+        if key == "src":
+            assert value.startswith("data:image/svg+xml;base64,")
+        if key == "href":
+            assert value.startswith("#")
+    assert "img" not in [t for t in page.tags if t != "img"] and page.tags.count("img") == len(
+        [a for a in page.attrs if a[1] == "src"])
+    for name in names:
+        if re.search(r"<[A-Za-z/!]", name):  # a name that would open a tag if left unescaped
+            assert name not in html
+    return page
+
+
+def assert_safe_svg(svg: str, expected_text: list[str]) -> None:
+    root = ET.fromstring(svg)  # well-formed: every label was escaped
+    for el in root.iter():
+        assert el.tag.replace(SVG_NS, "") not in ("script", "foreignObject", "a")
+        assert not any(k.startswith("on") or k.endswith("href") for k in el.attrib)
+    texts = {el.text for el in root.iter() if el.text}
+    for text in expected_text:
+        assert text in texts, text
+
+
+def svgs_of(page: Audit) -> list[str]:
+    prefix = "data:image/svg+xml;base64,"
+    return [base64.b64decode(v[len(prefix):]).decode() for _, k, v in page.attrs
+            if k == "src" and v.startswith(prefix)]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fn_name=hostile, key=hostile, out_key=hostile)
+def test_hostile_names_in_report_and_graph(fn_name, key, out_key):
+    def f(params, x):
+        return {out_key: jnp.sin(params[key] * x)}
+
+    f.__name__ = fn_name
+    traced = rl.trace(f, {key: np.ones(3, np.float32)}, np.ones(3, np.float32))
+    payload = build_payload(traced.stages("canonicalize"), traced=traced,
+                            options=PayloadOptions(max_graphs=1))
+    html = report_html(payload)
+    page = assert_safe_html(html, [fn_name, key, out_key])
+    arg_path, res_path = traced.linear_args[0].path, traced.linear_results[0].path
+    text = "".join(page.text)
+    assert arg_path in text and res_path in text and fn_name.strip() in text
+    (svg,) = svgs_of(page)
+    assert_safe_svg(svg, [arg_path, res_path])
+
+
+def mlir_string(value: str) -> str:
+    """A string literal as MLIR prints it: printable ASCII kept, every other byte as \\XX."""
+    out = []
+    for byte in value.encode():
+        ch = chr(byte)
+        out.append(ch if 32 <= byte < 127 and ch not in '"\\' else f"\\{byte:02X}")
+    return '"' + "".join(out) + '"'
+
+
+@settings(max_examples=30, deadline=None)
+@given(value=hostile)
+def test_hostile_string_attributes_in_diffs(value):
+    literal = mlir_string(value)
+    before = ("module {\n  func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {\n"
+              "    %0 = stablehlo.custom_call @f(%arg0) : (tensor<f32>) -> tensor<f32>\n"
+              "    return %0 : tensor<f32>\n  }\n}\n")
+    after = before.replace("@f(%arg0)", f"@f(%arg0) {{backend_config = {literal}}}")
+    d = rl.diff(before, after)
+    assert d.changed == 1
+    for layout in ("side-by-side", "unified"):
+        page = assert_safe_html(d.html(layout), [value])
+        assert literal in "".join(page.text)
+
+
+def test_hostile_names_through_explore_to_html(rng):
+    name = '"><img src=x onerror=alert(1)><script>alert(2)</script>javascript:alert(3)'
+
+    def f(params, x):
+        return {name: jnp.tanh(params[name] @ x)}
+
+    f.__name__ = name
+    ex = rl.explore(f, {name: rng.standard_normal((3, 3), np.float32)},
+                    rng.standard_normal(3, np.float32), optimize="canonicalize")
+    page = assert_safe_html(ex.to_html(), [name])
+    for (tag, key, value) in page.attrs:
+        assert "javascript:" not in value or tag == "script", (tag, key)
+    (svg,) = svgs_of(page)
+    assert_safe_svg(svg, [ex.traced.linear_args[0].path])
+    assert_safe_svg(ex.graph_svg(), [ex.traced.linear_results[0].path])

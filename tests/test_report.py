@@ -1,0 +1,208 @@
+"""The HTML report and the payload it is built from: sections, diffs, graphs, texts stored once."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from html.parser import HTMLParser
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.render import report as report_mod
+from reactant_lab.render.payload import SCHEMA_VERSION, PayloadOptions, build_payload
+from reactant_lab.render.report import report_html
+from reactant_lab.render.texts import TextStore, decode_text
+from reactant_lab.stages.runner import Stage, StageTrace
+
+
+class Page(HTMLParser):
+    """Everything the tests look at in a report."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.ids: list[str] = []
+        self.attrs: list[tuple[str, str, str]] = []
+        self.scripts: list[str] = []
+        self.text: list[str] = []
+        self._in_script = False
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            self.attrs.append((tag, k, v or ""))
+            if k == "id":
+                self.ids.append(v)
+        self._in_script = tag == "script"
+        if tag == "script":
+            self.scripts.append("")
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+        else:
+            self.text.append(data)
+
+    def svgs(self) -> list[str]:
+        prefix = "data:image/svg+xml;base64,"
+        return [base64.b64decode(v[len(prefix):]).decode() for t, k, v in self.attrs
+                if t == "img" and k == "src" and v.startswith(prefix)]
+
+
+def sin_of_matmul(x, w):
+    return jnp.sin(x @ w.T)
+
+
+@pytest.fixture(scope="module")
+def fold():
+    rng = np.random.default_rng()
+    ex = rl.explore(sin_of_matmul, rng.standard_normal((4, 3), np.float32),
+                    rng.standard_normal((5, 3), np.float32), granularity="pass")
+    return ex, ex.payload(), ex.to_html(run={"median_seconds": 1e-5})
+
+
+def test_report_has_every_section(fold):
+    ex, _, html = fold
+    page = Page(html)
+    for section in ("signature", "stages", "metrics", "compare", "xla", "timing"):
+        assert section in page.ids
+    assert [f"stage-{s.index}" for s in ex.stages.stages] == [i for i in page.ids
+                                                             if i.startswith("stage-")]
+    text = "".join(page.text)
+    for s in ex.stages.stages:
+        assert s.name in text
+    assert "HloModule" in text and "args[0]" in text and "float32[4,3]" in text
+    assert "10.0 µs" in text  # the run timing handed to to_html
+
+
+def test_the_fold_stage_shows_exactly_that_change(fold):
+    ex, payload, html = fold
+    fold_stage = next(s for s in ex.stages.stages if "stablehlo.transpose" not in s.op_counts
+                      and "stablehlo.transpose" in ex.stages[s.index - 1].op_counts)
+    entry = next(d for d in payload["diffs"] if d["after"] == fold_stage.index
+                 and d["kind"] == "previous")
+    assert (entry["added"], entry["removed"], entry["changed"]) == (0, 1, 1)
+    kinds = [r[0] for r in entry["rows"] if r[0] != "="]
+    assert kinds == ["-", "~"] and not entry["truncated"]
+    removed_line = ex.stages[fold_stage.index - 1].as_text().splitlines()[entry["rows"][1][1] - 1]
+    assert "stablehlo.transpose" in removed_line
+    section = html.split(f'id="stage-{fold_stage.index}"')[1].split("<section")[0]
+    dels = re.findall(r'<span class="cd del">(.*?)</span></div>', section)
+    adds = re.findall(r'<span class="cd add">(.*?)</span></div>', section)
+    sbs = len(dels) // 2  # side-by-side rows first, then the unified ones
+    assert "transpose" in dels[0] and "dot_general" in dels[1] and sbs == 2
+    assert [a for a in adds[:2] if a] and "transpose" not in "".join(adds)
+    for d in payload["diffs"]:
+        if d["kind"] == "previous":
+            assert d["empty"] == (not ex.stages[d["after"]].changed)
+
+
+def test_report_is_self_contained(fold):
+    _, _, html = fold
+    page = Page(html)
+    assert not re.search(r"(?:https?|ftp|file):|(?<![:\w])//[\w-]+\.[\w-]", html)
+    for tag, key, value in page.attrs:
+        if key == "src":
+            assert value.startswith("data:image/svg+xml;base64,"), (tag, value[:40])
+        if key == "href":
+            assert value.startswith("#"), value
+        assert not key.startswith("on")
+    assert len(page.scripts) == 2  # the JSON data and the navigation script
+    svgs = page.svgs()
+    assert svgs and all("<svg" in s and "args[1]" in s for s in svgs)
+    for svg in svgs:
+        assert re.findall(r"https?://[^\s\"']+", svg) == ["http://www.w3.org/2000/svg"]
+
+
+def test_payload_is_json_and_stores_texts_once(fold):
+    ex, payload, _ = fold
+    assert json.loads(json.dumps(payload))["schema_version"] == SCHEMA_VERSION
+    stages = payload["stages"]
+    for s, st in zip(stages, ex.stages.stages, strict=True):
+        assert decode_text(payload["texts"], s["text"]) == st.as_text()
+    assert len(payload["texts"]) < len(stages) - 5  # unchanged stages share their text
+    assert payload["metrics"]["stages"] == [s.name for s in ex.stages.stages]
+    row = payload["metrics"]["ops"].index("stablehlo.transpose")
+    assert payload["metrics"]["counts"][row][0] == 1 and payload["metrics"]["counts"][row][-1] == 0
+    graph = payload["graphs"][0]
+    assert graph["kind"] == "full" and "args[0]" in graph["dot"] and graph["svg"].startswith("<svg")
+    assert payload["signature"]["args"][0]["path"] == "args[0]"
+    assert payload["xla"]["hlo"] is not None and payload["run"]["first_call_seconds"] > 0
+
+
+def test_hidden_unchanged_stages_and_layout_toggles_work_without_script(fold):
+    _, _, html = fold
+    assert '<input type="checkbox" id="hide-same"' in html
+    assert "#hide-same:checked~main section.stage.unchanged" in html
+    assert 'class="stage unchanged"' in html and 'class="stage changed"' in html
+
+
+def big_stage_trace(n_stages: int, lines: int) -> StageTrace:
+    """Stages of a large module where every other stage changes a few lines."""
+    body = [f"    %{i} = stablehlo.add %{i - 1}, %arg0 : tensor<{i % 7 + 1}xf32>"
+            for i in range(1, lines)]
+    stages = []
+    for k in range(n_stages):
+        if k % 2:
+            body[k * 13 % len(body)] = body[k * 13 % len(body)].replace("add", "multiply")
+        text = ("module {\n  func.func public @main(%arg0: tensor<1xf32>) -> tensor<1xf32> {\n"
+                + "\n".join(body) + "\n    return %arg0 : tensor<1xf32>\n  }\n}\n")
+        counts = {"stablehlo.add": sum("add" in b for b in body)}
+        stages.append(Stage(k, f"s{k}", f"s{k}", "p" if k else "", text, 0.001, k % 2 == 1 or not k,
+                            counts))
+    return StageTrace(None, "custom", "stage", False, "cpu", tuple(stages))
+
+
+def test_large_texts_are_compressed_and_unpacked_by_the_script(monkeypatch):
+    monkeypatch.setattr(report_mod, "STATIC_BUDGET", 10_000)
+    st = big_stage_trace(6, 3_000)
+    payload = build_payload(st, options=PayloadOptions(svg=False, compress_over=1_000))
+    encodings = [t["encoding"] for t in payload["texts"]]
+    assert encodings[0] == "gzip" and "delta" in encodings
+    for s, stage in zip(payload["stages"], st.stages, strict=True):
+        assert decode_text(payload["texts"], s["text"]) == stage.as_text()
+    html = report_html(payload)
+    page = Page(html)
+    data = json.loads(page.scripts[0])
+    lazy = re.findall(r'data-lazy-text="(\d+)"', html)
+    assert lazy and set(lazy) <= set(data["texts"])
+    assert payload["graphs"][0]["kind"] == "summary" and not payload["graphs"][0]["svg"]
+
+
+def test_text_store_shares_and_deltas():
+    store = TextStore(compress_over=100)
+    a = "\n".join(f"line {i}" for i in range(500))
+    b = a.replace("line 250", "changed")
+    ids = [store.add(a), store.add(b), store.add(a), store.add("small")]
+    assert ids == [0, 1, 0, 2]
+    assert [e["encoding"] for e in store.entries] == ["gzip", "delta", "plain"]
+    assert len(store.entries[1]["data"]) < len(store.entries[0]["data"]) / 4
+    assert decode_text(store.entries, 1) == b and decode_text(store.entries, 0) == a
+
+
+def test_report_of_a_module_without_a_traced_call():
+    st = big_stage_trace(3, 20)
+    page = Page(report_html(build_payload(st, options=PayloadOptions(svg=False))))
+    assert "stage-2" in page.ids and "Not compiled." in "".join(page.text)
+
+
+def test_op_table_marks_where_counts_change(fold):
+    ex, _, _ = fold
+    from reactant_lab.analysis import op_table
+
+    t = op_table(ex.stages)
+    assert t.stages == tuple(s.name for s in ex.stages.stages)
+    fold_col = next(s.index for s in ex.stages.stages if "stablehlo.transpose" not in s.op_counts)
+    row = t.ops.index("stablehlo.transpose")
+    assert t.delta(row, fold_col) == -1 and t.stage_delta(fold_col) == {"stablehlo.transpose": -1}
+    assert t.changing() == ("stablehlo.transpose",)
+    assert "func.func" not in t.ops  # module / function shells only when they change
+    html = t.html()
+    assert html.count('class="down"') == 1 and 'class="up"' not in html
+    assert "0 (-1)" in t.table()
