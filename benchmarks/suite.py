@@ -58,12 +58,15 @@ def kernels() -> list[tuple[str, Callable, Callable[[np.random.Generator], tuple
     """(name, function, maker of arguments) for every kernel of the suite."""
     out = [(e.name, e.fn, e.make_args) for e in EXAMPLES[:2]]
     out.append(("transformer", transformer_block, _transformer_args))
-    try:  # the NumPy kernels, when NumPy mode is installed
-        from numpy_kernels import SUITE_KERNELS  # benchmarks/numpy_kernels.py
-    except ImportError:
-        SUITE_KERNELS = []
-    out += list(SUITE_KERNELS)
+    from numpy_kernels import CASES  # benchmarks/numpy_kernels.py: the NumPy-mode kernels
+
+    out += [(name, CASES[name].kernel, CASES[name].make) for name in NUMPY_KERNELS]
     return out
+
+
+NUMPY_KERNELS = ("jacobi_2d", "heat_3d", "floyd_warshall", "gemm", "softmax", "mlp_forward",
+                 "arc_distance", "mask_updates")
+"""The NumPy kernels of the suite: those that compile in well under a second."""
 
 
 def _ratio(result: rl.BenchResult, a: str, b: str) -> float | None:

@@ -1,5 +1,6 @@
 """Command line: ``reactant-lab demo`` explores the built-in examples end to end;
-``reactant-lab report FILE.py:FUNC --args FILE.py:MAKE_ARGS -o report.html`` writes a report."""
+``reactant-lab report FILE.py:FUNC --args FILE.py:MAKE_ARGS -o report.html`` writes a report;
+``reactant-lab bench FILE.py:FUNC --args FILE.py:MAKE_ARGS`` times presets against baselines."""
 
 from __future__ import annotations
 
@@ -97,6 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
                        help="optimization preset (default: all)")
     p_rep.add_argument("--granularity", default="stage", choices=["stage", "pass"],
                        help="one step per preset stage, or per pass")
+    p_bench = sub.add_parser("bench", help="time FILE.py:FUNC compiled with each preset "
+                                            "beside NumPy and jax.jit, and print the table")
+    p_bench.add_argument("function", metavar="FILE.py:FUNC", help="the function to time")
+    p_bench.add_argument("--args", required=True, metavar="[FILE.py:]MAKE_ARGS",
+                         help="a function returning the example args (it may take a numpy "
+                              "Generator)")
+    p_bench.add_argument("--presets", nargs="+", default=["none", "all"], choices=list(PRESETS),
+                         metavar="PRESET", help="presets to compile and time (default: none all)")
+    p_bench.add_argument("--baselines", nargs="*", default=["numpy", "jax"],
+                         choices=["numpy", "jax"], help="baselines (default: numpy jax)")
+    p_bench.add_argument("--min-time", type=float, default=0.2,
+                         help="seconds of samples per variant (default: 0.2)")
+    p_bench.add_argument("--repeats", type=int, default=None, help="fixed number of samples")
+    p_bench.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
     return parser
 
 
@@ -150,19 +165,40 @@ def report(function: str, args_spec: str, output: str, optimize: str = "all",
     return 0
 
 
+def bench_command(function: str, args_spec: str, presets: Sequence[str],
+                  baselines: Sequence[str], min_time: float, repeats: int | None,
+                  json_path: str | None) -> int:
+    """Benchmark ``FILE.py:FUNC`` on ``MAKE_ARGS()`` and print the table."""
+    from reactant_lab.bench import bench
+
+    fn = load_callable(function)
+    make_args = load_callable(args_spec, default_file=function.rpartition(":")[0])
+    result = bench(fn, *_example_args(make_args), presets=tuple(presets),
+                   baselines=tuple(baselines), min_time=min_time, repeats=repeats)
+    print(result.table())
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as fh:
+            fh.write(result.to_json())
+        print(f"json: {os.path.abspath(json_path)}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reactant-lab`` command."""
     args = build_parser().parse_args(argv)
     if args.command == "demo":
         return demo(args.optimize, args.example,
                     None if args.no_report else args.report_dir)
-    if args.command == "report":
-        try:
+    try:
+        if args.command == "report":
             return report(args.function, args.args, args.output, args.optimize,
                           args.granularity)
-        except ReactantLabError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        if args.command == "bench":
+            return bench_command(args.function, args.args, args.presets, args.baselines,
+                                 args.min_time, args.repeats, args.json)
+    except ReactantLabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 2  # pragma: no cover - argparse rejects unknown commands first
 
 

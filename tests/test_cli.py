@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -72,3 +73,24 @@ def test_report_command_explains_bad_names(tmp_path, capsys):
         capsys.readouterr().err)
     assert main(["report", f"{tmp_path}/missing.py:model", "--args", "make_args"]) == 2
     assert "no file" in capsys.readouterr().err
+
+
+def test_bench_command_prints_the_table_and_writes_json(tmp_path, capsys):
+    user = tmp_path / "user.py"
+    user.write_text(USER_FILE)
+    out = tmp_path / "bench.json"
+    assert main(["bench", f"{user}:model", "--args", "make_args", "--presets", "none", "all",
+                 "--min-time", "0.02", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for word in ("model (jax mode)", "none", "all", "jax", "skipped numpy", "roofline"):
+        assert word in printed
+    data = json.loads(out.read_text())
+    assert [r["name"] for r in data["rows"]] == ["none", "all", "jax"]
+    assert data["rows"][2]["ratio"] == 1.0
+
+
+def test_bench_command_explains_bad_names(tmp_path, capsys):
+    user = tmp_path / "user.py"
+    user.write_text(USER_FILE)
+    assert main(["bench", f"{user}:model", "--args", "no_such_maker"]) == 2
+    assert "has no function 'no_such_maker'" in capsys.readouterr().err
