@@ -209,3 +209,22 @@ def test_group_paths_keeps_weights_and_biases_apart():
     assert group_paths(few) == [("args[0]", [0]), ("args[1]", [1])]
     many = [f"kwargs['p{i}']" for i in range(60)]
     assert group_paths(many, limit=10) == [("kwargs[…]", list(range(60)))]
+
+
+def test_numpy_mode_mutations_are_marked(rng):
+    def relax(u, *, out):
+        u[1:-1] = 0.5 * (u[:-2] + u[2:])
+        out += u.sum()
+        return u.max()
+
+    u, out = rng.random(16), rng.random(3)
+    ex = rl.explore(relax, u, out=out)
+    assert set(ex.traced.mutated) == {"args[0]", "kwargs['out']"}
+    dot = ex.graph_dot(0)
+    assert "written back to args[0]" in dot and "written back to kwargs['out']" in dot
+    assert "mutated argument" in dot  # the legend
+    payload = ex.payload()
+    args = {a["path"]: a["mutated"] for a in payload["signature"]["args"]}
+    assert args == {"args[0]": True, "kwargs['out']": True}
+    backs = {r["path"]: r["writes_back"] for r in payload["signature"]["results"]}
+    assert backs["resargs[0]"] == "args[0]" and backs["reskwargs['out']"] == "kwargs['out']"

@@ -142,10 +142,10 @@ def _type_str(shape: tuple[int, ...], dtype: Any) -> str:
 
 
 def _written_back(path: str, mutated: set[str]) -> str | None:
-    """A ``resargs[...]`` result carries a mutated argument's new value (Reactant's naming)."""
-    if path.startswith("resargs"):
-        return "args" + path[len("resargs"):]
-    return None
+    """A ``resargs[...]`` / ``reskwargs[...]`` result carries a mutated argument's new value
+    (Reactant's naming: ``res`` before the argument's path)."""
+    target = path[len("res"):] if path.startswith(("resargs", "reskwargs")) else None
+    return target if target in mutated else None
 
 
 def signature_from_ir(func: ParsedFunc) -> Signature:
