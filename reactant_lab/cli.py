@@ -87,23 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where to write an HTML report per example, "
                              "reactant_lab_report_EXAMPLE.html (default: the current directory)")
     p_demo.add_argument("--no-report", action="store_true", help="write no HTML reports")
-    p_rep = sub.add_parser("report", help="explore FILE.py:FUNC on example args and write a "
+    p_rep = _target_parser(sub, "report", "explore FILE.py:FUNC on example args and write a "
                                           "self-contained HTML report")
-    p_rep.add_argument("function", metavar="FILE.py:FUNC", help="the function to explore")
-    p_rep.add_argument("--args", required=True, metavar="[FILE.py:]MAKE_ARGS",
-                       help="a function returning the example args (a tuple of positional "
-                            "args; it may take a numpy Generator for fresh random inputs)")
     p_rep.add_argument("-o", "--output", default="report.html", help="report file to write")
     p_rep.add_argument("--optimize", default="all", choices=list(PRESETS),
                        help="optimization preset (default: all)")
     p_rep.add_argument("--granularity", default="stage", choices=["stage", "pass"],
                        help="one step per preset stage, or per pass")
-    p_bench = sub.add_parser("bench", help="time FILE.py:FUNC compiled with each preset "
-                                            "beside NumPy and jax.jit, and print the table")
-    p_bench.add_argument("function", metavar="FILE.py:FUNC", help="the function to time")
-    p_bench.add_argument("--args", required=True, metavar="[FILE.py:]MAKE_ARGS",
-                         help="a function returning the example args (it may take a numpy "
-                              "Generator)")
+    p_bench = _target_parser(sub, "bench", "time FILE.py:FUNC compiled with each preset beside "
+                                           "NumPy and jax.jit, and print the table")
     p_bench.add_argument("--presets", nargs="+", default=["none", "all"], choices=list(PRESETS),
                          metavar="PRESET", help="presets to compile and time (default: none all)")
     p_bench.add_argument("--baselines", nargs="*", default=["numpy", "jax"],
@@ -112,6 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seconds of samples per variant (default: 0.2)")
     p_bench.add_argument("--repeats", type=int, default=None, help="fixed number of samples")
     p_bench.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
+    return parser
+
+
+def _target_parser(sub: Any, name: str, what: str) -> argparse.ArgumentParser:
+    """A subcommand taking FILE.py:FUNC and --args [FILE.py:]MAKE_ARGS."""
+    parser = sub.add_parser(name, help=what)
+    parser.add_argument("function", metavar="FILE.py:FUNC", help="the function")
+    parser.add_argument("--args", required=True, metavar="[FILE.py:]MAKE_ARGS",
+                        help="a function returning the example args (a tuple of positional "
+                             "args; it may take a numpy Generator for fresh random inputs)")
     return parser
 
 
