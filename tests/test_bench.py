@@ -170,3 +170,21 @@ def test_numpy_kernel_benchmarks_against_numpy_and_skips_jax(rng):
     assert "immutable" in result.skipped["jax"] or "in-place" in result.skipped["jax"]
     np.testing.assert_array_equal(u, before)  # the caller's array is never the one timed
     assert result.row("numpy").flops == result.row("none").flops  # same work, NumPy's time
+
+
+def test_plot_returns_a_matplotlib_figure(mlp_result):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = mlp_result.plot()
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["none", "all", "jax"]
+    assert ax.get_xscale() == "log"
+
+
+def test_progress_bar_over_long_runs(rng, capsys):
+    result = bench(lambda x: x * 2, rng.standard_normal(8).astype(np.float32),
+                   presets=("none",), baselines=(), repeats=5, roofline=False, progress=True)
+    assert len(result.rows[0].samples_s) == 5
+    assert "bench" in capsys.readouterr().err  # tqdm draws on stderr

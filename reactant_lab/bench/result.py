@@ -179,8 +179,11 @@ class BenchResult:
             raise ReactantLabError("BenchResult.plot() needs matplotlib: pip install matplotlib "
                                    "(the HTML view needs nothing)") from exc
         fig, ax = plt.subplots(figsize=(7, 0.6 + 0.5 * max(1, len(self.rows))))
-        ax.boxplot([list(r.samples_s) for r in self.rows], vert=False,
-                   tick_labels=[r.name for r in self.rows])
+        data, labels = [list(r.samples_s) for r in self.rows], [r.name for r in self.rows]
+        try:
+            ax.boxplot(data, orientation="horizontal", tick_labels=labels)
+        except TypeError:  # matplotlib before 3.10
+            ax.boxplot(data, vert=False, labels=labels)
         ax.set_xscale("log")
         ax.set_xlabel("seconds per call")
         ax.set_title(f"{self.fn_name} on {self.device}")
