@@ -70,7 +70,7 @@ class Compiled:
             self._check(args, kwargs)
             raise exc from None
         if self._layout.numpy_out:
-            return jax.tree_util.tree_map(np.array, out)
+            return jax.tree_util.tree_map(_to_numpy, out)
         return out
 
     def _flat_call(self, *args: Any, **kwargs: Any) -> Any:
@@ -128,7 +128,7 @@ class Compiled:
         return flat
 
     def _rebuild(self, linear: list[Any], outs: list[Any]) -> Any:
-        to_host = np.array if self._layout.numpy_out else (lambda a: a)
+        to_host = _to_numpy if self._layout.numpy_out else (lambda a: a)
         leaves = []
         for slot in self._layout.out_slots:
             if isinstance(slot, Computed):
@@ -181,6 +181,12 @@ class Compiled:
     def __repr__(self) -> str:
         return (f"<Compiled {self.traced.fn_name} stage={self.stage!r} device={self.device} "
                 f"compile={self.compile_seconds * 1e3:.1f} ms>")
+
+
+def _to_numpy(value: Any) -> Any:
+    """A writable NumPy copy of a result; 0-d results become NumPy scalars, as NumPy's own
+    reductions return them (``a.sum()`` is an ``np.float64``, not a 0-d array)."""
+    return np.array(value)[()]
 
 
 def _layout_signature(traced: Traced) -> tuple:

@@ -415,3 +415,16 @@ def test_donated_arguments_still_update_in_place(rng):
     assert jf.last.traced.donation_mask == (True, True)
     np.testing.assert_allclose(a, want_a, rtol=1e-14)
     np.testing.assert_allclose(b, want_b, rtol=1e-14)
+
+
+def test_scalar_results_are_numpy_scalars_as_in_numpy(rng):
+    def stats(a):
+        a[0] = 5
+        return a.sum(), a.max(), a.astype(np.int32).min(), a * 2
+
+    x = rng.random(6)
+    got = rl.jit(stats)(x.copy())
+    want = stats(x.copy())
+    for g, w in zip(got, want, strict=True):
+        assert type(g) is type(w)
+        np.testing.assert_allclose(g, w)
