@@ -31,6 +31,14 @@ from reactant_lab.trace import ArgSpec, ResultSpec, SkippedArg, Traced, trace
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext reactant_lab``: register the notebook magics (``%%reactant_jit`` ...)."""
+    from reactant_lab.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
 __all__ = [
     "PRESETS",
     "STAGES",

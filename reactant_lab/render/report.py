@@ -1,14 +1,18 @@
 """The self-contained HTML report, built from an explorer payload. Everything essential (stage
 list, IR, diffs, graphs) is plain HTML; a small inline script adds a stage picker and unpacks
-texts too large to embed uncompressed. No external resource is referenced."""
+texts too large to embed uncompressed. No external resource is referenced. Without the script it
+is also a fragment for a notebook's ``text/html`` output (``report_fragment``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from reactant_lab.errors import RenderError
 from reactant_lab.render.assets import CSS, JS
 from reactant_lab.render.highlight import esc, highlight, plain
+from reactant_lab.render.payload import DIFF_ROWS
 from reactant_lab.render.svg import img_tag
 from reactant_lab.render.tables import op_table_html, signature_html, stage_table_html
 from reactant_lab.render.texts import decode_text, pack
@@ -19,16 +23,75 @@ STATIC_BUDGET = 2_000_000
 """Characters of text embedded uncompressed in all; texts beyond it are unpacked by the script."""
 TEXT_STATIC_MAX = 600_000
 """A text longer than this (about 6,000 lines) is only unpacked by the script."""
+FRAGMENT_BUDGET = 400_000
+"""Characters of text a script-free fragment embeds in all (the payload beside it holds all)."""
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'")
 
 
-def report_html(payload: dict[str, Any]) -> str:
-    """The report as one HTML document."""
-    r = _Report(payload)
+def report_html(payload: dict[str, Any], *, script: bool = True) -> str:
+    """The report as one HTML document (``script=False``: no script at all; texts too large to
+    embed uncompressed are then left out with a note)."""
+    r = _Report(payload, script=script)
     meta = payload["meta"]
     title = f"reactant_lab · {meta['function']}"
-    body = [
+    body = _body(payload, r)
+    scripts = ""
+    if script:
+        data = {"stages": [{"index": s["index"], "name": s["name"], "changed": s["changed"]}
+                           for s in payload["stages"]],
+                "texts": {str(t): payload["texts"][t] for t in sorted(r.lazy_texts())},
+                "diffs": r.lazy_diffs}
+        scripts = (f'<script type="application/json" id="rl-data">{_json(data)}</script>'
+                   f"<script>{JS}</script>")
+    csp = CSP if script else CSP.replace("script-src 'unsafe-inline'", "script-src 'none'")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
+            f"{_TOGGLES}<main>{''.join(body)}</main>{scripts}</body></html>\n")
+
+
+def report_fragment(payload: dict[str, Any], scope: str, *,
+                    budget: int = FRAGMENT_BUDGET) -> str:
+    """The report without a script as one ``<div id=scope>`` to embed in a page (a notebook's
+    ``text/html`` output): its CSS applies inside the div only and its ids, anchors and toggles
+    are prefixed with ``scope``, so several reports can share a page."""
+    if not re.fullmatch(r"[A-Za-z][\w-]*", scope):
+        raise RenderError(f"scope must be an HTML id (a letter, then letters, digits, - or _), "
+                          f"not {scope!r}")
+    r = _Report(payload, script=False, budget=budget)
+    inner = f"{_TOGGLES}<main>{''.join(_body(payload, r))}</main>"
+    inner = _ID_ATTR.sub(lambda m: f"{m.group(0)}{scope}-", inner)
+    return (f'<div class="reactant-lab-report" id="{scope}"><style>{_scoped_css(scope)}</style>'
+            f"{inner}</div>")
+
+
+_TOGGLES = ('<input type="radio" name="layout" id="lay-sbs" class="toggle" checked>'
+            '<input type="radio" name="layout" id="lay-uni" class="toggle">'
+            '<input type="checkbox" id="hide-same" class="toggle">')
+# Attributes naming an id or a radio group, as the report writes them (text content and other
+# attribute values are escaped, so they never contain a bare `id="`).
+_ID_ATTR = re.compile(r'\s(?:id|for|name)="|\shref="#')
+_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+
+
+def _scoped_css(scope: str) -> str:
+    """The report's CSS limited to ``#scope``: page-level rules apply to the div instead, and the
+    toggles' ids carry the prefix."""
+    def selector(sel: str) -> str:
+        sel = re.sub(r"#(lay-sbs|lay-uni|hide-same)\b", rf"#{scope}-\1", sel.strip())
+        if sel in (":root", "body"):
+            return f"#{scope}"
+        return f"#{scope} {sel}"
+
+    return "".join(",".join(selector(s) for s in sels.split(",")) + "{" + rules + "}"
+                   for sels, rules in _RULE.findall(CSS))
+
+
+def _body(payload: dict[str, Any], r: _Report) -> list[str]:
+    meta = payload["meta"]
+    return [
         f"<header><h1>{esc(meta['function'])}</h1><p class=\"meta\">{r.meta_line()}</p></header>",
         '<nav class="toc"><a href="#signature">signature</a><a href="#stages">stages</a>'
         '<a href="#metrics">op metrics</a><a href="#stage-0">stage by stage</a>'
@@ -43,20 +106,6 @@ def report_html(payload: dict[str, Any]) -> str:
         f'<section id="metrics"><h2>Op metrics</h2>{r.metrics()}</section>',
         *(r.stage(s) for s in payload["stages"]),
         r.compare(), r.xla(), r.timing()]
-    data = {"stages": [{"index": s["index"], "name": s["name"], "changed": s["changed"]}
-                       for s in payload["stages"]],
-            "texts": {str(t): payload["texts"][t] for t in sorted(r.lazy_texts())},
-            "diffs": r.lazy_diffs}
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            '<input type="radio" name="layout" id="lay-sbs" class="toggle" checked>'
-            '<input type="radio" name="layout" id="lay-uni" class="toggle">'
-            '<input type="checkbox" id="hide-same" class="toggle">'
-            f"<main>{''.join(body)}</main>"
-            f'<script type="application/json" id="rl-data">{_json(data)}</script>'
-            f"<script>{JS}</script></body></html>\n")
 
 
 def _json(obj: Any) -> str:
@@ -68,12 +117,14 @@ def _json(obj: Any) -> str:
 class _Report:
     """Decides, text by text, what is embedded, and renders the sections."""
 
-    def __init__(self, payload: dict[str, Any]):
+    def __init__(self, payload: dict[str, Any], *, script: bool = True,
+                 budget: int | None = None):
         self.p = payload
+        self.script = script
         self.first_use: dict[int, int] = {}
         for s in payload["stages"]:
             self.first_use.setdefault(s["text"], s["index"])
-        self.budget = STATIC_BUDGET
+        self.budget = STATIC_BUDGET if budget is None else budget
         self._lazy: set[int] = set()
         self.lazy_diffs: dict[str, dict[str, Any]] = {}
         self.prev = {d["after"]: d for d in payload["diffs"] if d["kind"] == "previous"}
@@ -101,6 +152,9 @@ class _Report:
     def text_block(self, tid: int, kind: str = "mlir") -> str:
         entry = self.p["texts"][tid]
         if entry["chars"] > min(self.budget, TEXT_STATIC_MAX):
+            if not self.script:
+                return (f'<p class="note">{entry["lines"]:,} lines: too long for this static '
+                        "view (the explorer and Exploration.save_html show it).</p>")
             self._lazy.add(tid)
             return (f'<div class="lazy" data-lazy-text="{tid}" data-kind="{kind}"><p class="note">'
                     f"{entry['lines']:,} lines, stored compressed; shown when JavaScript is on."
@@ -121,7 +175,10 @@ class _Report:
         if "unified" in html:
             return html["side-by-side"] + html["unified"]
         out = html["side-by-side"].replace('class="diff sbs"', 'class="diff sbs only"', 1)
-        if entry.get("truncated"):
+        if entry.get("truncated") and not self.script:
+            out += (f'<p class="note">The first {DIFF_ROWS} changed lines of '
+                    f"{entry['added'] + entry['removed'] + entry['changed']:,}.</p>")
+        elif entry.get("truncated"):
             k = len(self.lazy_diffs)
             texts = [self.p["stages"][entry[side]]["text"] for side in ("before", "after")]
             self.lazy_diffs[str(k)] = {"a": texts[0], "b": texts[1],

@@ -1,0 +1,277 @@
+// The explorer UI, shared by the JupyterLab MIME renderer (saved outputs, no kernel) and the
+// anywidget front end (live: re-runs, any-pair diffs and slices are asked of the kernel).
+
+import { Controls, StatusLine } from './controls';
+import { DiffView } from './diffview';
+import { button, el } from './dom';
+import { GraphView } from './graphview';
+import { metricsPanel, signaturePanel, timingPanel, xlaFacts } from './panels';
+import { StageList } from './stagelist';
+import {
+  carryOver,
+  compareWith,
+  findDiff,
+  initialState,
+  payloadProblem,
+  step,
+  type ExplorerViewState,
+  type Tab
+} from './state';
+import { installStyle } from './style';
+import { TextStore } from './texts';
+import { TextView } from './textview';
+import type {
+  DiffEntry,
+  ExplorerCommand,
+  ExplorerHandle,
+  ExplorerOptions,
+  ExplorerPayload,
+  ExplorerResult,
+  ExplorerStatus,
+  SliceData
+} from './types';
+
+export * from './types';
+
+const TABS: [Tab, string][] = [
+  ['diff', 'diff'],
+  ['ir', 'IR'],
+  ['graph', 'graph'],
+  ['metrics', 'op metrics'],
+  ['xla', 'XLA HLO'],
+  ['timing', 'timing'],
+  ['signature', 'signature']
+];
+
+type Pending =
+  | { kind: 'diff'; before: number; after: number }
+  | { kind: 'slice'; stage: number; result: string };
+
+/** Render the explorer for `payload` into `host`. With `options.onCommand` it is live. */
+export function renderExplorer(
+  host: HTMLElement,
+  payload: ExplorerPayload,
+  options: ExplorerOptions = {}
+): ExplorerHandle {
+  const explorer = new Explorer(host, options);
+  explorer.update(payload);
+  return explorer;
+}
+
+class Explorer implements ExplorerHandle {
+  private readonly root: HTMLDivElement;
+  private readonly title = el('div', 'rl-title');
+  private readonly problem = el('div', 'rl-problem');
+  private readonly body = el('div', 'rl-body');
+  private readonly status = new StatusLine();
+  private readonly controls: Controls | null;
+  private readonly stageList: StageList;
+  private readonly tabBar = el('div', 'rl-tabs');
+  private readonly panel = el('div', 'rl-panel');
+  private readonly diffView: DiffView;
+  private readonly irView = new TextView('mlir');
+  private readonly hloView = new TextView('hlo');
+  private readonly graphView: GraphView;
+  private payload: ExplorerPayload | null = null;
+  private store = new TextStore([]);
+  private state: ExplorerViewState | null = null;
+  private liveDiffs: DiffEntry[] = [];
+  private pending = new Map<number, Pending>();
+  private nextId = 1;
+  private sliceRequest = 0;
+
+  constructor(
+    host: HTMLElement,
+    private readonly options: ExplorerOptions
+  ) {
+    installStyle(host.ownerDocument);
+    const live = options.onCommand !== undefined;
+    this.root = el('div', `rl-explorer ${live ? 'rl-live' : 'rl-saved'}`);
+    this.controls = live ? new Controls(cmd => this.send(cmd)) : null;
+    this.stageList = new StageList({
+      onSelect: i => this.select(i),
+      onHideUnchanged: hide => this.change({ hideUnchanged: hide }),
+      onStep: d => this.state && this.payload && this.select(step(this.payload.stages, this.state, d))
+    });
+    this.diffView = new DiffView({
+      onBase: base => this.change({ base }),
+      onLayout: layout => this.change({ layout })
+    });
+    this.graphView = new GraphView(live ? (stage, result) => this.requestSlice(stage, result) : undefined);
+    for (const [tab, label] of TABS) {
+      const b = button(label, () => this.change({ tab }), `rl-tab rl-tab-${tab}`);
+      b.setAttribute('role', 'tab');
+      b.dataset.tab = tab;
+      this.tabBar.appendChild(b);
+    }
+    const main = el('div', 'rl-main');
+    main.append(this.tabBar, this.panel);
+    this.body.append(this.stageList.node, main);
+    this.root.append(this.title, ...(this.controls ? [this.controls.node] : []), this.status.node, this.problem, this.body);
+    host.appendChild(this.root);
+  }
+
+  update(payload: ExplorerPayload): void {
+    const problem = payloadProblem(payload);
+    this.problem.textContent = problem ?? '';
+    this.problem.hidden = problem === null;
+    this.body.hidden = problem !== null;
+    if (problem !== null) {
+      this.payload = null;
+      this.title.textContent = 'reactant_lab explorer';
+      return;
+    }
+    this.payload = payload;
+    this.store = new TextStore(payload.texts);
+    this.state = this.state ? carryOver(this.state, payload) : initialState(payload);
+    this.liveDiffs = [];
+    this.pending.clear();
+    const m = payload.meta;
+    const versions = Object.entries(m.versions ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
+    this.title.replaceChildren(
+      el('span', 'rl-fn', m.function),
+      el('span', 'rl-note', ` · optimize=${m.optimize} · granularity=${m.granularity} · target=${m.target}` +
+        (versions ? ` · ${versions}` : '') + (this.controls ? '' : ' · saved output'))
+    );
+    this.controls?.sync(payload);
+    void this.render();
+  }
+
+  setStatus(status: ExplorerStatus): void {
+    this.status.set(status);
+    this.controls?.setBusy(status.state === 'running');
+  }
+
+  showResult(kind: string, data: unknown): void {
+    const result = data as ExplorerResult;
+    const asked = this.pending.get(result?.id);
+    if (!asked || !this.payload) {
+      return;
+    }
+    this.pending.delete(result.id);
+    if (kind === 'diff' && asked.kind === 'diff') {
+      this.liveDiffs.push(result.data as DiffEntry);
+      void this.render();
+    } else if (kind === 'slice' && asked.kind === 'slice' && result.id === this.sliceRequest) {
+      this.graphView.showSlice(result.data as SliceData);
+    } else if (kind === 'error') {
+      const message = String((result.data as { message?: string })?.message ?? result.data);
+      if (asked.kind === 'slice') {
+        this.graphView.showError(message);
+      } else {
+        this.diffView.showNote(message, 'rl-note rl-error-text');
+      }
+    }
+  }
+
+  dispose(): void {
+    this.pending.clear();
+    this.diffView.dispose();
+    this.irView.dispose();
+    this.hloView.dispose();
+    this.root.remove();
+  }
+
+  private send(cmd: ExplorerCommand): void {
+    this.options.onCommand?.(cmd);
+  }
+
+  private select(stage: number): void {
+    this.change({ stage });
+  }
+
+  private change(patch: Partial<ExplorerViewState>): void {
+    if (!this.state) {
+      return;
+    }
+    if (patch.stage !== undefined && patch.stage !== this.state.stage) {
+      patch.base = this.state.base === patch.stage ? null : this.state.base;
+    }
+    this.state = { ...this.state, ...patch };
+    const start = performance.now();
+    void this.render().then(() => {
+      if (patch.stage !== undefined) {
+        // Visible in the browser's performance tools, and read by the browser tests.
+        performance.measure('reactant-lab: stage switch', { start, end: performance.now() });
+      }
+    });
+  }
+
+  private async render(): Promise<void> {
+    const { payload, state } = this;
+    if (!payload || !state) {
+      return;
+    }
+    this.stageList.render(payload.stages, state.stage, state.hideUnchanged);
+    for (const b of Array.from(this.tabBar.children) as HTMLElement[]) {
+      b.classList.toggle('active', b.dataset.tab === state.tab);
+      b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));
+    }
+    const stage = payload.stages[state.stage];
+    this.panel.dataset.tab = state.tab;
+    switch (state.tab) {
+      case 'diff':
+        this.panel.replaceChildren(this.diffView.node);
+        return this.renderDiff(payload, state);
+      case 'ir':
+        this.panel.replaceChildren(this.irView.node);
+        return this.irView.show(this.store, stage.text, `stage ${stage.index}: ${stage.name}`);
+      case 'graph':
+        this.panel.replaceChildren(this.graphView.node);
+        this.graphView.show(payload, state.stage);
+        return;
+      case 'metrics':
+        this.panel.replaceChildren(metricsPanel(payload, state.stage));
+        return;
+      case 'xla':
+        this.panel.replaceChildren(xlaFacts(payload), ...(payload.xla ? [this.hloView.node] : []));
+        return payload.xla ? this.hloView.show(this.store, payload.xla.hlo, 'XLA optimized HLO') : undefined;
+      case 'timing':
+        this.panel.replaceChildren(timingPanel(payload));
+        return;
+      case 'signature':
+        this.panel.replaceChildren(signaturePanel(payload));
+        return;
+    }
+  }
+
+  private async renderDiff(payload: ExplorerPayload, state: ExplorerViewState): Promise<void> {
+    this.diffView.setToolbar(payload, state);
+    const before = compareWith(state);
+    if (before === null) {
+      this.diffView.showNote('Stage 0 is the traced module: pick another stage, or a stage to compare it with.');
+      return;
+    }
+    const after = state.stage;
+    const found = findDiff(payload, [...payload.diffs, ...this.liveDiffs], before, after);
+    if (found.kind === 'same') {
+      this.diffView.showNote(
+        `stage ${before} → stage ${after}: no structural change (locations, SSA numbering and ` +
+          'attribute alias order are ignored).'
+      );
+    } else if (found.kind === 'found') {
+      await this.diffView.showDiff(this.store, payload, { before, after, entry: found.entry, reversed: found.reversed }, state.layout);
+    } else if (this.options.onCommand) {
+      this.diffView.showNote(`Computing the diff of stage ${before} → stage ${after}…`);
+      const asked = [...this.pending.values()].some(p => p.kind === 'diff' && p.before === before && p.after === after);
+      if (!asked) {
+        const id = this.nextId++;
+        this.pending.set(id, { kind: 'diff', before, after });
+        this.send({ command: 'diff', id, before, after });
+      }
+    } else {
+      this.diffView.showNote(
+        `The diff of stage ${before} → stage ${after} was not saved with this output (saved outputs keep ` +
+          'each stage against the one before and pairs of distinct stages); a live explorer computes any pair.'
+      );
+    }
+  }
+
+  private requestSlice(stage: number, result: string): void {
+    const id = this.nextId++;
+    this.sliceRequest = id;
+    this.pending.set(id, { kind: 'slice', stage, result });
+    this.graphView.showPending(result);
+    this.send({ command: 'slice', id, stage, result });
+  }
+}

@@ -1,0 +1,108 @@
+// The explorer's stylesheet, installed once per document by both front ends (JupyterLab's theme
+// variables when present, the report's colours otherwise).
+
+const CSS = `
+.rl-explorer{--rl-fg:var(--jp-ui-font-color1,#1f2328);--rl-mute:var(--jp-ui-font-color2,#656d76);
+--rl-line:var(--jp-border-color2,#d0d7de);--rl-bg:var(--jp-layout-color0,#fff);
+--rl-bg2:var(--jp-layout-color2,#f6f8fa);--rl-add:rgba(46,160,67,.15);--rl-del:rgba(248,81,73,.15);
+--rl-addx:rgba(46,160,67,.4);--rl-delx:rgba(248,81,73,.4);--rl-accent:var(--jp-brand-color1,#0969da);
+font:13px/1.45 var(--jp-ui-font-family,system-ui,sans-serif);color:var(--rl-fg);
+border:1px solid var(--rl-line);background:var(--rl-bg);padding:6px;box-sizing:border-box}
+.rl-explorer *{box-sizing:border-box}
+.rl-explorer [hidden]{display:none!important}
+.rl-title{margin-bottom:4px}.rl-fn{font-weight:600;font-size:1.1em}
+.rl-note{color:var(--rl-mute)}.rl-error-text{color:#cf222e}
+.rl-problem{padding:.6em;border:1px solid #cf222e;color:#cf222e;background:rgba(248,81,73,.08)}
+.rl-body{display:grid;grid-template-columns:minmax(16em,max-content) minmax(0,1fr);gap:8px;align-items:start}
+.rl-toolbar{display:flex;gap:.5em;align-items:center;flex-wrap:wrap;margin:2px 0 4px}
+.rl-btn{font:inherit;padding:1px 8px;border:1px solid var(--rl-line);background:var(--rl-bg2);
+color:var(--rl-fg);border-radius:3px;cursor:pointer}
+.rl-btn:disabled{opacity:.5;cursor:default}
+.rl-stages{max-height:620px;overflow:auto;border:1px solid var(--rl-line)}
+.rl-stage-table{border-collapse:collapse;width:100%;outline:none}
+.rl-stage-table th{position:sticky;top:0;background:var(--rl-bg2);text-align:left;font-weight:600}
+.rl-stage-table td,.rl-stage-table th{padding:1px 5px;border-bottom:1px solid var(--rl-line);white-space:nowrap}
+.rl-stage-table tr{cursor:pointer}.rl-stage-table tr.unchanged td{color:var(--rl-mute)}
+.rl-stage-table tr.selected td{background:rgba(9,105,218,.15)}
+.rl-stage-name{max-width:14em;overflow:hidden;text-overflow:ellipsis}
+.rl-mark-changed{color:#9a6700}.rl-mark-same{color:var(--rl-mute)}.rl-group{color:var(--rl-mute);font-size:.85em}
+.rl-unavailable{color:#bc4c00}.rl-num{text-align:right;font-variant-numeric:tabular-nums}
+td.up{background:var(--rl-add)}td.down{background:var(--rl-del)}
+.rl-hide-unchanged{padding:2px 4px;margin:0;background:var(--rl-bg2)}
+.rl-tabs{display:flex;gap:2px;border-bottom:1px solid var(--rl-line);flex-wrap:wrap}
+.rl-tab{border-radius:3px 3px 0 0;border-bottom:none}.rl-tab.active{background:var(--rl-bg);
+border-color:var(--rl-accent);font-weight:600}
+.rl-panel{padding-top:4px;min-width:0}
+.rl-vlist{position:relative;overflow:auto;border:1px solid var(--rl-line);background:var(--rl-bg);outline:none}
+.rl-vsizer{position:relative;min-width:100%;width:max-content}
+.rl-vrows{position:absolute;left:0;top:0;min-width:100%;will-change:transform}
+.rl-vrows .r,.rl-vrows .fold{height:18px;line-height:18px;white-space:pre;
+font:12px/18px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace)}
+.rl-vrows .r{display:flex}
+.rl-vrows .ln{flex:0 0 auto;min-width:4.5em;padding-right:.6em;text-align:right;color:var(--rl-mute);user-select:none}
+.rl-vrows .mk{flex:0 0 1.2em;color:var(--rl-mute)}
+.rl-vrows .cd{flex:1 0 auto;padding-right:1em}
+.rl-diff:not(.rl-uni) .rl-vsizer,.rl-diff:not(.rl-uni) .rl-vrows{width:100%}
+.rl-diff:not(.rl-uni) .rl-vrows .r{display:grid;grid-template-columns:4.5em minmax(0,1fr) 4.5em minmax(0,1fr)}
+.rl-diff:not(.rl-uni) .rl-vrows .cd{overflow:hidden;text-overflow:ellipsis;padding-right:.3em}
+.rl-vrows .cd.add{background:var(--rl-add)}.rl-vrows .cd.del{background:var(--rl-del)}
+.rl-vrows .cd.add .x{background:var(--rl-addx)}.rl-vrows .cd.del .x{background:var(--rl-delx)}
+.rl-vrows .fold{background:var(--rl-bg2);color:var(--rl-mute);padding-left:1em;cursor:pointer;font-size:11px}
+.rl-diff-summary{padding:2px 0 4px;font-weight:500}
+.rl-text-head{color:var(--rl-mute);padding:2px 0}
+.rl-loading .rl-vlist{opacity:.5}
+/* The colours JupyterLab's editors give the same tokens (src/language.ts), in any theme. */
+.rl-explorer .o{color:var(--jp-mirror-editor-keyword-color,#8250df);font-weight:600}
+.rl-explorer .d{color:var(--jp-mirror-editor-tag-color,#953800)}
+.rl-explorer .v{color:var(--jp-mirror-editor-variable-2-color,#0550ae)}
+.rl-explorer .b{color:var(--jp-mirror-editor-string-2-color,#116329)}
+.rl-explorer .s{color:var(--jp-mirror-editor-def-color,#cf222e)}
+.rl-explorer .t{color:var(--jp-mirror-editor-builtin-color,#0a3069)}
+.rl-explorer .a{color:var(--jp-mirror-editor-attribute-color,#6639ba)}
+.rl-explorer .k{color:var(--jp-mirror-editor-property-color,#57606a)}
+.rl-explorer .w{color:var(--jp-mirror-editor-atom-color,#cf222e)}
+.rl-explorer .q{color:var(--jp-mirror-editor-string-color,#0a3069)}
+.rl-explorer .n{color:var(--jp-mirror-editor-number-color,#0550ae)}
+.rl-explorer .c{color:var(--jp-mirror-editor-comment-color,#6e7781);font-style:italic}
+.rl-explorer .l{color:var(--jp-mirror-editor-meta-color,#8c959f)}
+.rl-explorer .el{color:var(--rl-mute);font-style:italic}
+.rl-panzoom{position:relative;height:480px;overflow:hidden;border:1px solid var(--rl-line);
+background:#fff;cursor:grab;touch-action:none}
+.rl-pz-stage{position:absolute;left:0;top:0;transform-origin:0 0}
+.rl-graph-img{display:block;max-width:none;user-select:none}
+.rl-hotspots{position:absolute;inset:0}
+.rl-hotspot{position:absolute;padding:0;border:2px solid transparent;background:transparent;cursor:pointer}
+.rl-hotspot:hover,.rl-hotspot:focus{border-color:var(--rl-accent);background:rgba(9,105,218,.08)}
+.rl-hint{color:var(--rl-mute);font-size:.9em}
+.rl-graph-footer{margin-top:4px;display:flex;gap:4px;flex-wrap:wrap;align-items:center}
+.rl-explorer table.rl-ops,.rl-explorer .rl-timing table,.rl-explorer .rl-signature table,
+.rl-explorer .rl-xla-facts table{border-collapse:collapse;margin:4px 0}
+.rl-explorer .rl-ops td,.rl-explorer .rl-ops th,.rl-explorer .rl-timing td,.rl-explorer .rl-timing th,
+.rl-explorer .rl-signature td,.rl-explorer .rl-signature th,.rl-explorer .rl-xla-facts td,
+.rl-explorer .rl-xla-facts th{border:1px solid var(--rl-line);padding:1px 6px;text-align:left}
+.rl-metrics{overflow:auto;max-height:620px}.rl-ops td{text-align:right}
+.rl-ops .selected{outline:2px solid var(--rl-accent);outline-offset:-2px}
+.rl-sticky{position:sticky;left:0;background:var(--rl-bg2)}.rl-total th,.rl-total td{font-weight:600}
+.rl-bars{max-height:360px;overflow:auto}
+.rl-bar-row{display:grid;grid-template-columns:14em 1fr 6em;gap:6px;align-items:center;font-size:12px}
+.rl-bar-label{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.rl-bar-track{background:var(--rl-bg2);height:10px}.rl-bar{display:block;height:10px;background:var(--rl-accent)}
+.rl-controls{display:flex;gap:.5em;align-items:center;flex-wrap:wrap;padding:4px;
+background:var(--rl-bg2);border:1px solid var(--rl-line);margin-bottom:4px}
+.rl-pipeline{flex:1 1 18em;min-width:12em;font:12px var(--jp-code-font-family,monospace)}
+.rl-status{padding:3px 6px;margin-bottom:4px;border:1px solid var(--rl-line)}
+.rl-status[data-state=error]{border-color:#cf222e;color:#cf222e;background:rgba(248,81,73,.08);
+white-space:pre-wrap}
+.rl-status progress{margin-right:.6em;vertical-align:middle}
+`;
+
+const STYLE_ID = 'reactant-lab-explorer-style';
+
+export function installStyle(doc: Document): void {
+  if (!doc.getElementById(STYLE_ID)) {
+    const style = doc.createElement('style');
+    style.id = STYLE_ID;
+    style.textContent = CSS;
+    doc.head.appendChild(style);
+  }
+}

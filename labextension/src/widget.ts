@@ -1,0 +1,40 @@
+// The anywidget front end of reactant_lab.notebook.widget.ExplorerWidget: the shared explorer,
+// fed by the synced `payload`, `status` and `result` traits; commands go back as messages.
+
+import { renderExplorer } from './explorer';
+import type { ExplorerCommand, ExplorerPayload, ExplorerResult, ExplorerStatus } from './explorer';
+
+interface AnyModel {
+  get(name: 'payload'): ExplorerPayload;
+  get(name: 'status'): ExplorerStatus;
+  get(name: 'result'): ExplorerResult;
+  on(event: string, callback: () => void): void;
+  off(event: string, callback: () => void): void;
+  send(content: ExplorerCommand): void;
+}
+
+function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+  const handle = renderExplorer(el, model.get('payload'), {
+    onCommand: cmd => model.send(cmd)
+  });
+  const onPayload = () => handle.update(model.get('payload'));
+  const onStatus = () => handle.setStatus(model.get('status'));
+  const onResult = () => {
+    const result = model.get('result');
+    if (result && typeof result.kind === 'string') {
+      handle.showResult(result.kind, result);
+    }
+  };
+  onStatus();
+  model.on('change:payload', onPayload);
+  model.on('change:status', onStatus);
+  model.on('change:result', onResult);
+  return () => {
+    model.off('change:payload', onPayload);
+    model.off('change:status', onStatus);
+    model.off('change:result', onResult);
+    handle.dispose();
+  };
+}
+
+export default { render };

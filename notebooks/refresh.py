@@ -1,0 +1,93 @@
+"""Run the example notebooks top to bottom with this Python's kernel and save them with their
+outputs: ``python notebooks/refresh.py [NAME.ipynb ...]``.
+
+Each notebook runs in a temporary directory (so nothing it writes lands here), the outputs are
+checked to name no file of this machine, and cell timing metadata is left out. tests/
+test_notebooks.py runs notebooks the same way, with ``execute``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+
+HERE = Path(__file__).resolve().parent
+NOTEBOOKS = sorted(p.name for p in HERE.glob("[0-9][0-9]_*.ipynb"))
+"""The example notebooks, in reading order."""
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+"""What a saved notebook asks for: the standard Python kernel."""
+LOCAL_PATH = re.compile(r"(?<![\w.])(/(tmp|home|root|work|usr|opt|var|private|Users)/|"
+                        r"[A-Za-z]:\\\\|site-packages|ipykernel_\d+)")
+"""What an absolute path of the machine that ran the notebook looks like in its outputs."""
+
+
+def _kernel(workdir: Path) -> KernelManager:
+    """A kernel manager for this very Python (whatever kernels the user has installed)."""
+    spec_dir = workdir / ".kernels" / "reactant-lab-python"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "reactant_lab", "language": "python"}))
+    specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)])
+    return KernelManager(kernel_name="reactant-lab-python", kernel_spec_manager=specs)
+
+
+def execute(path: Path, timeout: int = 900) -> nbformat.NotebookNode:
+    """The notebook at ``path`` run top to bottom in a temporary directory (raises
+    ``nbclient.exceptions.CellExecutionError`` when a cell fails)."""
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="reactant-lab-nb-") as tmp:
+        workdir = Path(tmp)
+        env_before = os.environ.get("REACTANT_LAB_REPRO_DIR")
+        os.environ["REACTANT_LAB_REPRO_DIR"] = str(workdir / "repro")
+        km = _kernel(workdir)
+        try:
+            # Widget state is not saved: once the kernel is gone the extension shows the
+            # explorer from the payload saved beside the widget's view.
+            NotebookClient(nb, km=km, timeout=timeout, record_timing=False,
+                           store_widget_state=False,
+                           resources={"metadata": {"path": str(workdir)}}).execute()
+        finally:
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+            if env_before is None:
+                os.environ.pop("REACTANT_LAB_REPRO_DIR", None)
+            else:
+                os.environ["REACTANT_LAB_REPRO_DIR"] = env_before
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    return nb
+
+
+def local_paths(nb: nbformat.NotebookNode) -> list[str]:
+    """Pieces of the notebook's outputs that look like absolute paths of this machine."""
+    text = json.dumps([cell.get("outputs", []) for cell in nb.cells])
+    return sorted({text[max(m.start() - 40, 0):m.end() + 40] for m in LOCAL_PATH.finditer(text)})
+
+
+def main(names: list[str]) -> int:
+    for name in names or NOTEBOOKS:
+        path = HERE / name
+        nb = execute(path)
+        found = local_paths(nb)
+        if found:
+            print(f"{name}: outputs name local paths, not saved:\n  " + "\n  ".join(found))
+            return 1
+        tmp = path.with_suffix(".tmp")
+        nbformat.write(nb, tmp)
+        shutil.move(tmp, path)
+        print(f"{name}: {path.stat().st_size / 1e6:.2f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

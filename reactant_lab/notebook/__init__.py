@@ -1,0 +1,29 @@
+"""Jupyter: the ``%%reactant_jit``, ``%reactant_jit``, ``%%reactant_mlir`` and ``%reactant_bench``
+magics (``%load_ext reactant_lab``) and the explorer's display bundle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["explorer_bundle", "last_explorations", "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext reactant_lab``: register the magics."""
+    from reactant_lab.notebook.magics import ReactantMagics
+
+    ipython.register_magics(ReactantMagics)
+
+
+def last_explorations() -> list[Any]:
+    """The explorations the most recent magic showed (one per distinct call signature)."""
+    from reactant_lab.notebook.magics import last_explorations as last
+
+    return last()
+
+
+def explorer_bundle(exploration: Any, **kwargs: Any) -> dict[str, Any]:
+    """The explorer's display bundle of an Exploration (see ``display.explorer_bundle``)."""
+    from reactant_lab.notebook.display import explorer_bundle as bundle
+
+    return bundle(exploration, **kwargs)

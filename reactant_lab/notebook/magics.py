@@ -1,0 +1,300 @@
+"""The IPython magics: ``%%reactant_jit`` (and its line form), ``%%reactant_mlir`` and
+``%reactant_bench``; errors of reactant_lab become an error panel instead of a traceback."""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from reactant_lab.bench import BASELINES, BenchResult, bench
+from reactant_lab.errors import ReactantLabError, UnknownPresetError
+from reactant_lab.explore import Exploration
+from reactant_lab.notebook import display as nbdisplay
+from reactant_lab.notebook.cell import NoValue, run_body
+from reactant_lab.notebook.session import CellOptions, CellSession, Explored
+from reactant_lab.stages.presets import PRESETS
+from reactant_lab.stages.runner import run_on_text
+
+_LAST: list[Exploration] = []
+
+
+def last_explorations() -> list[Exploration]:
+    """The explorations the most recent magic displayed (one per distinct call signature)."""
+    return list(_LAST)
+
+
+@magics_class
+class ReactantMagics(Magics):
+    """``%load_ext reactant_lab`` registers these."""
+
+    @magic_arguments()
+    @argument("--optimize", default="all", metavar="PRESET",
+              help=f"optimize preset of every call (default all): {', '.join(PRESETS)}")
+    @argument("--pipeline", default=None, metavar="PASSES",
+              help="a pass pipeline to run instead of the preset, e.g. inline,canonicalize,cse")
+    @argument("--granularity", choices=("stage", "pass"), default="stage",
+              help="one step per preset stage (default) or per pass")
+    @argument("--fn", nargs="+", action="extend", metavar="NAME",
+              help="explore only these functions (of this cell or earlier cells) instead of "
+                   "every function the cell defines")
+    @argument("--bench", nargs="?", type=int, const=0, default=None, metavar="N",
+              help="add a benchmark of each call signature (N samples; default: automatic) "
+                   "beside NumPy and jax.jit")
+    @argument("--device", choices=("cpu", "gpu"), default=None,
+              help="device to compile for and run on (default: JAX's default device)")
+    @argument("--no-run", action="store_true",
+              help="explore without running compiled code: the calls run the original Python")
+    @argument("--no-display", action="store_true", help="show no explorer")
+    @argument("call", nargs="*", help="line form only: the call to explore, e.g. f(x, y)")
+    @line_cell_magic
+    def reactant_jit(self, line: str, cell: str | None = None) -> Any:
+        """Trace, stage, compile and run every call the cell makes, and show an explorer per
+        distinct call signature below the cell's output.
+
+        The functions the cell defines (or those named by --fn) are wrapped while the cell runs:
+        each call is traced to StableHLO, run through the optimize preset stage by stage,
+        compiled with XLA and run on the device; calls with the same signature share one
+        executable and one explorer. The cell computes the same values as without the magic
+        (a NumPy kernel's arguments are updated in place) and its last expression is shown as
+        usual. A cell function called from another one appears in the module as its own
+        func.func (called, until the inline stage inlines it). Calls without an array argument,
+        and calls under the cell's own jax.jit / jax.grad / vmap, run the original Python. After
+        the cell the names hold the original functions again; errors of reactant_lab show as a
+        panel (stage, pass, diagnostics, reproducer) and leave the arrays as they were.
+
+        Line form: ``%reactant_jit f(x, y)`` explores one call and returns its value.
+        """
+        __tracebackhide__ = True
+        if cell is None:
+            return self._jit_line(line)
+        args = parse_argstring(self.reactant_jit, line)
+        if args.call:
+            raise UsageError(f"%%reactant_jit takes options only, not {' '.join(args.call)!r}; "
+                             "the cell body is the code (line form: %reactant_jit f(x))")
+        options = _options(args)
+        install_error_panel(self.shell)
+        session = CellSession(options)
+        header = f"%%reactant_jit {line}".rstrip()
+        try:
+            value = run_body(self.shell, header, cell, session, args.fn)
+        except Exception as exc:
+            _relabel_notes(exc, nbdisplay.cell_file_labels(self.shell))
+            raise
+        if value is not NoValue:
+            self.shell.displayhook(value)
+        self._finish(list(session.explored.values()), options, args.no_display)
+        return None
+
+    def _jit_line(self, line: str) -> Any:
+        __tracebackhide__ = True
+        prefix, call = split_call(line)
+        args = parse_argstring(self.reactant_jit, prefix)
+        if args.fn:
+            raise UsageError("--fn is for the cell form; the line form explores the call it is "
+                             "given")
+        options = _options(args)
+        install_error_panel(self.shell)
+        fn, call_args, call_kwargs = self._evaluate_call(call)
+        session = CellSession(options)
+        try:
+            value = session.call(fn, call_args, call_kwargs)
+        finally:
+            session.close()
+        if not session.explored:
+            print(f"%reactant_jit: nothing to explore: {call} has no array argument")
+        self._finish(list(session.explored.values()), options, args.no_display)
+        return value
+
+    def _finish(self, explored: list[Explored], options: CellOptions, no_display: bool) -> None:
+        _LAST[:] = [e.exploration for e in explored]
+        for entry in explored:
+            result = None
+            if options.bench is not None and entry.inputs is not None:
+                result = _bench(entry, options)
+            if not no_display:
+                show(self.shell, entry.exploration, bench=result,
+                     rerun=rerun_call(entry.exploration, options.device))
+
+    @magic_arguments()
+    @argument("--granularity", choices=("stage", "pass"), default="stage",
+              help="one step per preset stage (default) or per pass")
+    @argument("--no-nan", action="store_true", help="let the enzyme-hlo patterns assume no NaNs")
+    @argument("--device", choices=("cpu", "gpu"), default=None,
+              help="target of the lowering passes (default: JAX's default device)")
+    @argument("--no-display", action="store_true", help="show no explorer")
+    @argument("pipeline", nargs="*", metavar="PIPELINE-or-PRESET",
+              help="an optimize preset (default all) or a pass pipeline, e.g. canonicalize,cse")
+    @cell_magic
+    def reactant_mlir(self, line: str, cell: str) -> None:
+        """Run a preset or a pass pipeline stage by stage on the MLIR module in the cell body
+        (Reactant's run_pass_pipeline_on_source) and show the explorer. Nothing is compiled or
+        run: a module given as text has no Python signature."""
+        args = parse_argstring(self.reactant_mlir, line)
+        install_error_panel(self.shell)
+        target = " ".join(args.pipeline).strip() or "all"
+        preset, pipeline = (target, None) if target in PRESETS else ("all", target)
+        stages = run_on_text(cell, optimize=preset, granularity=args.granularity,
+                             pipeline=pipeline, no_nan=args.no_nan, device=args.device)
+        ex = Exploration(None, stages, None)  # type: ignore[arg-type]  # module text: no trace
+        _LAST[:] = [ex]
+        if not args.no_display:
+            show(self.shell, ex, rerun=rerun_text(cell, args.device))
+
+    @magic_arguments()
+    @argument("--presets", default="none,all", metavar="P1,P2",
+              help="optimize presets to time (default none,all)")
+    @argument("--baselines", default=",".join(BASELINES), metavar="B1,B2",
+              help="baselines to time beside them: numpy (NumPy code only), jax (jax.jit)")
+    @argument("--repeats", type=int, default=None, metavar="N",
+              help="samples per variant (default: as many as --min-time allows)")
+    @argument("--min-time", type=float, default=0.2, metavar="SECONDS",
+              help="measure each variant for at least this long (default 0.2)")
+    @argument("--device", choices=("cpu", "gpu"), default=None, help="device to run on")
+    @argument("call", nargs="*", help="the call to time, e.g. f(x, y)")
+    @line_magic
+    def reactant_bench(self, line: str) -> BenchResult:
+        """%timeit for the compiled call: each preset compiled through the pipeline and timed
+        beside NumPy and jax.jit in one round-robin run; returns the BenchResult (a table and a
+        chart of the samples)."""
+        __tracebackhide__ = True
+        prefix, call = split_call(line)
+        args = parse_argstring(self.reactant_bench, prefix)
+        install_error_panel(self.shell)
+        fn, call_args, call_kwargs = self._evaluate_call(call)
+        return bench(fn, *call_args, presets=_names(args.presets),
+                     baselines=_names(args.baselines), repeats=args.repeats,
+                     min_time=args.min_time, device=args.device, **call_kwargs)
+
+    def _evaluate_call(self, call: str) -> tuple[Callable[..., Any], tuple, dict]:
+        """The function, positional and keyword arguments of a call written in the line."""
+        __tracebackhide__ = True
+        filename = self.shell.compile.cache(call, self.shell.execution_count)
+        tree = self.shell.compile.ast_parse(call, filename=filename, symbol="eval")
+        if not isinstance(tree.body, ast.Call):
+            raise UsageError(f"expected a call such as f(x, y), not {call!r}")
+        ns = self.shell.user_ns
+        fn = eval(self.shell.compile(ast.Expression(tree.body.func), filename, "eval"), ns)
+        capture = ast.Call(ast.Name("__reactant_lab_args__", ast.Load()), tree.body.args,
+                           tree.body.keywords)
+        code = self.shell.compile(ast.fix_missing_locations(ast.Expression(capture)), filename,
+                                  "eval")
+        args, kwargs = eval(code, ns, {"__reactant_lab_args__": lambda *a, **k: (a, k)})
+        return fn, args, kwargs
+
+
+def split_call(line: str) -> tuple[str, str]:
+    """``'--opt v f(x, y)'`` -> ``('--opt v', 'f(x, y)')``: the call is the shortest tail of the
+    line that reads as a Python call."""
+    words = [i for i, ch in enumerate(line) if not ch.isspace() and (i == 0 or line[i - 1].isspace())]
+    for i in words:
+        tail = line[i:].strip()
+        if tail.startswith("-"):
+            continue
+        try:
+            tree = ast.parse(tail, mode="eval")
+        except SyntaxError:
+            continue
+        if isinstance(tree.body, ast.Call):
+            return line[:i].strip(), tail
+    raise UsageError(f"expected options and then a call such as f(x, y), not {line.strip()!r}")
+
+
+def _relabel_notes(exc: BaseException, labels: dict[str, str]) -> None:
+    """File names of the kernel's cells in the notes reactant_lab added become ``Cell In[N]``."""
+    notes = getattr(exc, "__notes__", None)
+    if notes:
+        notes[:] = [nbdisplay.relabel(n, labels) for n in notes]
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def _options(args: Any) -> CellOptions:
+    if args.optimize not in PRESETS:
+        raise UsageError(str(UnknownPresetError(
+            f"unknown optimize preset {args.optimize!r}. Valid presets: {', '.join(PRESETS)}")))
+    return CellOptions(optimize=args.optimize, pipeline=args.pipeline,
+                       granularity=args.granularity, device=args.device, run=not args.no_run,
+                       bench=args.bench)
+
+
+def _bench(entry: Explored, options: CellOptions) -> BenchResult:
+    args, kwargs = entry.inputs  # type: ignore[misc]  # checked by the caller
+    presets = tuple(dict.fromkeys(("none", options.optimize)))
+    return bench(entry.fn, *args, presets=presets, repeats=options.bench or None,
+                 device=options.device, **kwargs)
+
+
+def rerun_call(ex: Exploration, device: str | None) -> Callable[..., Exploration]:
+    """Re-run the stages (and compile) of an explored call with other settings, without running
+    the cell again."""
+    def rerun(optimize: str, granularity: str, no_nan: bool, pipeline: str | None) -> Exploration:
+        stages = ex.traced.stages(optimize, granularity, pipeline=pipeline, no_nan=no_nan,
+                                  device=device)
+        return Exploration(ex.traced, stages, stages.compile(device=device))
+
+    return rerun
+
+
+def rerun_text(text: str, device: str | None) -> Callable[..., Exploration]:
+    """Re-run the stages of a module given as text with other settings."""
+    def rerun(optimize: str, granularity: str, no_nan: bool, pipeline: str | None) -> Exploration:
+        stages = run_on_text(text, optimize=optimize, granularity=granularity,
+                             pipeline=pipeline, no_nan=no_nan, device=device)
+        return Exploration(None, stages, None)  # type: ignore[arg-type]  # no trace
+
+    return rerun
+
+
+def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None,
+         rerun: Callable[..., Exploration] | None = None) -> None:
+    """Display the explorer of ``ex`` below the cell: the live widget, whose output also carries
+    the static bundle that saved notebooks and other front ends show (see notebook/widget.py);
+    the static bundle alone when this installation has no widget front end."""
+    from reactant_lab.notebook.widget import ExplorerWidget
+
+    labels = nbdisplay.cell_file_labels(shell)
+    try:
+        widget = ExplorerWidget(ex, rerun=rerun, bench=bench, labels=labels)
+    except ReactantLabError as exc:  # the front end was not built into this installation
+        display(nbdisplay.explorer_bundle(ex, bench=bench, labels=labels), raw=True)
+        print(f"(static explorer: {exc})")
+        return
+    display(widget)
+
+
+_PANELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def install_error_panel(shell: Any) -> None:
+    """Until the current cell has finished, show a ReactantLabError as an error panel (the cell
+    still fails; the kernel keeps running). IPython's custom exception hook is restored after."""
+    if shell in _PANELS:
+        return
+    saved = (shell.custom_exceptions, shell.CustomTB)
+    previous = saved[1]
+
+    def handler(shell: Any, etype: type, value: BaseException, tb: Any,
+                tb_offset: int | None = None) -> list[str]:
+        if not isinstance(value, ReactantLabError):
+            return previous(etype, value, tb, tb_offset)
+        display(nbdisplay.error_bundle(value, nbdisplay.cell_file_labels(shell)), raw=True)
+        first = str(value).strip().splitlines()[0] if str(value).strip() else ""
+        return [f"{etype.__name__}: {first} (details in the panel above)"]
+
+    def restore() -> None:
+        shell.custom_exceptions, shell.CustomTB = saved
+        shell.events.unregister("post_execute", restore)
+        _PANELS.pop(shell, None)
+
+    shell.set_custom_exc((*saved[0], ReactantLabError), handler)
+    shell.events.register("post_execute", restore)
+    _PANELS[shell] = restore

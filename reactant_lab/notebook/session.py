@@ -1,0 +1,174 @@
+"""What one ``%%reactant_jit`` cell records: its functions wrapped so that each call is traced,
+staged, compiled and run once per signature, and one exploration per distinct signature."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import time
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from reactant_lab.errors import ReactantLabError
+from reactant_lab.explore import Exploration
+from reactant_lab.notebook.nested import call_nested, has_traced
+from reactant_lab.trace import trace
+from reactant_lab.trace.paths import flatten_call
+from reactant_lab.trace.user_errors import is_user_file
+
+
+@dataclass(frozen=True)
+class CellOptions:
+    """The options of one ``%%reactant_jit`` cell."""
+
+    optimize: str = "all"
+    """The optimize preset of every call."""
+    pipeline: str | None = None
+    """A pass pipeline to run instead of the preset."""
+    granularity: str = "stage"
+    """'stage' or 'pass'."""
+    device: str | None = None
+    """'cpu', 'gpu' or None (the default device)."""
+    run: bool = True
+    """Run the compiled code (False: the calls run the original Python)."""
+    bench: int | None = None
+    """Benchmark each signature after the cell: None no, 0 with automatic repeats, N repeats."""
+
+
+@dataclass
+class Explored:
+    """One distinct traced call signature of the cell."""
+
+    fn: Callable[..., Any]
+    """The cell's own function."""
+    exploration: Exploration
+    """Its trace, stages and executable (with the first compiled run's time)."""
+    calls: int = 0
+    """How many calls of the cell had this signature."""
+    inputs: tuple[tuple, dict] | None = None
+    """Copies of the first call's arguments, taken before it ran (for --bench)."""
+
+
+class CellFunction:
+    """A cell function while its cell runs: each call goes through the cell's session."""
+
+    def __init__(self, fn: Callable[..., Any], session: CellSession):
+        self.fn = fn
+        """The original function."""
+        self.session = session
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        return self.session.call(self.fn, args, kwargs)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        return self if obj is None else types.MethodType(self, obj)
+
+
+class CellSession:
+    """Explores and runs the calls of one cell; after ``close()`` its wrappers call through."""
+
+    def __init__(self, options: CellOptions):
+        self.options = options
+        self.explored: dict[tuple, Explored] = {}
+        self._state = "idle"  # "tracing" / "plain" while a cell function runs, "closed" after
+        self._nested: dict[Any, Any] = {}
+
+    def wrap(self, fn: Any) -> Any:
+        """``fn`` wrapped for this cell (non-callables and classes are returned unchanged)."""
+        if isinstance(fn, CellFunction) or not callable(fn) or isinstance(fn, type):
+            return fn
+        return CellFunction(fn, self)
+
+    def close(self) -> None:
+        """The cell is over: wrappers kept somewhere call the original functions from now on."""
+        self._state = "closed"
+
+    def explorations(self) -> list[Exploration]:
+        """One exploration per distinct call signature, in the order they first ran."""
+        return [e.exploration for e in self.explored.values()]
+
+    def call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        """One call of a cell function."""
+        __tracebackhide__ = True
+        if self._state == "tracing":
+            return call_nested(fn, args, kwargs, self._nested)
+        if self._state != "idle" or has_traced(args, kwargs):
+            # after the cell, inside --no-run's plain Python, or under the user's own JAX
+            # transformation (jax.grad / vmap / jit of cell code): the original Python
+            return fn(*args, **kwargs)
+        flat = flatten_call(args, kwargs)
+        if not flat.linear:  # no array argument: nothing to compile
+            return fn(*args, **kwargs)
+        key = (fn, flat.signature(), flat.all_numpy)
+        entry = self.explored.get(key)
+        first = entry is None
+        if entry is None:
+            entry = self.explored[key] = self._explore(fn, args, kwargs)
+        entry.calls += 1
+        if not self.options.run:
+            with self._in("plain"):
+                return fn(*args, **kwargs)
+        if not first:
+            return entry.exploration.compiled(*args, **kwargs)
+        start = time.perf_counter()
+        out = jax.block_until_ready(entry.exploration.compiled(*args, **kwargs))
+        entry.exploration = dataclasses.replace(entry.exploration, outputs=out,
+                                                run_seconds=time.perf_counter() - start)
+        return out
+
+    def _explore(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Explored:
+        __tracebackhide__ = True
+        inputs = _copy_inputs(args, kwargs) if self.options.bench is not None else None
+        self._nested = {}
+        try:
+            with self._in("tracing"):
+                traced = trace(fn, *args, **kwargs)
+        except ReactantLabError:
+            raise
+        except Exception as exc:
+            raise exc.with_traceback(user_traceback(exc.__traceback__)) from None
+        finally:
+            self._nested = {}
+        opts = self.options
+        stages = traced.stages(opts.optimize, opts.granularity, pipeline=opts.pipeline,
+                               device=opts.device)
+        ex = Exploration(traced, stages, stages.compile(device=opts.device))
+        return Explored(fn, ex, inputs=inputs)
+
+    @contextlib.contextmanager
+    def _in(self, state: str) -> Iterator[None]:
+        saved, self._state = self._state, state
+        try:
+            yield
+        finally:
+            self._state = saved
+
+
+def _copy_inputs(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """NumPy arrays copied (the call may update them in place); everything else shared."""
+    return jax.tree_util.tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x,
+                                  (args, kwargs))
+
+
+def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` with only the user's own frames (the notebook's cells and the user's files): what
+    went wrong in their code while it was traced, without reactant_lab's and JAX's frames."""
+    frames, t = [], tb
+    while t is not None:
+        if is_user_file(t.tb_frame.f_code.co_filename):
+            frames.append(t)
+        t = t.tb_next
+    if not frames:
+        return tb
+    out = None
+    for t in reversed(frames):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out

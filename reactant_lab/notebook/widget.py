@@ -1,0 +1,221 @@
+"""The live explorer: ``ExplorerWidget(exploration)``, an anywidget whose front end is the same
+explorer UI the JupyterLab extension renders saved outputs with.
+
+Display path (measured in a real JupyterLab 4.6 with ipywidgets 8.1, anywidget 0.11 and this
+package's extension, driven from Chromium; tests/browser/test_widget_browser.py): a caller only
+``display(ExplorerWidget(ex, rerun=..., bench=...))``. ``_repr_mimebundle_`` returns the widget
+view (``application/vnd.jupyter.widget-view+json``) merged with the static bundle of
+``reactant_lab.notebook.display.explorer_bundle`` (the payload under
+``application/vnd.reactant-lab.explorer+json``, the HTML fallback, the text summary). JupyterLab
+by itself would always pick the widget view for such an output (the widget renderer's rank, -10,
+beats every static renderer) and show "model not found" once the kernel is gone; so the
+extension installs in each notebook an explorer renderer ranked ahead of it (-20) that shows the
+live widget when the output is trusted, a kernel is attached and the widget manager has the
+model, and the explorer from the saved payload otherwise. Measured: a cell run live shows the
+live widget; reloading the page while the kernel runs shows the live widget again; after the
+kernel is replaced, and in a notebook opened with no kernel at all, the saved explorer shows (and
+no kernel is started). Without the extension (nbconvert, VS Code, GitHub) the HTML shows.
+
+Protocol (docs/widget-protocol.md): the synced traits are ``payload`` (the explorer payload,
+schema 1), ``status`` (``{"state": "idle" | "running" | "error", "message", "progress"}``) and
+``result`` (``{"id", "kind": "diff" | "slice" | "error", "data"}``, the answer to the last
+request). The front end sends ``{"command": "rerun" | "diff" | "slice", ...}`` messages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from reactant_lab.errors import ReactantLabError
+
+__all__ = ["BUNDLE", "ExplorerWidget", "Rerun", "front_end_bundle"]
+
+BUNDLE = Path(__file__).with_name("static") / "widget.js"
+"""The built front end (labextension/src/widget.ts bundled by the package build)."""
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+MESSAGE_MAX = 6_000
+"""Error messages longer than this are cut (MLIR diagnostics can run long)."""
+
+Rerun = Callable[[str, str, bool, str | None], Any]
+"""``rerun(optimize, granularity, no_nan, pipeline) -> Exploration``."""
+
+
+def front_end_bundle() -> str:
+    """The widget's ES module; a clear error when the package was installed without it."""
+    if not BUNDLE.is_file():
+        raise ReactantLabError(
+            f"the explorer widget's front end ({BUNDLE.name}) is missing from this installation "
+            "of reactant_lab: it is built when the package is installed. Reinstall reactant_lab "
+            "(pip install --force-reinstall reactant_lab, or pip install -e . in a checkout; "
+            "building it needs Node.js 20 or newer)")
+    return BUNDLE.read_text(encoding="utf-8")
+
+
+def _status(state: str, message: str = "", progress: float | None = None) -> dict[str, Any]:
+    return {"state": state, "message": message, "progress": progress}
+
+
+def _error_message(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) <= MESSAGE_MAX else text[:MESSAGE_MAX] + " …"
+
+
+class ExplorerWidget(anywidget.AnyWidget):
+    """An exploration in a notebook: stages, diffs between any two stages, graphs and one
+    result's slice, op metrics, XLA's HLO, timings; re-runs with another preset, granularity,
+    ``no_nan`` or pass pipeline without re-running the cell."""
+
+    payload = traitlets.Dict().tag(sync=True)
+    """The explorer payload (docs/explorer-schema.md)."""
+    status = traitlets.Dict().tag(sync=True)
+    """What the widget is doing: idle, running (with a progress fraction) or error."""
+    result = traitlets.Dict().tag(sync=True)
+    """The answer to the front end's last ``diff`` or ``slice`` request (or its error)."""
+
+    def __init__(self, exploration: Any, *, rerun: Rerun | None = None, bench: Any = None,
+                 labels: dict[str, str] | None = None):
+        """``rerun`` re-explores for the controls (default: the exploration's own trace, staged
+        and compiled again); ``bench`` a BenchResult shown in the timing panel; ``labels`` file
+        name -> label for the texts (the magics' cell labels)."""
+        self._esm = front_end_bundle()
+        super().__init__()
+        self.exploration = exploration
+        """The exploration shown (replaced by each re-run)."""
+        self._rerun = rerun
+        self._bench = bench
+        self._labels = labels
+        self.status = _status("idle")
+        self.payload = self._payload(exploration)
+        self.on_msg(self._on_msg)
+
+    def _payload(self, exploration: Any) -> dict[str, Any]:
+        from reactant_lab.notebook.display import explorer_payload
+
+        return explorer_payload(exploration, bench=self._bench, labels=self._labels)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view together with the static explorer bundle (payload, HTML, text)."""
+        from reactant_lab.notebook.display import explorer_bundle
+
+        shown = super()._repr_mimebundle_(**kwargs)
+        if shown is None:
+            return None
+        data, metadata = shown
+        bundle = explorer_bundle(self.exploration, bench=self._bench, labels=self._labels,
+                                 payload=self.payload)
+        return {**bundle, WIDGET_MIME: data[WIDGET_MIME]}, metadata
+
+    # Commands from the front end ---------------------------------------------------------
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        self.handle_command(content)
+
+    def handle_command(self, content: dict[str, Any]) -> None:
+        """Carry out one front-end command; a failure becomes the ``status`` (re-runs) or an
+        ``error`` result (requests), never an exception in the kernel."""
+        command = content.get("command") if isinstance(content, dict) else None
+        handler = {"rerun": self._cmd_rerun, "diff": self._cmd_diff,
+                   "slice": self._cmd_slice}.get(str(command))
+        request = content.get("id", 0) if isinstance(content, dict) else 0
+        try:
+            if handler is None:
+                raise ReactantLabError(f"unknown explorer command {command!r}; known: rerun, "
+                                       "diff, slice")
+            handler(content)
+        except Exception as exc:
+            if not isinstance(exc, ReactantLabError):
+                self.log.exception("explorer command %r failed", command)
+            message = _error_message(exc)
+            if command == "rerun":
+                self.status = _status("error", message)
+            else:
+                self.result = {"id": request, "kind": "error", "data": {"message": message}}
+
+    def _stage_index(self, value: Any) -> int:
+        n = len(self.exploration.stages.stages)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
+            raise ReactantLabError(f"no stage {value!r}: this explorer has stages 0 to {n - 1}")
+        return value
+
+    def _cmd_diff(self, content: dict[str, Any]) -> None:
+        from reactant_lab.analysis.diff import diff
+        from reactant_lab.render.diff_html import diff_rows
+        from reactant_lab.render.payload import DIFF_ROWS
+
+        stages = self.exploration.stages
+        a = stages[self._stage_index(content.get("before"))]
+        b = stages[self._stage_index(content.get("after"))]
+        d = diff(a, b)
+        entry = {"before": a.index, "after": b.index, "kind": "pair", "empty": not d,
+                 "added": d.added, "removed": d.removed, "changed": d.changed,
+                 "summary": d.summary(), "truncated": False,
+                 "rows": diff_rows(d, span_rows=DIFF_ROWS)}
+        self.result = {"id": content.get("id", 0), "kind": "diff", "data": entry}
+
+    def _cmd_slice(self, content: dict[str, Any]) -> None:
+        stage = self._stage_index(content.get("stage"))
+        result = content.get("result")
+        if not isinstance(result, str | int) or isinstance(result, bool):
+            raise ReactantLabError(f"a slice needs a result path such as 'result[0]', got "
+                                   f"{result!r}")
+        self.result = {"id": content.get("id", 0), "kind": "slice",
+                       "data": {"stage": stage, "result": result,
+                                "svg": self._slice_svg(stage, result)}}
+
+    def _slice_svg(self, stage: int, result: str | int) -> str:
+        if self.exploration.traced is not None:
+            return self.exploration.graph_svg(stage, result=result)
+        # Module text (%%reactant_mlir): the signature comes from the module itself.
+        from reactant_lab.analysis.graph import dataflow
+        from reactant_lab.render.graph_dot import to_dot
+        from reactant_lab.render.svg import render_svg
+
+        s = self.exploration.stages[stage]
+        return render_svg(to_dot(dataflow(s.ir, result=result,
+                                          title=f"module · stage {s.index}: {s.name}")))
+
+    def _cmd_rerun(self, content: dict[str, Any]) -> None:
+        optimize = str(content.get("optimize") or "all")
+        granularity = str(content.get("granularity") or "stage")
+        no_nan = bool(content.get("no_nan"))
+        pipeline = str(content.get("pipeline") or "").strip() or None
+        if granularity not in ("stage", "pass"):
+            raise ReactantLabError(f"unknown granularity {granularity!r}; use 'stage' or 'pass'")
+        what = f"pipeline {pipeline}" if pipeline else f"preset {optimize}"
+        start = time.perf_counter()
+        self.status = _status("running", f"re-running with {what}: running the passes…", 0.05)
+        if self._rerun is not None:
+            exploration = self._rerun(optimize, granularity, no_nan, pipeline)
+        else:
+            exploration = self._rerun_traced(optimize, granularity, no_nan, pipeline)
+        self.status = _status("running", "drawing the explorer…", 0.8)
+        payload = self._payload(exploration)
+        self.exploration = exploration
+        self.payload = payload
+        n = len(exploration.stages.stages)
+        self.status = _status("idle", f"re-ran with {what}: {n} stages in "
+                                      f"{time.perf_counter() - start:.2f} s")
+
+    def _rerun_traced(self, optimize: str, granularity: str, no_nan: bool,
+                      pipeline: str | None) -> Any:
+        """Stage and compile the exploration's own trace again."""
+        from reactant_lab.explore import Exploration
+
+        traced = self.exploration.traced
+        if traced is None:
+            raise ReactantLabError("this explorer was made from module text, not a traced call: "
+                                   "re-run its cell with the other preset")
+        compiled = self.exploration.compiled
+        device = compiled.device if compiled is not None else None
+        stages = traced.stages(optimize, granularity, pipeline=pipeline, no_nan=no_nan,
+                               device=device)
+        self.status = _status("running", f"compiling stage {len(stages.stages) - 1} with XLA…",
+                              0.6)
+        donate = bool(getattr(compiled, "donate", False))
+        return Exploration(traced, stages, stages.compile(device=device, donate=donate))

@@ -1,0 +1,253 @@
+"""Browser tests: a real JupyterLab on 127.0.0.1 (empty token, a temporary root directory, its
+own settings, news and update checks off), driven by Playwright with the system's Chromium (never
+a downloaded browser). Skipped, with the reason, only when Playwright or Chromium is absent.
+
+Fixtures for any browser test: ``jupyterlab_server`` (session-wide server with the Python
+kernel), ``lab_page`` (a fresh browser page; failures leave a screenshot in ``artifacts_dir``),
+``artifacts_dir`` (``test-artifacts/`` in the repository, git-ignored); helpers ``open_in_lab``,
+``wait_for_kernel_idle``, ``run_all_cells``,
+``choose_no_kernel``, ``write_notebook``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM_LOCATIONS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
+"""Where Debian's chromium package puts the browser (the first is the binary itself)."""
+START_TIMEOUT = 90.0
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"checkForUpdates": False, "fetchNews": "false"},
+}
+
+
+def chromium_executable() -> str | None:
+    """Debian's Chromium, or a chromium on PATH."""
+    for path in CHROMIUM_LOCATIONS:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class LabServer:
+    """A running JupyterLab: its base URL and root directory."""
+
+    url: str
+    """``http://127.0.0.1:PORT`` (no trailing slash)."""
+    root: Path
+    """The server's root directory: files written here open at ``lab/tree/NAME``."""
+    log: Path
+    """The server's output."""
+
+    def api(self, path: str) -> Any:
+        """GET a REST endpoint (``api/kernels``, ...) as JSON."""
+        with urllib.request.urlopen(f"{self.url}/{path}", timeout=10) as r:
+            return json.loads(r.read())
+
+    def kernels(self) -> list[dict[str, Any]]:
+        """The kernels running now."""
+        return self.api("api/kernels")
+
+    def shutdown_kernels(self) -> None:
+        """Shut every running kernel down."""
+        for k in self.kernels():
+            req = urllib.request.Request(f"{self.url}/api/kernels/{k['id']}", method="DELETE")
+            urllib.request.urlopen(req, timeout=30).close()
+
+
+def start_lab(tmp: Path, extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, LabServer]:
+    """Start JupyterLab with everything it writes under ``tmp``; returns once it answers."""
+    root, home = tmp / "root", tmp / "home"
+    settings = home / "lab-user-settings"
+    for d in (root, settings):
+        d.mkdir(parents=True, exist_ok=True)
+    for name, value in LAB_SETTINGS.items():
+        target = settings / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(value))
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_DATA_DIR": str(home / "data"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
+           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
+    port = _free_port()
+    log = tmp / "jupyterlab.log"
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           "--IdentityProvider.token=", "--ServerApp.password=", "--allow-root",
+           f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+           # REST calls from the tests (shutting a kernel down) carry no XSRF cookie.
+           "--ServerApp.disable_check_xsrf=True", *extra_args]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
+    server = LabServer(f"http://127.0.0.1:{port}", root, log)
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            server.api("api/status")
+            return proc, server
+        except (urllib.error.URLError, ConnectionError, OSError):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop_lab(proc)
+                pytest.fail(f"JupyterLab did not start; its output:\n{log.read_text()[-4000:]}")
+            time.sleep(0.25)
+
+
+def stop_lab(proc: subprocess.Popen) -> None:
+    """Stop the server (which shuts its kernels down); kill it if it does not stop."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Path of the Chromium to drive; skips the browser tests when there is none."""
+    pytest.importorskip("playwright.sync_api", reason="browser tests need the playwright package")
+    path = chromium_executable()
+    if path is None:
+        pytest.skip("browser tests need Chromium (Debian: apt-get install chromium)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def jupyterlab_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """A JupyterLab server for the whole session, with the Python kernel available."""
+    proc, server = start_lab(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        yield server
+    finally:
+        stop_lab(proc)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium: str) -> Iterator[Any]:
+    """A headless Chromium per test module (Playwright's sync API allows one at a time, and other
+    modules start their own)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    """``test-artifacts/`` in the repository (git-ignored): screenshots and measurements."""
+    path = REPO / "test-artifacts"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def lab_page(browser: Any, jupyterlab_server: LabServer, artifacts_dir: Path,
+             request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A fresh page (own context) with page errors collected in ``page.errors``; a failing test
+    leaves a screenshot named after it in ``artifacts_dir``, and the kernels it started are shut
+    down."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    try:
+        yield page
+    finally:
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            page.screenshot(path=str(artifacts_dir / f"FAILED-{request.node.name}.png"))
+        context.close()
+        jupyterlab_server.shutdown_kernels()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call":
+        item.rep_call = report
+
+
+def open_in_lab(page: Any, server: LabServer, path: str) -> None:
+    """Open ``path`` (relative to the server's root) in JupyterLab, in a fresh workspace (nothing
+    an earlier test opened comes back), and wait for its tab."""
+    page.goto(f"{server.url}/lab/tree/{path}?reset")
+    name = Path(path).name
+    page.locator(f'.lm-TabBar-tab[title*="{name}"], .lm-TabBar-tab:has-text("{name}")').first \
+        .wait_for(timeout=60_000)
+
+
+def choose_no_kernel(page: Any) -> None:
+    """Answer JupyterLab's "Select Kernel" dialog (a notebook without a kernelspec) with "No
+    Kernel"."""
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=30_000)
+    dialog.locator("select").select_option(label="No Kernel")
+    dialog.get_by_role("button", name="Select").click()
+    dialog.wait_for(state="detached")
+
+
+def wait_for_kernel_idle(page: Any, timeout: float = 120_000) -> None:
+    """Wait until the open notebook's kernel is idle (started and done running)."""
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"] >> visible=true').first \
+        .wait_for(timeout=timeout)
+
+
+def run_all_cells(page: Any, timeout: float = 180_000) -> None:
+    """Run > Run All Cells in the open notebook, and wait until no cell is queued or running."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import expect
+
+    started = page.locator(".jp-InputArea-prompt", has_text=re.compile(r"\[[0-9*]+\]")).first
+    for _ in range(3):  # a kernel that has only just connected can drop the first request
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
+        try:
+            started.wait_for(timeout=15_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    expect(page.locator(".jp-InputArea-prompt", has_text="[*]")).to_have_count(0,
+                                                                                timeout=timeout)
+
+
+def write_notebook(path: Path, cells: list[Any], kernel: bool = True) -> Path:
+    """Write a Python notebook of nbformat cells. Without ``kernel`` it names neither kernel nor
+    language, so JupyterLab starts none and asks which to start (see ``choose_no_kernel``)."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=cells)
+    if kernel:
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}
+        nb.metadata["language_info"] = {"name": "python"}
+    nbformat.write(nb, path)
+    return path

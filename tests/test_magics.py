@@ -1,0 +1,414 @@
+"""The magics driven through IPython's own shell, in process: values and in-place updates equal a
+plain run, explorers per call signature, tracebacks at the cell's lines, the error panel."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+from reactant_lab.bench import BenchResult
+from reactant_lab.errors import ControlFlowError, PassFailedError, PipelineError
+from reactant_lab.notebook import last_explorations
+from reactant_lab.notebook.session import CellFunction
+from reactant_lab.render.payload import MIME_TYPE
+from reactant_lab.render.texts import decode_text
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+MLP = """
+def layer(w, b, x):
+    return jnp.tanh(x @ w + b)
+
+def mlp(params, x):
+    for w, b in params:
+        x = layer(w, b, x)
+    return x.sum(axis=-1)
+
+mlp(params, x)
+"""
+
+JACOBI = """
+def sweep(dst, src):
+    dst[1:-1, 1:-1] = 0.2 * (src[1:-1, 1:-1] + src[1:-1, :-2] + src[1:-1, 2:] + src[2:, 1:-1]
+                             + src[:-2, 1:-1])
+
+def jacobi(steps, A, B):
+    for _ in range(steps):
+        sweep(B, A)
+        sweep(A, B)
+    return A.mean()
+
+jacobi(3, A, B)
+"""
+
+
+@pytest.fixture(scope="module")
+def shell():
+    ip = start_ipython()
+    ip.colors = "nocolor"
+    ip.run_cell("%load_ext reactant_lab", store_history=False)
+    ip.run_cell("import numpy as np, jax, jax.numpy as jnp", store_history=False)
+    return ip
+
+
+def run(shell, cell: str):
+    """(result, [display bundles], stdout) of one cell."""
+    with capture_output() as cap:
+        result = shell.run_cell(cell, store_history=True)
+    return result, [o.data for o in cap.outputs], cap.stdout
+
+
+def explorers(outputs: list[dict]) -> list[dict]:
+    return [o[MIME_TYPE] for o in outputs if MIME_TYPE in o]
+
+
+def mlp_params(rng, sizes=(5, 8, 3)):
+    return [(rng.standard_normal((a, b)).astype(np.float32),
+             rng.standard_normal(b).astype(np.float32)) for a, b in itertools.pairwise(sizes)]
+
+
+def test_jax_mlp_cell_computes_what_the_plain_cell_does(shell, rng):
+    shell.push({"params": mlp_params(rng), "x": rng.standard_normal((4, 5)).astype(np.float32)})
+    plain = run(shell, MLP)[0]
+    result, outputs, _ = run(shell, "%%reactant_jit" + MLP)
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(np.asarray(result.result), np.asarray(plain.result), rtol=1e-5,
+                               atol=1e-6)
+    [payload] = explorers(outputs)
+    assert payload["meta"]["function"] == "mlp" and payload["meta"]["mode"] == "jax"
+    assert [a["path"] for a in payload["signature"]["args"]][:2] == ["args[0][0][0]",
+                                                                      "args[0][0][1]"]
+    # after the cell the names hold the user's own functions again
+    assert not isinstance(shell.user_ns["mlp"], CellFunction)
+    assert shell.user_ns["mlp"].__name__ == "mlp" and "__reactant_lab_wrap__" not in shell.user_ns
+
+
+def test_numpy_kernel_updates_its_arguments_as_a_plain_run_does(shell, rng):
+    A0, B0 = rng.random((12, 12)), rng.random((12, 12))
+    shell.push({"A": A0.copy(), "B": B0.copy()})
+    plain = run(shell, JACOBI)[0]
+    want_a, want_b = shell.user_ns["A"].copy(), shell.user_ns["B"].copy()
+    a, b = A0.copy(), B0.copy()
+    shell.push({"A": a, "B": b})
+    result, outputs, _ = run(shell, "%%reactant_jit" + JACOBI)
+    assert result.success, result.error_in_exec
+    assert shell.user_ns["A"] is a and shell.user_ns["B"] is b  # the same arrays, updated
+    np.testing.assert_allclose(a, want_a, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b, want_b, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(a, A0)
+    np.testing.assert_allclose(result.result, plain.result, rtol=1e-12)
+    [payload] = explorers(outputs)
+    assert payload["meta"]["mode"] == "numpy"
+    assert {a["path"] for a in payload["signature"]["args"] if a["mutated"]} == {"args[1]",
+                                                                                "args[2]"}
+
+
+def test_a_loop_of_calls_with_one_signature_gives_one_explorer(shell, rng):
+    xs = [rng.standard_normal(6) for _ in range(5)]
+    shell.push({"xs": xs})
+    result, outputs, _ = run(shell, "%%reactant_jit\ndef f(x):\n    return np.sin(x) * 2\n\n"
+                                    "[f(x) for x in xs]\n")
+    assert result.success, result.error_in_exec
+    for got, x in zip(result.result, xs, strict=True):
+        np.testing.assert_allclose(got, np.sin(x) * 2, rtol=1e-12)
+    assert len(explorers(outputs)) == 1 and len(last_explorations()) == 1
+
+
+def test_two_signatures_give_two_explorers_in_call_order(shell, rng):
+    shell.push({"x3": rng.standard_normal(3), "x5": rng.standard_normal((5, 2))})
+    result, outputs, _ = run(shell, "%%reactant_jit\ndef f(x):\n    return x * 2\n\n"
+                                    "a = f(x3)\nb = f(x5)\nc = f(x3)\n")
+    assert result.success and result.result is None
+    found = explorers(outputs)
+    assert [p["signature"]["args"][0]["type"] for p in found] == ["float64[3]", "float64[5,2]"]
+    np.testing.assert_allclose(shell.user_ns["b"], shell.user_ns["x5"] * 2)
+
+
+def test_tracebacks_point_at_the_cells_own_lines(shell, rng):
+    shell.push({"x": rng.standard_normal(4)})
+    cell = ("%%reactant_jit\n"                    # line 1
+            "def f(x):\n"                         # line 2
+            "    y = x + 1\n"                     # line 3
+            "    return y.no_such_method()\n"     # line 4
+            "\n"
+            "f(x)\n")                             # line 6
+    result, _, out = run(shell, cell)
+    assert isinstance(result.error_in_exec, AttributeError)
+    assert "line 4, in f" in out and "y.no_such_method()" in out and "line 6" in out
+    assert "Cell In[" in out
+    assert "reactant_lab" + os.sep not in out and "jax" + os.sep + "_src" not in out
+
+
+def test_control_flow_error_is_a_panel_and_variables_are_untouched(shell, rng):
+    a0 = rng.random(6)
+    a = a0.copy()
+    shell.push({"a": a, "counter": 0})
+    previous = shell.custom_exceptions
+    cell = ("%%reactant_jit\ncounter = 1\ndef k(v):\n    if v.sum() > 0:\n        v += 1\n"
+            "    return v\n\nk(a)\ncounter = 2\n")
+    result, outputs, out = run(shell, cell)
+    assert isinstance(result.error_in_exec, ControlFlowError)
+    [panel] = outputs
+    assert "ControlFlowError" in panel["text/html"] and "Traceback" not in out
+    assert "line 4" in panel["text/plain"] and "np.where" in panel["text/plain"]
+    np.testing.assert_array_equal(shell.user_ns["a"], a0)
+    assert shell.user_ns["a"] is a and shell.user_ns["counter"] == 1
+    assert not isinstance(shell.user_ns["k"], CellFunction)
+    assert shell.custom_exceptions == previous  # the hook is the user's again
+    after, _, _ = run(shell, "counter + 40")
+    assert after.success and after.result == 41
+
+
+def test_failing_pass_is_a_panel_with_stage_pass_diagnostics_and_reproducer(
+        shell, rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("REACTANT_LAB_REPRO_DIR", str(tmp_path))
+    a0 = rng.random(5)
+    shell.push({"a": a0.copy()})
+    result, outputs, _ = run(shell, "%%reactant_jit --pipeline canonicalize,transform-interpreter"
+                                    "\ndef k(v):\n    v *= 3\n\nk(a)\n")
+    assert isinstance(result.error_in_exec, PassFailedError)
+    [panel] = outputs
+    text = panel["text/plain"]
+    assert "stage: custom" in text and "pass: transform-interpreter" in text
+    assert "__transform_main" in text  # MLIR's own diagnostics
+    assert f"reproducer: {tmp_path}" in text
+    assert os.path.exists(os.path.join(result.error_in_exec.reproducer, "rerun.py"))
+    assert "MLIR diagnostics" in panel["text/html"]
+    np.testing.assert_array_equal(shell.user_ns["a"], a0)
+
+
+def test_asking_for_a_missing_device_is_a_panel(shell, rng):
+    import jax
+
+    if any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("a GPU is attached")
+    shell.push({"x": rng.random(3)})
+    result, outputs, _ = run(shell, "%%reactant_jit --device gpu\ndef f(x):\n    return x + 1\n"
+                                    "f(x)\n")
+    assert isinstance(result.error_in_exec, PipelineError)
+    assert "no 'gpu' device" in outputs[0]["text/plain"]
+
+
+def test_fn_explores_functions_of_earlier_cells_only(shell, rng):
+    shell.push({"x": rng.standard_normal(7)})
+    assert run(shell, "def scale(v):\n    return v * 3\n")[0].success
+    result, outputs, _ = run(shell, "%%reactant_jit --fn scale\ndef shift(v):\n    return v + 1\n"
+                                    "\nshift(scale(x))\n")
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(result.result, shell.user_ns["x"] * 3 + 1)
+    assert [p["meta"]["function"] for p in explorers(outputs)] == ["scale"]
+    assert not isinstance(shell.user_ns["scale"], CellFunction)
+    bad = run(shell, "%%reactant_jit --fn nowhere\n1\n")[0]
+    assert not bad.success and "--fn nowhere: no such name" in str(bad.error_in_exec)
+
+
+def test_nested_cell_function_is_its_own_func_and_the_inline_stage_inlines_it(shell, rng):
+    # layers of one shape: one function, called twice (Reactant's call cache)
+    shell.push({"params": mlp_params(rng, (5, 5, 5)),
+                "x": rng.standard_normal((2, 5)).astype(np.float32)})
+    result, outputs, _ = run(shell, "%%reactant_jit --granularity pass" + MLP)
+    assert result.success, result.error_in_exec
+    [ex] = last_explorations()
+    traced = ex.stages[0].as_text()
+    assert "func.func private @layer(" in traced and traced.count("call @layer(") == 2
+    inline = next(s for s in ex.stages if s.name == "inline")
+    before = ex.stages[inline.index - 1]
+    assert "call @layer(" in before.as_text() and inline.changed
+    assert "call @layer" not in inline.as_text()
+    payload = explorers(outputs)[0]
+    assert payload["stages"][inline.index]["changed"]
+    assert any(d["after"] == inline.index and not d["empty"] for d in payload["diffs"])
+
+
+def test_nested_numpy_kernel_updates_the_callers_arrays_through_views(shell, rng):
+    cell = ("\ndef relax(u):\n    u[1:-1] = 0.5 * (u[:-2] + u[2:])\n\n"
+            "def solve(U):\n    for row in range(U.shape[0]):\n        relax(U[row])\n"
+            "    relax(U[:, 0])\n    return U\n\nsolve(U)\n")
+    u0 = rng.random((3, 6))
+    shell.push({"U": u0.copy()})
+    run(shell, cell)
+    want = shell.user_ns["U"].copy()
+    u = u0.copy()
+    shell.push({"U": u})
+    result, _, _ = run(shell, "%%reactant_jit" + cell)
+    assert result.success, result.error_in_exec
+    assert result.result is u  # the argument it returns is the caller's own array
+    np.testing.assert_allclose(u, want, rtol=1e-12)
+    text = last_explorations()[0].stages[0].as_text()
+    assert "func.func private @relax(" in text and "call @relax" in text
+
+
+def test_no_run_explores_and_runs_the_original_python(shell, rng):
+    a0 = rng.random(4)
+    shell.push({"a": a0.copy()})
+    result, outputs, _ = run(shell, "%%reactant_jit --no-run\ndef bump(v):\n    v += 2\n\n"
+                                    "def k(v):\n    bump(v)\n    return v.sum()\n\nk(a)\n")
+    assert result.success and isinstance(result.result, float | np.floating)  # NumPy's own
+    np.testing.assert_allclose(shell.user_ns["a"], a0 + 2)
+    [ex] = last_explorations()  # bump, called by k's Python, is not explored on its own
+    assert ex.compiled is not None and ex.run_seconds is None
+    assert "func.func private @bump(" in ex.stages[0].as_text()
+    assert len(explorers(outputs)) == 1
+
+
+def test_no_display_shows_nothing_but_still_explores(shell, rng):
+    shell.push({"x": rng.random(3)})
+    result, outputs, _ = run(shell, "%%reactant_jit --no-display\ndef f(v):\n    return v * v\n"
+                                    "f(x)\n")
+    assert result.success and outputs == [] and len(last_explorations()) == 1
+
+
+def test_reactant_mlir_runs_a_pipeline_stage_by_stage(shell):
+    cell = """%%reactant_mlir --granularity pass inline,canonicalize
+module {
+  func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = call @twice(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+  func.func private @twice(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %a : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+    result, outputs, _ = run(shell, cell)
+    assert result.success, result.error_in_exec
+    [payload] = explorers(outputs)
+    assert [s["name"] for s in payload["stages"]] == ["traced", "inline", "canonicalize"]
+    assert payload["stages"][1]["changed"] and payload["xla"] is None
+    inlined = decode_text(payload["texts"], payload["stages"][1]["text"])
+    assert "call @twice" not in inlined and "stablehlo.add" in inlined
+    preset, outputs, _ = run(shell, "%%reactant_mlir canonicalize\n" + cell.split("\n", 1)[1])
+    assert preset.success and explorers(outputs)[0]["meta"]["optimize"] == "canonicalize"
+
+
+def test_reactant_mlir_failing_pass_is_a_panel(shell, tmp_path, monkeypatch):
+    monkeypatch.setenv("REACTANT_LAB_REPRO_DIR", str(tmp_path))
+    result, outputs, _ = run(shell, "%%reactant_mlir canonicalize,transform-interpreter\n"
+                                    "module {\n  func.func @main() {\n    return\n  }\n}\n")
+    assert isinstance(result.error_in_exec, PassFailedError)
+    assert "pass: transform-interpreter" in outputs[0]["text/plain"]
+
+
+def test_line_form_explores_one_call_and_returns_its_value(shell, rng):
+    a0 = rng.random((3, 3))
+    shell.push({"a": a0.copy(), "b": rng.random(3)})
+    assert run(shell, "def k(m, v):\n    m += v\n    return m @ v\n")[0].success
+    result, outputs, _ = run(shell, "%reactant_jit --optimize canonicalize k(a, v=b)")
+    assert result.success, result.error_in_exec
+    b = shell.user_ns["b"]
+    np.testing.assert_allclose(shell.user_ns["a"], a0 + b, rtol=1e-12)
+    np.testing.assert_allclose(result.result, (a0 + b) @ b, rtol=1e-12)
+    [payload] = explorers(outputs)
+    assert payload["meta"]["optimize"] == "canonicalize"
+    assert [a["path"] for a in payload["signature"]["args"]] == ["args[0]", "kwargs['v']"]
+
+
+def test_reactant_bench_times_the_compiled_call_beside_its_baselines(shell, rng):
+    shell.push({"x": rng.random(64)})
+    assert run(shell, "def f(v):\n    return (v * v).sum() + 1\n")[0].success
+    result, _, _ = run(shell, "%reactant_bench --repeats 3 --presets all f(x)")
+    assert result.success, result.error_in_exec
+    res = result.result
+    assert isinstance(res, BenchResult) and [r.name for r in res.rows] == ["all", "numpy", "jax"]
+    assert all(len(r.samples_s) == 3 for r in res.rows)
+    assert "<table" in res._repr_html_()
+
+
+def test_bench_option_adds_the_timing_panel(shell, rng):
+    shell.push({"x": rng.random(16)})
+    result, outputs, _ = run(shell, "%%reactant_jit --bench 3\ndef f(v):\n    v *= 2\n\nf(x)\n")
+    assert result.success, result.error_in_exec
+    [bundle] = [o for o in outputs if MIME_TYPE in o]
+    payload = bundle[MIME_TYPE]
+    assert {r["name"] for r in payload["bench"]["rows"]} == {"none", "all", "numpy", "jax"}
+    assert payload["run"]["median_seconds"] > 0 and payload["run"]["samples"] == 3
+    assert "Benchmark" in bundle["text/html"] and "numpy" in bundle["text/plain"]
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.handlers, self.ids = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.handlers += [k for k, _ in attrs if k.startswith("on")]
+        self.ids += [v for k, v in attrs if k == "id"]
+
+
+def test_display_bundle_has_the_three_types_and_script_free_html(shell, rng):
+    shell.push({"x": rng.random(5), "y": rng.random((2, 2))})
+    result, outputs, _ = run(shell, "%%reactant_jit\ndef f(v):\n    return np.cos(v) + 1\n"
+                                    "f(x)\nf(y)\n")
+    assert result.success
+    bundles = [o for o in outputs if MIME_TYPE in o]
+    assert len(bundles) == 2
+    all_ids = []
+    for bundle in bundles:
+        # the static bundle, beside the live widget's view when the widget front end is built
+        assert set(bundle) - {WIDGET_MIME} == {MIME_TYPE, "text/html", "text/plain"}
+        payload = bundle[MIME_TYPE]
+        assert payload["schema_version"] == 1 and json.loads(json.dumps(payload)) == payload
+        parsed = _Tags()
+        parsed.feed(bundle["text/html"])
+        assert "script" not in parsed.tags and not parsed.handlers
+        assert "img" in parsed.tags and "section" in parsed.tags  # the graph, the stages
+        all_ids += parsed.ids
+        assert "traced" in bundle["text/plain"] and "XLA compile" in bundle["text/plain"]
+        # XLA's HLO names the source file of its ops: a cell, not a file of the machine
+        hlo = decode_text(payload["texts"], payload["xla"]["hlo"])
+        assert "ipython-input" not in json.dumps(payload) and "Cell In[" in hlo
+        assert not re.search(r'"(/|[A-Za-z]:\\)', hlo)  # nor any other absolute file name
+        # the report's CSS only styles its own div: the notebook page around it is left alone
+        css = re.search(r"<style>(.*?)</style>", bundle["text/html"], re.S).group(1)
+        scope = re.match(r'<div class="reactant-lab-report" id="([\w-]+)"', bundle["text/html"])
+        selectors = [sel.strip() for rule in re.findall(r"([^{}]+)\{", css)
+                     for sel in rule.split(",")]
+        assert selectors and all(sel.startswith(f"#{scope.group(1)}") for sel in selectors)
+    assert len(all_ids) == len(set(all_ids))  # two explorers on one page do not clash
+
+
+def test_calls_under_the_users_own_jax_transformation_run_the_python(shell, rng):
+    shell.push({"w": rng.standard_normal(4).astype(np.float32)})
+    result, outputs, _ = run(shell, "%%reactant_jit\ndef loss(v):\n    return jnp.sum(v ** 2)\n"
+                                    "\njax.grad(loss)(w)\n")
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(result.result, 2 * shell.user_ns["w"], rtol=1e-6)
+    assert explorers(outputs) == []
+
+
+def test_help_lists_every_option(shell):
+    _, _, out = run(shell, "%%reactant_jit?")
+    for option in ("--optimize", "--granularity", "--fn", "--bench", "--device", "--no-run",
+                   "--no-display", "--pipeline"):
+        assert option in out
+    assert "every call the cell makes" in out
+
+
+def test_rerun_callbacks_restage_without_running_the_cell(shell, rng):
+    from reactant_lab.notebook.magics import rerun_call, rerun_text
+
+    calls = []
+    shell.push({"x": rng.random(4), "calls": calls})
+    result, _, _ = run(shell, "%%reactant_jit\ndef f(v):\n    calls.append(1)\n"
+                              "    return np.exp(v) + 1\n\nf(x)\n")
+    assert result.success and calls == [1]  # traced once
+    [ex] = last_explorations()
+    again = rerun_call(ex, None)("canonicalize", "pass", False, None)
+    assert calls == [1] and again.stages.optimize == "canonicalize"
+    assert [s.name for s in again.stages][1:] == ["canonicalize"]
+    np.testing.assert_allclose(again.compiled(shell.user_ns["x"]), np.exp(shell.user_ns["x"]) + 1)
+    custom = rerun_call(ex, None)("all", "stage", False, "inline,cse")
+    assert custom.stages.optimize == "custom"
+    text = ex.stages[0].as_text()
+    module = rerun_text(text, None)("none", "stage", False, "canonicalize")
+    assert module.traced is None and [s.name for s in module.stages] == ["traced", "custom"]

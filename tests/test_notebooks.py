@@ -1,0 +1,73 @@
+"""The example notebooks run top to bottom in a fresh kernel (their own assertions check the values
+they show), and the saved copies carry explorer outputs a reader can see without running them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from reactant_lab.render.payload import MIME_TYPE
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("notebook_refresh", ROOT / "notebooks" / "refresh.py")
+refresh = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(refresh)
+
+NOTEBOOKS = ["01_quickstart.ipynb", "02_numpy_kernels.ipynb", "03_pass_by_pass.ipynb",
+             "04_benchmarking.ipynb"]
+MAX_BYTES = 2_000_000
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def outputs_of(cell) -> list:
+    return cell.get("outputs", []) if cell.cell_type == "code" else []
+
+
+def explorer_cells(nb) -> list:
+    return [c for c in nb.cells if any(MIME_TYPE in o.get("data", {}) for o in outputs_of(c))]
+
+
+def test_every_example_notebook_is_listed():
+    assert refresh.NOTEBOOKS == NOTEBOOKS
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_top_to_bottom(name):
+    nb = refresh.execute(ROOT / "notebooks" / name)
+    errors = [o for c in nb.cells for o in outputs_of(c) if o.output_type == "error"]
+    assert not errors
+    magicked = [c for c in nb.cells if c.cell_type == "code" and "%%reactant_" in c.source]
+    assert magicked and explorer_cells(nb) == magicked  # every magicked cell shows its explorer
+    for cell in magicked:
+        for o in outputs_of(cell):
+            if MIME_TYPE in o.get("data", {}):
+                assert set(o["data"]) - {WIDGET_MIME} == {MIME_TYPE, "text/html", "text/plain"}
+                assert "<script" not in o["data"]["text/html"]
+                assert o["data"][MIME_TYPE]["schema_version"] == 1
+    # a cell's value is shown first, its explorers below it
+    valued = [[("explorer" if MIME_TYPE in o.get("data", {}) else o.output_type)
+               for o in outputs_of(c)] for c in magicked
+              if any(o.output_type == "execute_result" for o in outputs_of(c))]
+    assert all(kinds[0] == "execute_result" and set(kinds[1:]) == {"explorer"} for kinds in valued)
+    assert valued or name != "01_quickstart.ipynb"
+    assert refresh.local_paths(nb) == []
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_saved_notebook_shows_its_outputs_without_running(name):
+    path = ROOT / "notebooks" / name
+    assert path.stat().st_size < MAX_BYTES
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code)  # saved after a full run
+    assert explorer_cells(nb)
+    assert refresh.local_paths(nb) == []
+    # SVG's namespace is a name, not a link; nothing else may point outside
+    assert not re.search(r"https?://(?!www\.w3\.org/(2000/svg|1999/xlink)\b)", json.dumps(nb.cells))

@@ -1,0 +1,191 @@
+"""The live explorer widget without a browser: its synced state, each front-end command sent
+through the widget's message path, progress and error states, and its display bundle."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.examples import mlp
+from reactant_lab.notebook import widget as widget_mod
+from reactant_lab.notebook.widget import ExplorerWidget
+from reactant_lab.render.payload import MIME_TYPE
+from reactant_lab.render.texts import decode_text
+from reactant_lab.stages.runner import run_on_text
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _mlp_args(rng: np.random.Generator) -> tuple:
+    def w(*shape):
+        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
+
+    params = {"w1": w(16, 32), "b1": w(32), "w2": w(32, 32), "b2": w(32), "w3": w(32, 4),
+              "b3": w(4)}
+    return params, rng.standard_normal((8, 16)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def exploration() -> rl.Exploration:
+    return rl.explore(mlp, *_mlp_args(np.random.default_rng()))
+
+
+def send(w: ExplorerWidget, content: dict) -> None:
+    """Deliver a message as the front end's ``model.send(content)`` arrives in the kernel."""
+    w._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def statuses(w: ExplorerWidget) -> list[dict]:
+    seen: list[dict] = []
+    w.observe(lambda change: seen.append(change["new"]), names="status")
+    return seen
+
+
+def test_state_is_the_payload_and_round_trips_through_json(exploration):
+    w = ExplorerWidget(exploration)
+    assert w.status == {"state": "idle", "message": "", "progress": None}
+    assert "render" in w._esm and w._esm == widget_mod.BUNDLE.read_text()
+    state = json.loads(json.dumps(w.get_state()))
+    payload = state["payload"]
+    assert payload == w.payload and payload["schema_version"] == 1
+    assert [s["name"] for s in payload["stages"]] == [s.name for s in exploration.stages.stages]
+    for entry, stage in zip(payload["stages"], exploration.stages.stages, strict=True):
+        assert decode_text(payload["texts"], entry["text"]) == stage.as_text()
+    other = ExplorerWidget(exploration)
+    other.set_state({"payload": payload, "status": state["status"], "result": state["result"]})
+    assert other.payload == w.payload and other.status == w.status
+
+
+def test_display_bundle_carries_the_widget_view_and_the_saved_explorer(exploration):
+    w = ExplorerWidget(exploration)
+    data, _metadata = w._repr_mimebundle_()
+    assert set(data) == {WIDGET_MIME, MIME_TYPE, "text/html", "text/plain"}
+    assert data[WIDGET_MIME]["model_id"] == w.model_id
+    assert data[MIME_TYPE] == w.payload
+    assert "mlp" in data["text/plain"] and "<script" not in data["text/html"].lower()
+
+
+def test_diff_of_any_two_stages_answers_with_rows_into_the_payload_texts(exploration):
+    w = ExplorerWidget(exploration)
+    last = len(exploration.stages.stages) - 1
+    send(w, {"command": "diff", "id": 7, "before": last, "after": 0})
+    assert w.result["id"] == 7 and w.result["kind"] == "diff"
+    entry = w.result["data"]
+    want = rl.diff(exploration.stages[last], exploration.stages[0])
+    assert (entry["added"], entry["removed"], entry["changed"]) == (want.added, want.removed,
+                                                                     want.changed)
+    assert (entry["before"], entry["after"]) == (last, 0) and not entry["empty"]
+    before = decode_text(w.payload["texts"], w.payload["stages"][last]["text"]).split("\n")
+    after = decode_text(w.payload["texts"], w.payload["stages"][0]["text"]).split("\n")
+    changed = [r for r in entry["rows"] if r[0] == "~"]
+    assert changed and all(before[r[1] - 1] != after[r[2] - 1] for r in changed)
+    added = [r for r in entry["rows"] if r[0] == "+"]
+    assert all(after[r[1] - 1].strip() for r in added)
+
+
+def test_slice_answers_with_the_graph_of_one_result(exploration):
+    w = ExplorerWidget(exploration)
+    send(w, {"command": "slice", "id": 3, "stage": 0, "result": "result"})
+    assert w.result["id"] == 3 and w.result["kind"] == "slice"
+    data = w.result["data"]
+    assert (data["stage"], data["result"]) == (0, "result")
+    assert data["svg"].lstrip().startswith("<svg") and "depends on" in data["svg"]
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ({"command": "diff", "id": 4, "before": 0, "after": 99}, "no stage 99"),
+    ({"command": "slice", "id": 5, "stage": 0, "result": "result[7]"}, "no result 'result[7]'"),
+    ({"command": "explode", "id": 6}, "unknown explorer command 'explode'"),
+])
+def test_a_failing_request_answers_with_an_error_naming_the_problem(exploration, content,
+                                                                     message):
+    w = ExplorerWidget(exploration)
+    send(w, content)
+    assert w.result["id"] == content["id"] and w.result["kind"] == "error"
+    assert message in w.result["data"]["message"]
+    assert "Traceback" not in w.result["data"]["message"]
+    assert w.status["state"] == "idle"
+
+
+def test_rerun_with_another_preset_reports_progress_then_replaces_the_payload(exploration):
+    w = ExplorerWidget(exploration)
+    seen = statuses(w)
+    send(w, {"command": "rerun", "optimize": "none", "granularity": "stage", "no_nan": False,
+             "pipeline": None})
+    states = [s["state"] for s in seen]
+    assert states[-1] == "idle" and set(states[:-1]) == {"running"} and len(states) >= 3
+    progress = [s["progress"] for s in seen[:-1]]
+    assert progress == sorted(progress) and all(0 < p < 1 for p in progress)
+    assert "preset none" in seen[-1]["message"]
+    assert w.payload["meta"]["optimize"] == "none"
+    assert len(w.payload["stages"]) < len(exploration.stages.stages)
+    assert w.exploration.stages.optimize == "none"
+
+
+def test_rerun_by_pass_and_with_a_pipeline(exploration):
+    w = ExplorerWidget(exploration)
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "pass", "no_nan": True,
+             "pipeline": ""})
+    assert w.payload["meta"]["granularity"] == "pass"
+    assert len(w.payload["stages"]) > len(exploration.stages.stages)
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+             "pipeline": "canonicalize,cse"})
+    assert w.payload["meta"]["optimize"] == "custom"
+    assert [s["pipeline"] for s in w.payload["stages"][1:]] == ["canonicalize,cse"]
+
+
+def test_rerun_error_sets_a_readable_error_status_and_keeps_the_explorer(exploration):
+    w = ExplorerWidget(exploration)
+    before = w.payload
+    send(w, {"command": "rerun", "optimize": "fastest", "granularity": "stage",
+             "no_nan": False, "pipeline": None})
+    assert w.status["state"] == "error"
+    assert w.status["message"].startswith("UnknownPresetError: unknown optimize preset 'fastest'")
+    assert "Traceback" not in w.status["message"] and w.payload == before
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+             "pipeline": "no-such-pass"})
+    assert w.status["state"] == "error" and "no-such-pass" in w.status["message"]
+
+
+def test_rerun_uses_the_callers_rerun(exploration):
+    calls = []
+
+    def rerun(optimize, granularity, no_nan, pipeline):
+        calls.append((optimize, granularity, no_nan, pipeline))
+        stages = exploration.traced.stages("canonicalize")
+        return rl.Exploration(exploration.traced, stages, stages.compile())
+
+    w = ExplorerWidget(exploration, rerun=rerun)
+    send(w, {"command": "rerun", "optimize": "just_batch", "granularity": "pass",
+             "no_nan": True, "pipeline": " "})
+    assert calls == [("just_batch", "pass", True, None)]
+    assert w.payload["meta"]["optimize"] == "canonicalize" and w.status["state"] == "idle"
+
+
+def test_module_text_explorer_slices_and_refuses_to_rerun_itself(exploration):
+    stages = run_on_text(exploration.stages[0].ir, optimize="canonicalize")
+    w = ExplorerWidget(rl.Exploration(None, stages, None))
+    assert w.payload["meta"]["function"] == "module"
+    send(w, {"command": "slice", "id": 1, "stage": 1, "result": 0})
+    assert w.result["kind"] == "slice" and "<svg" in w.result["data"]["svg"]
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+             "pipeline": None})
+    assert w.status["state"] == "error" and "module text" in w.status["message"]
+
+
+def test_bench_rows_reach_the_payload(exploration):
+    args = _mlp_args(np.random.default_rng())
+    result = rl.bench(mlp, *args, presets=("all",), baselines=("jax",), repeats=5, min_time=0.0,
+                      warmup=1, roofline=False, progress=False)
+    w = ExplorerWidget(exploration, bench=result)
+    assert [r["name"] for r in w.payload["bench"]["rows"]] == ["all", "jax"]
+    assert w.payload["run"]["median_seconds"] == result.row("all").median_s
+
+
+def test_missing_front_end_says_to_reinstall(exploration, monkeypatch, tmp_path):
+    monkeypatch.setattr(widget_mod, "BUNDLE", tmp_path / "widget.js")
+    with pytest.raises(rl.ReactantLabError, match="Reinstall reactant_lab"):
+        ExplorerWidget(exploration)
