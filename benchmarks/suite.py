@@ -1,7 +1,8 @@
 """The benchmark suite: every example through ``reactant_lab.bench``, one table of ratios.
 
 Columns: ours (preset all) / jax.jit, ours (all) / NumPy eager, preset all / preset none, each
-measured side by side in one run per kernel, with the geometric mean per column.
+measured side by side in one ``bench`` run per kernel; the suite makes several passes over all the
+kernels and reports each ratio's median over the passes, with the geometric mean per column.
 
 Run: .venv/bin/python benchmarks/suite.py [--min-time S] [--json out.json]
 """
@@ -81,35 +82,49 @@ def _geomean(values: list[float | None]) -> float | None:
     return math.exp(sum(math.log(v) for v in got) / len(got)) if got else None
 
 
+def _cells(values, widths=(13, 11, 9)) -> str:
+    return " ".join(f"{v:>{w}.3f}" if v else f"{'-':>{w}}" for v, w in zip(values, widths,
+                                                                             strict=True))
+
+
+def _median(values: list[float | None]) -> float | None:
+    got = sorted(v for v in values if v)
+    return got[len(got) // 2] if got else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--min-time", type=float, default=0.5)
+    parser.add_argument("--min-time", type=float, default=0.3,
+                        help="seconds of samples per variant and pass (default: 0.3)")
+    parser.add_argument("--passes", type=int, default=3,
+                        help="independent passes over all kernels; each ratio is the median over "
+                             "passes, so a burst of load on a shared machine does not decide it")
     parser.add_argument("--json", help="also write the ratios as JSON here")
     opts = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"reactant_lab benchmark suite ({', '.join(f'{k} {v}' for k, v in rl.versions().items())};"
-          f" device {jax.devices()[0]})")
-    head = f"{'kernel':<16} {'ours/jax.jit':>13} {'ours/numpy':>11} {'all/none':>9}  noisy"
+          f" device {jax.devices()[0]}; {opts.passes} passes)")
+    work = [(name, fn, make(rng)) for name, fn, make in kernels()]
+    runs: dict[str, list[tuple]] = {name: [] for name, _, _ in work}
+    for _ in range(opts.passes):
+        for name, fn, args in work:
+            res = rl.bench(fn, *args, presets=("none", "all"), min_time=opts.min_time,
+                           roofline=False, progress=False)
+            runs[name].append((_ratio(res, "all", "jax"), _ratio(res, "all", "numpy"),
+                               _ratio(res, "all", "none")))
+    head = f"{'kernel':<16} {'ours/jax.jit':>13} {'ours/numpy':>11} {'all/none':>9}"
     print(head)
     print("-" * len(head))
-    table = {}
-    for name, fn, make in kernels():
-        res = rl.bench(fn, *make(rng), presets=("none", "all"), min_time=opts.min_time,
-                       roofline=False, progress=False)
-        row = (_ratio(res, "all", "jax"), _ratio(res, "all", "numpy"), _ratio(res, "all", "none"))
-        table[name] = row
-        noisy = ",".join(r.name for r in res.rows if r.noisy)
-        cells = " ".join(f"{v:>{w}.3f}" if v else f"{'-':>{w}}" for v, w in zip(row, (13, 11, 9),
-                                                                                 strict=True))
-        print(f"{name:<16} {cells}  {noisy}")
+    table = {name: tuple(_median([r[i] for r in rows]) for i in range(3))
+             for name, rows in runs.items()}
+    for name, row in table.items():
+        print(f"{name:<16} {_cells(row)}")
     means = [_geomean([row[i] for row in table.values()]) for i in range(3)]
     print("-" * len(head))
-    cells = " ".join(f"{v:>{w}.3f}" if v else f"{'-':>{w}}" for v, w in zip(means, (13, 11, 9),
-                                                                              strict=True))
-    print(f"{'geometric mean':<16} {cells}")
+    print(f"{'geometric mean':<16} {_cells(means)}")
     if opts.json:
         with open(opts.json, "w", encoding="utf-8") as fh:
-            json.dump({"kernels": table, "geomean": means}, fh, indent=2)
+            json.dump({"kernels": table, "geomean": means, "passes": runs}, fh, indent=2)
     return 0
 
 

@@ -63,16 +63,22 @@ def copy_inputs(inputs: Inputs, place: Callable[[Any], Any]) -> Inputs:
 
 
 def warm_up(variant: Variant, warmup: int) -> float:
-    """Run ``warmup`` calls (at least one) untimed but the last; pick calls per sample."""
-    took = 0.0
-    for i in range(max(1, warmup)):
+    """Run ``warmup`` calls (at least three, untimed as samples) and pick calls per sample;
+    returns the expected seconds of one sample.
+
+    Only calls well under ``_SAMPLE_TARGET_S`` are batched, and the choice comes from the median
+    warm-up call, so that one slow warm-up call does not change what a sample measures.
+    """
+    took = []
+    for i in range(max(3, warmup)):
         inputs = variant.inputs(i)
         start = time.perf_counter()
         variant.run_once(inputs)
-        took = time.perf_counter() - start
-    variant.calls_per_sample = max(1, min(10_000, math.ceil(_SAMPLE_TARGET_S / max(took,
-                                                                                     1e-9))))
-    return took * variant.calls_per_sample
+        took.append(time.perf_counter() - start)
+    typical = sorted(took[1:])[len(took[1:]) // 2]
+    variant.calls_per_sample = (1 if typical >= _SAMPLE_TARGET_S / 4 else
+                                min(10_000, math.ceil(_SAMPLE_TARGET_S / max(typical, 1e-9))))
+    return typical * variant.calls_per_sample
 
 
 def take_sample(variant: Variant) -> float:
