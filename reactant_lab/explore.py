@@ -11,8 +11,8 @@ from typing import Any
 import jax
 
 from reactant_lab.compile import Compiled
-from reactant_lab.errors import TraceError, UnknownPresetError
-from reactant_lab.stages.presets import PRESETS
+from reactant_lab.errors import TraceError
+from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import StageTrace
 from reactant_lab.trace import Traced, trace
 from reactant_lab.trace.paths import flatten_call
@@ -136,9 +136,8 @@ class JitFunction:
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
                  mode: str = "auto"):
-        if pipeline is None and optimize not in PRESETS:
-            raise UnknownPresetError(f"unknown optimize preset {optimize!r}. Valid presets: "
-                                     f"{', '.join(PRESETS)}")
+        if pipeline is None:
+            check_preset(optimize)
         self.fn = fn
         self.optimize = optimize
         self.pipeline = pipeline

@@ -16,7 +16,7 @@ from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds
 from reactant_lab.bench.result import BenchResult, BenchRow, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
 from reactant_lab.errors import ReactantLabError
-from reactant_lab.stages.presets import PRESETS
+from reactant_lab.stages.presets import check_preset
 from reactant_lab.trace import Traced, trace
 
 __all__ = ["BenchResult", "BenchRow", "Roofline", "bench", "calibrate"]
@@ -62,9 +62,8 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
 
 
 def _check_names(presets: Sequence[str], baselines: Sequence[str]) -> None:
-    bad = [p for p in presets if p not in PRESETS]
-    if bad:
-        raise ReactantLabError(f"unknown preset(s) {bad}; valid presets: {', '.join(PRESETS)}")
+    for preset in presets:
+        check_preset(preset)
     bad = [b for b in baselines if b not in BASELINES]
     if bad:
         raise ReactantLabError(f"unknown baseline(s) {bad}; valid baselines: "

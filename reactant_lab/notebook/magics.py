@@ -19,7 +19,7 @@ from reactant_lab.explore import Exploration
 from reactant_lab.notebook import display as nbdisplay
 from reactant_lab.notebook.cell import NoValue, run_body
 from reactant_lab.notebook.session import CellOptions, CellSession, Explored
-from reactant_lab.stages.presets import PRESETS
+from reactant_lab.stages.presets import PRESETS, check_preset
 from reactant_lab.stages.runner import run_on_text
 
 _LAST: list[Exploration] = []
@@ -218,9 +218,10 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _options(args: Any) -> CellOptions:
-    if args.optimize not in PRESETS:
-        raise UsageError(str(UnknownPresetError(
-            f"unknown optimize preset {args.optimize!r}. Valid presets: {', '.join(PRESETS)}")))
+    try:
+        check_preset(args.optimize)
+    except UnknownPresetError as exc:
+        raise UsageError(str(exc)) from None
     return CellOptions(optimize=args.optimize, pipeline=args.pipeline,
                        granularity=args.granularity, device=args.device, run=not args.no_run,
                        bench=args.bench)

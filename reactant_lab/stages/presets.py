@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from reactant_lab.errors import UnknownPresetError
+
 
 @dataclass(frozen=True)
 class StageSpec:
@@ -80,3 +82,11 @@ PRESETS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
     "noopt": ("kernel", "raise", "jit"),
 })
 """Preset name -> stage keys of STAGES, in order."""
+
+
+def check_preset(optimize: str) -> None:
+    """Raise UnknownPresetError, listing the valid presets, unless ``optimize`` is one."""
+    if optimize not in PRESETS:
+        raise UnknownPresetError(
+            f"unknown optimize preset {optimize!r}. Valid presets: {', '.join(PRESETS)}; "
+            "or pass pipeline='pass1,pass2,...' for a custom pass pipeline.")

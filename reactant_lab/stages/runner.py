@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
-from reactant_lab.errors import PassFailedError, PipelineError, UnknownPresetError
+from reactant_lab.errors import PassFailedError, PipelineError
 from reactant_lab.stages.pipeline import fill, group_steps, split_passes
-from reactant_lab.stages.presets import PRESETS, STAGES
+from reactant_lab.stages.presets import PRESETS, STAGES, check_preset
 from reactant_lab.stages.reproducer import write_reproducer
 
 if TYPE_CHECKING:
@@ -146,10 +146,7 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
         split_passes(pipeline)
         stages = [("custom", pipeline.strip())]
     else:
-        if optimize not in PRESETS:
-            raise UnknownPresetError(
-                f"unknown optimize preset {optimize!r}. Valid presets: {', '.join(PRESETS)}; "
-                "or pass pipeline='pass1,pass2,...' for a custom pass pipeline.")
+        check_preset(optimize)
         patterns = _patterns(no_nan) if PRESETS[optimize] else ""
         stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=patterns, target=target))
                   for k in PRESETS[optimize]]
