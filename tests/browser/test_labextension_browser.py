@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -150,4 +151,34 @@ def test_mlir_is_highlighted_in_files_markdown_and_magic_cells(jupyterlab_server
     page.keyboard.press("Delete")
     back = _colors(page, ".jp-CodeCell >> nth=0", lambda c: c.get("add") == python["add"])
     assert back.get("add") == python["add"]
+    assert not page.errors
+
+
+@pytest.mark.parametrize("name", ["01_quickstart.ipynb", "02_numpy_kernels.ipynb"])
+def test_committed_notebook_renders_its_explorers_without_a_kernel(jupyterlab_server, lab_page,
+                                                                   artifacts_dir, name):
+    """A notebook from notebooks/, as committed (outputs saved by a real run), opened with no
+    kernel: every saved explorer renders from its payload."""
+    source = Path(__file__).resolve().parents[2] / "notebooks" / name
+    nb = nbformat.read(source, as_version=4)
+    saved = [o["data"][MIME_TYPE] for c in nb.cells if c.cell_type == "code"
+             for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
+    assert saved, f"{name} has no saved explorer"
+    nb.metadata.pop("kernelspec", None)  # so JupyterLab asks, and "No Kernel" is the answer
+    nb.metadata.pop("language_info", None)
+    nbformat.write(nb, jupyterlab_server.root / name)
+    page = lab_page
+    open_in_lab(page, jupyterlab_server, name)
+    choose_no_kernel(page)
+    explorers = page.locator(".rl-explorer.rl-saved")
+    explorers.nth(len(saved) - 1).wait_for(timeout=60_000)
+    assert explorers.count() == len(saved)
+    assert jupyterlab_server.kernels() == []
+    for i, payload in enumerate(saved):
+        explorer = explorers.nth(i)
+        explorer.scroll_into_view_if_needed()
+        rows = explorer.locator(".rl-stage-table tbody tr")
+        assert rows.count() == len(payload["stages"])
+        assert payload["meta"]["function"] in explorer.inner_text()
+    page.screenshot(path=str(artifacts_dir / f"committed-{name}.png"))
     assert not page.errors
