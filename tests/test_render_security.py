@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
 
 import jax.numpy as jnp
 import numpy as np
@@ -17,6 +15,7 @@ import reactant_lab as rl
 from reactant_lab.render.assets import JS
 from reactant_lab.render.payload import PayloadOptions, build_payload
 from reactant_lab.render.report import report_html
+from tests.test_report import Page
 
 FRAGMENTS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "javascript:alert(1)",
              "'", '"', "&amp;", "\\", "\\l", "<", ">", "{", "}", "\n", "é", "]]>", "<!--"]
@@ -25,38 +24,8 @@ hostile = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=3), min_size=1,
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
-class Audit(HTMLParser):
-    """Collects what an injection would need: tags, attributes, script bodies, text."""
-
-    def __init__(self, html: str):
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.attrs: list[tuple[str, str, str]] = []
-        self.scripts: list[str] = []
-        self.text: list[str] = []
-        self._script = False
-        self.feed(html)
-        self.close()
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.attrs += [(tag, k, v or "") for k, v in attrs]
-        self._script = tag == "script"
-        if self._script:
-            self.scripts.append("")
-
-    def handle_endtag(self, tag):
-        self._script = False
-
-    def handle_data(self, data):
-        if self._script:
-            self.scripts[-1] += data
-        else:
-            self.text.append(data)
-
-
-def assert_safe_html(html: str, names: list[str]) -> Audit:
-    page = Audit(html)
+def assert_safe_html(html: str, names: list[str]) -> Page:
+    page = Page(html)
     assert page.tags.count("script") == len(page.scripts) <= 2
     if page.scripts:
         json.loads(page.scripts[0])
@@ -85,12 +54,6 @@ def assert_safe_svg(svg: str, expected_text: list[str]) -> None:
         assert text in texts, text
 
 
-def svgs_of(page: Audit) -> list[str]:
-    prefix = "data:image/svg+xml;base64,"
-    return [base64.b64decode(v[len(prefix):]).decode() for _, k, v in page.attrs
-            if k == "src" and v.startswith(prefix)]
-
-
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(fn_name=hostile, key=hostile, out_key=hostile)
 def test_hostile_names_in_report_and_graph(fn_name, key, out_key):
@@ -106,7 +69,7 @@ def test_hostile_names_in_report_and_graph(fn_name, key, out_key):
     arg_path, res_path = traced.linear_args[0].path, traced.linear_results[0].path
     text = "".join(page.text)
     assert arg_path in text and res_path in text and fn_name.strip() in text
-    (svg,) = svgs_of(page)
+    (svg,) = page.svgs()
     assert_safe_svg(svg, [arg_path, res_path])
 
 
@@ -146,6 +109,6 @@ def test_hostile_names_through_explore_to_html(rng):
     page = assert_safe_html(ex.to_html(), [name])
     for (tag, key, value) in page.attrs:
         assert "javascript:" not in value or tag == "script", (tag, key)
-    (svg,) = svgs_of(page)
+    (svg,) = page.svgs()
     assert_safe_svg(svg, [ex.traced.linear_args[0].path])
     assert_safe_svg(ex.graph_svg(), [ex.traced.linear_results[0].path])

@@ -24,14 +24,17 @@ class Page(HTMLParser):
 
     def __init__(self, html: str):
         super().__init__()
+        self.tags: list[str] = []
         self.ids: list[str] = []
         self.attrs: list[tuple[str, str, str]] = []
         self.scripts: list[str] = []
         self.text: list[str] = []
         self._in_script = False
         self.feed(html)
+        self.close()
 
     def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
         for k, v in attrs:
             self.attrs.append((tag, k, v or ""))
             if k == "id":
