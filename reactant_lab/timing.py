@@ -55,6 +55,17 @@ def interleaved(fns: Sequence[Callable[[], Any]], *, rounds: int = 200, batch: i
     return out
 
 
+def format_seconds(seconds: float | None, micro: str = "µs") -> str:
+    """``'1.23 ms'``: three significant digits in the largest unit that fits; ``'-'`` for None.
+    ``micro`` spells microseconds (``'us'`` for plain-ASCII text)."""
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), (micro, 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
 def median(samples: Sequence[float]) -> float:
     """Median of samples."""
     return statistics.median(samples)

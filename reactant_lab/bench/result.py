@@ -79,12 +79,7 @@ def make_row(name: str, kind: str, samples: Sequence[float], *, compile_s: float
 
 
 def _fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+    return timing.format_seconds(seconds, micro="us")
 
 
 def _fmt(value: float | None, spec: str) -> str:

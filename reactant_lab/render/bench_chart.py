@@ -8,17 +8,12 @@ import html
 import math
 from typing import TYPE_CHECKING
 
+from reactant_lab.timing import format_seconds
+
 if TYPE_CHECKING:
     from reactant_lab.bench.result import BenchResult
 
 _ROW_H, _LEFT, _WIDTH, _TOP = 26, 110, 560, 24
-
-
-def _fmt_s(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
 
 
 def chart_svg(result: BenchResult) -> str:
@@ -59,7 +54,7 @@ def chart_svg(result: BenchResult) -> str:
         parts.append(f'<line x1="{gx:.1f}" x2="{gx:.1f}" y1="{_TOP}" y2="{axis_y}" '
                      'stroke="#ddd"/>')
         parts.append(f'<text x="{gx:.1f}" y="{axis_y + 12}" text-anchor="middle">'
-                     f'{html.escape(_fmt_s(10.0**decade))}</text>')
+                     f'{html.escape(format_seconds(10.0**decade))}</text>')
     parts.append(f'<text x="{_LEFT}" y="{height - 2}" fill="#555">red: median, box: IQR, '
                  'green dashed: roofline floor</text></svg>')
     return "".join(parts)
@@ -83,8 +78,8 @@ def result_html(result: BenchResult) -> str:
             "GFLOP/s", "GB/s", "roofline"]
     body = []
     for r in result.rows:
-        cells = [r.name, _fmt_s(r.median_s), _fmt_s(r.iqr_s), _fmt_s(r.min_s),
-                 _fmt_s(r.compile_s) if r.compile_s is not None else "-",
+        cells = [r.name, format_seconds(r.median_s), format_seconds(r.iqr_s), format_seconds(r.min_s),
+                 format_seconds(r.compile_s) if r.compile_s is not None else "-",
                  f"{r.ratio:.3f}" if r.ratio is not None else "-",
                  f"{r.gflops_per_s:.3g}" if r.gflops_per_s else "-",
                  f"{r.gb_per_s:.3g}" if r.gb_per_s else "-",
