@@ -5,21 +5,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+import types
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn
 
 import jax
 import numpy as np
 
 from reactant_lab import backend, timing
-from reactant_lab.errors import ReactantLabError
+from reactant_lab.errors import CliError, ReactantLabError
 from reactant_lab.examples import EXAMPLES, Example
-from reactant_lab.explore import explore
+from reactant_lab.explore import Exploration, explore
 from reactant_lab.stages.presets import PRESETS
+from reactant_lab.trace.numpy_mode import JaxCodeError
+from reactant_lab.trace.paths import flatten_call
+from reactant_lab.trace.user_errors import describe, user_frame
 
 
 def _demo_one(example: Example, optimize: str, rng: np.random.Generator,
@@ -74,9 +79,16 @@ def demo(optimize: str = "all", only: Sequence[str] = (),
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one ``error: ...`` line (exit code 2), as every failure."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``reactant-lab``."""
-    parser = argparse.ArgumentParser(prog="reactant-lab", description=__doc__)
+    parser = _Parser(prog="reactant-lab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_demo = sub.add_parser("demo", help="explore the built-in examples end to end")
     p_demo.add_argument("--optimize", default="all", choices=list(PRESETS),
@@ -121,15 +133,8 @@ DEFAULT_REPORT_DIR = "."
 """Where the demo writes its reports unless told otherwise: the current directory."""
 
 
-class CliError(ReactantLabError):
-    """A command-line argument that does not name something loadable."""
-
-
-def load_callable(spec: str, default_file: str | None = None) -> Callable[..., Any]:
-    """``FILE.py:NAME`` (or ``NAME`` in ``default_file``) -> the function it names."""
-    path, sep, name = spec.rpartition(":")
-    if not sep:
-        path, name = default_file or "", spec
+def _load_module(path: str, spec: str) -> types.ModuleType:
+    """Run the user's file ``path`` as a module (anything it raises becomes a CliError)."""
     if not path or not os.path.isfile(path):
         raise CliError(f"cannot load {spec!r}: no file {path!r}; write FILE.py:NAME")
     module_spec = importlib.util.spec_from_file_location(
@@ -137,7 +142,22 @@ def load_callable(spec: str, default_file: str | None = None) -> Callable[..., A
     if module_spec is None or module_spec.loader is None:
         raise CliError(f"cannot load {path!r} as Python source; pass a .py file")
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    with _user_code(f"importing {path} failed"):
+        module_spec.loader.exec_module(module)
+    return module
+
+
+def load_callable(spec: str, default_file: str | None = None,
+                  modules: dict[str, types.ModuleType] | None = None) -> Callable[..., Any]:
+    """``FILE.py:NAME`` (or ``NAME`` in ``default_file``) -> the function it names; ``modules``
+    caches the files already run, by path, so that each runs once."""
+    path, sep, name = spec.rpartition(":")
+    if not sep:
+        path, name = default_file or "", spec
+    modules = {} if modules is None else modules
+    if path not in modules:
+        modules[path] = _load_module(path, spec)
+    module = modules[path]
     fn = getattr(module, name, None)
     if not callable(fn):
         names = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
@@ -145,20 +165,90 @@ def load_callable(spec: str, default_file: str | None = None) -> Callable[..., A
     return fn
 
 
-def _example_args(make_args: Callable[..., Any]) -> tuple:
-    takes_rng = bool(inspect.signature(make_args).parameters)
-    args = make_args(np.random.default_rng()) if takes_rng else make_args()
+def _load_target(function: str, args_spec: str) -> tuple[Callable[..., Any], tuple]:
+    """The function ``FILE.py:FUNC`` and the example args its MAKE_ARGS makes."""
+    modules: dict[str, types.ModuleType] = {}
+    fn = load_callable(function, modules=modules)
+    make_args = load_callable(args_spec, default_file=function.rpartition(":")[0],
+                              modules=modules)
+    return fn, _example_args(make_args, args_spec)
+
+
+def _example_args(make_args: Callable[..., Any], spec: str) -> tuple:
+    with _user_code(f"the --args function {spec} failed"):
+        try:
+            takes_rng = bool(inspect.signature(make_args).parameters)
+        except (TypeError, ValueError):  # no signature to read (a builtin): call it plainly
+            takes_rng = False
+        args = make_args(np.random.default_rng()) if takes_rng else make_args()
     return args if isinstance(args, tuple) else (args,)
+
+
+@contextlib.contextmanager
+def _user_code(what: str) -> Iterator[None]:
+    """Exceptions other than ours, raised by the user's code in the block, become a CliError
+    saying ``what`` failed, with the exception and the user's line that raised it."""
+    try:
+        yield
+    except ReactantLabError:
+        raise
+    except Exception as exc:
+        raise CliError(f"{what}: {_describe_exception(exc)}") from exc
+
+
+def _describe_exception(exc: BaseException) -> str:
+    """``ValueError: message``, then the notes (reactant_lab's say where tracing failed) or else
+    the innermost line of the user's code that the exception came through."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    # JAX's own note (about its filtered traceback frames) means nothing without a traceback.
+    notes = [n for n in getattr(exc, "__notes__", ()) if "JAX_TRACEBACK_FILTERING" not in n]
+    frame = user_frame(exc.__traceback__)
+    if not notes and frame is not None:
+        notes = [f"(raised at {describe(frame)})"]
+    return "\n".join([text, *notes])
+
+
+def _explore(fn: Callable[..., Any], args: tuple, optimize: str,
+             granularity: str) -> tuple[Exploration, tuple]:
+    """Explore the call on the args as MAKE_ARGS made them, and return the args it ran on.
+
+    JAX code handed NumPy arrays is explored on device-resident copies (64-bit types kept), so
+    that its timing leaves out host transfers, as ``bench`` times it; a NumPy kernel runs on the
+    caller's NumPy arrays, which it may update in place.
+    """
+    options = {"optimize": optimize, "granularity": granularity}
+    flat = flatten_call(args, {})
+    if not flat.all_numpy:
+        return explore(fn, *args, **options), args
+    try:
+        return explore(fn, *args, mode="numpy", **options), args
+    except JaxCodeError:
+        pass
+    with backend.x64_scope(flat.needs_x64):
+        on_device = jax.tree_util.tree_map(
+            lambda a: jax.device_put(a) if isinstance(a, np.ndarray | np.generic) else a, args)
+    return explore(fn, *on_device, mode="jax", **options), on_device
+
+
+def _array_copies(args: tuple) -> tuple:
+    """The args with each NumPy array copied (same dtype and memory order), statics as they are."""
+    return jax.tree_util.tree_map(lambda a: np.array(a) if isinstance(a, np.ndarray) else a,
+                                  args)
 
 
 def report(function: str, args_spec: str, output: str, optimize: str = "all",
            granularity: str = "stage") -> int:
-    """Explore ``FILE.py:FUNC`` on ``MAKE_ARGS()``, time it and write the HTML report."""
-    fn = load_callable(function)
-    make_args = load_callable(args_spec, default_file=function.rpartition(":")[0])
-    args = jax.device_put(_example_args(make_args))
-    ex = explore(fn, *args, optimize=optimize, granularity=granularity)
-    samples = timing.sample(lambda: ex.compiled(*args), min_time=0.2)
+    """Explore ``FILE.py:FUNC`` on ``MAKE_ARGS()``, time it and write the HTML report.
+
+    The timed calls run on copies of the arrays: a NumPy kernel updates its arguments on each
+    call, and the explored run's outputs (which may be those very arrays) stay as one call left
+    them.
+    """
+    fn, args = _load_target(function, args_spec)
+    with _user_code(f"exploring {function} failed"):
+        ex, used = _explore(fn, args, optimize, granularity)
+        timed = _array_copies(used)
+        samples = timing.sample(lambda: ex.compiled(*timed), min_time=0.2)
     path = ex.save_html(output, run={"median_seconds": timing.median(samples),
                                      "iqr_seconds": timing.iqr(samples),
                                      "samples": len(samples)})
@@ -173,10 +263,10 @@ def bench_command(function: str, args_spec: str, presets: Sequence[str],
     """Benchmark ``FILE.py:FUNC`` on ``MAKE_ARGS()`` and print the table."""
     from reactant_lab.bench import bench
 
-    fn = load_callable(function)
-    make_args = load_callable(args_spec, default_file=function.rpartition(":")[0])
-    result = bench(fn, *_example_args(make_args), presets=tuple(presets),
-                   baselines=tuple(baselines), min_time=min_time, repeats=repeats)
+    fn, args = _load_target(function, args_spec)
+    with _user_code(f"benchmarking {function} failed"):
+        result = bench(fn, *args, presets=tuple(presets), baselines=tuple(baselines),
+                       min_time=min_time, repeats=repeats)
     print(result.table())
     if json_path:
         with open(json_path, "w", encoding="utf-8") as fh:
@@ -185,23 +275,37 @@ def bench_command(function: str, args_spec: str, presets: Sequence[str],
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``reactant-lab`` command."""
-    args = build_parser().parse_args(argv)
+def _fail(message: str) -> int:
+    """Print ``message`` as one ``error:`` line (its further lines indented under it); 2."""
+    first, *rest = str(message).strip().splitlines() or [""]
+    print("\n".join([f"error: {first}", *(f"  {line}" for line in rest)]), file=sys.stderr)
+    return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
-        return demo(args.optimize, args.example,
-                    None if args.no_report else args.report_dir)
+        return demo(args.optimize, args.example, None if args.no_report else args.report_dir)
+    if args.command == "report":
+        return report(args.function, args.args, args.output, args.optimize, args.granularity)
+    return bench_command(args.function, args.args, args.presets, args.baselines,
+                         args.min_time, args.repeats, args.json)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``reactant-lab`` command: 0 on success, 2 with one ``error:`` line on
+    stderr on any failure (no traceback), 130 when interrupted."""
     try:
-        if args.command == "report":
-            return report(args.function, args.args, args.output, args.optimize,
-                          args.granularity)
-        if args.command == "bench":
-            return bench_command(args.function, args.args, args.presets, args.baselines,
-                                 args.min_time, args.repeats, args.json)
+        return _run(build_parser().parse_args(argv))
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
     except ReactantLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 2  # pragma: no cover - argparse rejects unknown commands first
+        return _fail(str(exc))
+    except OSError as exc:  # the report or JSON file cannot be written
+        return _fail(f"{exc}; check the path and its permissions")
+    except Exception as exc:  # a bug in reactant_lab: still no traceback, but say so
+        return _fail(f"reactant_lab failed unexpectedly: {_describe_exception(exc)}\n"
+                     "This is a bug in reactant_lab; please report it with your file.")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,9 +11,11 @@ import numpy as np
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.errors import SignatureMismatchError, UnsupportedArgumentError
-from reactant_lab.trace.paths import FlatCall, flatten_call
+from reactant_lab.trace import captures
+from reactant_lab.trace.numpy_mode.overlap import check_independent
+from reactant_lab.trace.paths import FlatCall, flatten_call, layouts_hold, memory_layout
 from reactant_lab.trace.paths import static_key as _static_key
-from reactant_lab.trace.specs import CallLayout, Computed, Preserved, Static, UpdatedArg
+from reactant_lab.trace.specs import ArgView, CallLayout, Computed, Preserved, Static, UpdatedArg
 from reactant_lab.trace.traced import Traced
 
 
@@ -76,13 +78,15 @@ class Compiled:
     def _flat_call(self, *args: Any, **kwargs: Any) -> Any:
         # Cheap checks first (structure and static values); JAX checks shapes and dtypes of the
         # linear values. Anything off is explained by the full check.
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        leaves, treedef = jax.tree_util.tree_flatten(self._call_tree(args, kwargs))
         if treedef != self._plain_treedef or any(
                 _static_key(leaves[i]) != key for i, key in self._statics):
             self._check(args, kwargs)
             raise SignatureMismatchError(f"{self.traced.fn_name} was compiled for structure "
                                          f"{self._plain_treedef}, called with {treedef}")
         linear = [leaves[i] for i in self._linear_pos]
+        if self._layout.layout_deps and not layouts_hold(self._layout.layout_deps, linear):
+            raise SignatureMismatchError(self._layout_mismatch(linear))
         if self._layout.writeback:
             self._check_targets(linear)
         try:
@@ -97,7 +101,8 @@ class Compiled:
         return result
 
     def _check_targets(self, linear: list[Any]) -> None:
-        """Every updated argument must be a writable NumPy array not overlapping another."""
+        """Every updated argument must be a writable NumPy array sharing no element with
+        another argument."""
         for arg, _ in self._layout.writeback:
             target, path = linear[arg], self.traced.linear_args[arg].path
             if not isinstance(target, np.ndarray) or not target.flags.writeable:
@@ -105,13 +110,8 @@ class Compiled:
                     f"{path} must be a writable NumPy array: {self.traced.fn_name} updates it in "
                     f"place, and a {type(target).__name__} cannot be. Pass a writable NumPy "
                     "array (e.g. np.array(x)).", path, type(target))
-            for j, other in enumerate(linear):
-                if j != arg and isinstance(other, np.ndarray) and np.may_share_memory(target,
-                                                                                       other):
-                    raise UnsupportedArgumentError(
-                        f"{path} is updated in place and shares memory with "
-                        f"{self.traced.linear_args[j].path}; they were traced as independent "
-                        "arrays. Pass separate arrays.", path, type(target))
+        check_independent(linear, [a.path for a in self.traced.linear_args],
+                          [arg for arg, _ in self._layout.writeback])
 
     def _write_back(self, linear: list[Any], outs: list[Any]) -> None:
         """Copy each updated argument's new value into the caller's array, in place; every
@@ -120,9 +120,28 @@ class Compiled:
         for (arg, _), host in zip(self._layout.writeback, hosts, strict=True):
             np.copyto(linear[arg], host, casting="no")
 
+    def _call_tree(self, args: tuple, kwargs: dict) -> tuple:
+        """``(args, kwargs)``, with the captured arrays' current values when there are some."""
+        if not self._layout.captures:
+            return args, kwargs
+        return args, kwargs, captures.read(self.traced.fn, self._layout.captures)
+
+    def _layout_mismatch(self, linear: list[Any]) -> str:
+        lines = [f"{self.traced.fn_name} was traced for arguments laid out another way in "
+                 "memory, and its views depend on it (a reshape or ravel is a view of one layout "
+                 "and a copy of another). reactant_lab.jit traces again for each layout."]
+        for i, layout in self._layout.layout_deps:
+            now = memory_layout(linear[i])
+            if now != layout:
+                lines.append(f"  {self.traced.linear_args[i].path}: traced for "
+                             f"{_layout_name(layout)}, called with {_layout_name(now)}")
+        return "\n".join(lines)
+
     def _check(self, args: tuple, kwargs: dict) -> FlatCall:
+        captured = self._call_tree(args, kwargs)[2:]
         with backend.x64_scope(self._x64):  # Python numbers canonicalize as when called
-            flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars)
+            flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars,
+                                captured=captured[0] if captured else None)
         if flat.signature() != self._signature:
             raise SignatureMismatchError(self._mismatch(flat))
         return flat
@@ -135,6 +154,11 @@ class Compiled:
                 leaves.append(to_host(outs[slot.index]))
             elif isinstance(slot, Preserved | UpdatedArg):
                 leaves.append(linear[slot.arg])
+            elif isinstance(slot, ArgView):
+                view = linear[slot.arg]
+                for op in slot.ops:
+                    view = op.get(view)
+                leaves.append(view)
             else:
                 leaves.append(slot.value)
         return jax.tree_util.tree_unflatten(self._layout.out_treedef, leaves)
@@ -183,6 +207,14 @@ class Compiled:
                 f"compile={self.compile_seconds * 1e3:.1f} ms>")
 
 
+def _layout_name(layout: Any) -> str:
+    if layout in ("C", "F"):
+        return f"a {layout}-contiguous array"
+    if layout is None:
+        return "a value that is not a NumPy array"
+    return f"a non-contiguous array with element strides {layout}"
+
+
 def _to_numpy(value: Any) -> Any:
     """A writable NumPy copy of a result; 0-d results become NumPy scalars, as NumPy's own
     reductions return them (``a.sum()`` is an ``np.float64``, not a 0-d array)."""
@@ -192,7 +224,7 @@ def _to_numpy(value: Any) -> Any:
 def _layout_signature(traced: Traced) -> tuple:
     layout = traced.layout
     return FlatCall(layout.in_treedef, layout.in_slots, (), traced.linear_args,
-                    traced.skipped_args).signature()
+                    traced.skipped_args, layout.captures).signature()
 
 
 def _plain_plan(layout: CallLayout) -> tuple[Any, list[int], list[tuple[int, Any]]]:
@@ -213,10 +245,10 @@ def _structure(traced: Traced, device: Any) -> tuple | None:
     """Template and abstract args letting JAX's dispatch take the user's own pytree, or None
     when the call has static leaves other than None, or results that are not all computed."""
     layout = traced.layout
-    if layout.writeback or any(isinstance(s, Static) and s.value is not None
-                               for s in layout.in_slots):
+    if layout.writeback or layout.captures or any(
+            isinstance(s, Static) and s.value is not None for s in layout.in_slots):
         return None
-    if any(isinstance(s, Preserved) or (isinstance(s, Static) and s.value is not None)
+    if any(isinstance(s, Preserved | ArgView) or (isinstance(s, Static) and s.value is not None)
            for s in layout.out_slots):
         return None
     out_avals = _out_avals(traced)

@@ -63,6 +63,10 @@ class UnknownPassError(PipelineError):
     """A pass pipeline naming a pass or an option that is not registered."""
 
 
+class ModuleTextError(PipelineError):
+    """Module text that cannot be handed to MLIR: not a str, nested too deeply, or unparsable."""
+
+
 class EnzymeUnavailableError(ReactantLabError):
     """An Enzyme-JAX pass was asked for but enzyme-ad is not importable here."""
 
@@ -93,6 +97,43 @@ class PassFailedError(ReactantLabError):
         """Directory holding input.mlir, pipeline.txt and rerun.py, or None if it could not be written."""
 
 
+class PassCrashedError(PassFailedError):
+    """A pass (or MLIR's parser) crashed the pass worker process; this process is unharmed."""
+
+    def __init__(self, message: str, *, signal: str, stage: str, pass_name: str,
+                 diagnostics: str, last_good_ir: str, reproducer: str | None):
+        super().__init__(message, stage=stage, pass_name=pass_name, diagnostics=diagnostics,
+                         last_good_ir=last_good_ir, reproducer=reproducer)
+        self.signal = signal
+        """How the worker died: 'SIGSEGV', 'SIGABRT', ... or 'exit status N'."""
+
+
+class PassWorkerError(ReactantLabError, RuntimeError):
+    """The pass worker process could not run a request (a broken installation, not a pass)."""
+
+
+class PassInterruptedError(KeyboardInterrupt):
+    """Ctrl-C while a stage ran in the pass worker: the worker was stopped.
+
+    Deliberately a KeyboardInterrupt and not a ReactantLabError, so that ``except Exception``
+    does not swallow the user's Ctrl-C.
+    """
+
+    def __init__(self, message: str, *, stage: str, seconds: float):
+        super().__init__(message)
+        self.stage = stage
+        """The stage that was running."""
+        self.seconds = seconds
+        """How long it had run."""
+
+
+class UnknownStageError(ReactantLabError, IndexError, KeyError):
+    """A StageTrace was asked for a stage index or name it does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class CompileError(ReactantLabError):
     """XLA refused to compile a stage's module."""
 
@@ -119,3 +160,8 @@ class GraphTooLargeError(AnalysisError):
 
 class RenderError(ReactantLabError, RuntimeError):
     """Rendering (Graphviz layout, HTML report) failed."""
+
+
+class CliError(ReactantLabError):
+    """A command-line argument that does not name something loadable, or user code the command
+    ran (the file on import, the MAKE_ARGS function, the function while traced) that failed."""

@@ -14,8 +14,8 @@ from reactant_lab.compile import Compiled
 from reactant_lab.errors import TraceError
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import StageTrace
-from reactant_lab.trace import Traced, trace
-from reactant_lab.trace.paths import flatten_call
+from reactant_lab.trace import SignatureCache, Traced, flatten_for, trace
+from reactant_lab.trace.user_fn import check_traceable
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,7 @@ class JitFunction:
                  mode: str = "auto"):
         if pipeline is None:
             check_preset(optimize)
+        check_traceable(fn)
         self.fn = fn
         self.optimize = optimize
         self.pipeline = pipeline
@@ -148,13 +149,12 @@ class JitFunction:
         self.mode = mode
         self.last: Exploration | None = None
         """The exploration of the most recent call's signature."""
-        self._cache: dict[tuple, Exploration] = {}
+        self._cache = SignatureCache[Exploration](lambda e: e.traced)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        flat = flatten_call(args, kwargs, trace_scalars=self.trace_scalars)
-        key = (flat.signature(), flat.all_numpy)
-        entry = self._cache.get(key)
+        flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.trace_scalars)
+        entry = self._cache.get(flat)
         if entry is None:
             traced = trace(self.fn, *args, trace_scalars=self.trace_scalars, mode=self.mode,
                            **kwargs)
@@ -162,7 +162,7 @@ class JitFunction:
                                    device=self.device)
             entry = Exploration(traced, stages,
                                 stages.compile(device=self.device, donate=self.donate))
-            self._cache[key] = entry
+            self._cache.add(flat, entry)
         self.last = entry
         return entry.compiled(*args, **kwargs)
 
@@ -173,7 +173,7 @@ class JitFunction:
 
     def explorations(self) -> list[Exploration]:
         """One exploration per signature compiled so far, oldest first."""
-        return list(self._cache.values())
+        return self._cache.values()
 
 
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",

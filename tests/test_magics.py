@@ -412,3 +412,30 @@ def test_rerun_callbacks_restage_without_running_the_cell(shell, rng):
     text = ex.stages[0].as_text()
     module = rerun_text(text, None)("none", "stage", False, "canonicalize")
     assert module.traced is None and [s.name for s in module.stages] == ["traced", "custom"]
+
+
+def test_a_global_changed_between_calls_of_a_cell_function_is_read_each_call(shell):
+    cell = ("def step(a):\n    a += G\n\n"
+            "a = np.zeros(3)\nfor k in range(3):\n    G = np.full(3, float(k + 1))\n    step(a)\n")
+    result, _, _ = run(shell, cell)
+    want = shell.user_ns["a"].copy()
+    result, outputs, _ = run(shell, "%%reactant_jit\n" + cell)
+    assert result.success, result.error_in_exec
+    np.testing.assert_array_equal(shell.user_ns["a"], want)
+    np.testing.assert_array_equal(want, [6.0, 6.0, 6.0])
+    [payload] = explorers(outputs)
+    assert [a["path"] for a in payload["signature"]["args"]] == ["args[0]", "fn.G"]
+
+
+def test_a_cell_function_called_with_another_memory_layout_is_traced_again(shell):
+    cell = ("def fill(a):\n    a.ravel()[:] = np.arange(a.size)\n\n"
+            "c = np.zeros((2, 3))\nf = np.zeros((2, 3), order='F')\n"
+            "base = np.zeros((4, 3))\nfill(c)\nfill(f)\nfill(base[::2])\n")
+    run(shell, cell)
+    want = {k: shell.user_ns[k].copy() for k in ("c", "f", "base")}
+    result, outputs, _ = run(shell, "%%reactant_jit\n" + cell)
+    assert result.success, result.error_in_exec
+    for k, v in want.items():
+        np.testing.assert_array_equal(shell.user_ns[k], v, err_msg=k)
+    assert not want["f"].any() and not want["base"].any()  # ravel() copied: nothing written
+    assert len(explorers(outputs)) == 3

@@ -96,14 +96,24 @@ def test_item_and_tolist_need_a_value(rng):
 
 
 def test_numpy_constant_indexed_by_a_traced_array(rng):
-    table = np.arange(10.0)
+    tables = {"t": np.arange(10.0)}  # an array inside a container is not captured
 
     def kernel(idx):
-        return table[idx] * 2
+        return tables["t"][idx] * 2
 
     with pytest.raises(rl.TraceError, match="converted to a NumPy array") as info:
         rl.trace(kernel, np.array([1, 2, 3]))
     assert "pass them in as arguments" in str(info.value)
+
+
+def test_captured_numpy_array_indexed_by_a_traced_array(rng):
+    table = rng.random(10)
+
+    def kernel(idx):
+        return table[idx] * 2
+
+    idx = rng.integers(0, 10, 4)
+    np.testing.assert_array_equal(rl.jit(kernel)(idx), kernel(idx))
 
 
 def test_jax_array_in_numpy_mode_cannot_be_updated():

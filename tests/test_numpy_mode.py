@@ -264,6 +264,32 @@ def test_auto_mode_picks_numpy_for_numpy_and_falls_back_for_jax_code(rng):
     assert rl.trace(lambda v: jax.lax.cond(v.sum() > 0, lambda: v, lambda: -v), x).mode == "jax"
 
 
+def test_auto_mode_never_drops_an_in_place_update_when_it_meets_jax_code(rng):
+    def f(a):
+        a += 1
+        return jnp.sin(a)
+
+    a = rng.random(3)
+    before = a.copy()
+    with pytest.raises(rl.TraceError) as info:
+        rl.jit(f)(a)
+    message = str(info.value)
+    assert "args[0] is updated at" in message and "a += 1" in message
+    assert "return jnp.sin(a)" in message and "a = a + 1" in message
+    np.testing.assert_array_equal(a, before)
+    # JAX code that updates nothing still falls back to JAX mode; NumPy code stays in NumPy mode
+    assert rl.trace(lambda v: jnp.sin(v + 1), a).mode == "jax"
+
+    def g(v):
+        v += 1
+        return np.sin(v)
+
+    want = a.copy()
+    want_out = g(want)
+    np.testing.assert_allclose(rl.jit(g)(a), want_out, rtol=1e-12)
+    np.testing.assert_array_equal(a, want)
+
+
 def test_static_loops_unroll_and_the_summary_shows_the_op_count(rng):
     a = rng.random((8, 8))
     short, long = (rl.trace(jacobi_2d, n, a, a.copy()) for n in (2, 6))
@@ -428,3 +454,23 @@ def test_scalar_results_are_numpy_scalars_as_in_numpy(rng):
     for g, w in zip(got, want, strict=True):
         assert type(g) is type(w)
         np.testing.assert_allclose(g, w)
+
+
+def test_a_returned_view_of_an_argument_is_a_view_of_the_callers_array(rng):
+    def kernel(a):
+        a += 1.0
+        return a[1:], a.T, a.reshape(-1), a[::2, 1], a * 2.0, a[0, 0]
+
+    for preset in ("none", "all"):
+        a = rng.random((4, 3))
+        plain = a.copy()
+        want = kernel(plain)
+        got = rl.jit(kernel, optimize=preset)(a)
+        np.testing.assert_array_equal(a, plain)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+            assert type(g) is type(w)
+        assert all(np.shares_memory(g, a) for g in got[:4]) and not np.shares_memory(got[4], a)
+        got[0][...] = -5.0  # writing through the returned view reaches the caller's array
+        assert (a[1:] == -5.0).all()
+    assert "result[0] float64[3x3] (view of args[0])" in rl.trace(kernel, a).summary()

@@ -201,3 +201,20 @@ def test_summary_lists_everything():
     text = str(t)
     assert "args[0]" in text and "static args[1] = 3" in text
     assert re.search(r"result\[0\].*alias of args\[0\]", text)
+
+
+def _generator(x):
+    yield x * 2
+
+
+async def _coroutine(x):
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_generator, _coroutine])
+def test_generators_and_async_functions_are_refused_up_front(fn):
+    x = np.ones(3)
+    for entry in (lambda: rl.jit(fn), lambda: rl.trace(fn, x), lambda: rl.explore(fn, x)):
+        with pytest.raises(rl.TraceError, match=f"{fn.__name__} is an? (generator|async)"):
+            entry()
+    np.testing.assert_array_equal(x, np.ones(3))

@@ -18,8 +18,7 @@ import numpy as np
 from reactant_lab.errors import ReactantLabError
 from reactant_lab.explore import Exploration
 from reactant_lab.notebook.nested import call_nested, has_traced
-from reactant_lab.trace import trace
-from reactant_lab.trace.paths import flatten_call
+from reactant_lab.trace import SignatureCache, flatten_for, trace
 from reactant_lab.trace.user_errors import is_user_file
 
 
@@ -77,7 +76,8 @@ class CellSession:
 
     def __init__(self, options: CellOptions):
         self.options = options
-        self.explored: dict[tuple, Explored] = {}
+        self.explored = SignatureCache[Explored](lambda e: e.exploration.traced)
+        """The cell's entries, one per distinct call signature (per function)."""
         self._state = "idle"  # "tracing" / "plain" while a cell function runs, "closed" after
         self._nested: dict[Any, Any] = {}
 
@@ -104,14 +104,14 @@ class CellSession:
             # after the cell, inside --no-run's plain Python, or under the user's own JAX
             # transformation (jax.grad / vmap / jit of cell code): the original Python
             return fn(*args, **kwargs)
-        flat = flatten_call(args, kwargs)
+        flat = flatten_for(fn, args, kwargs)
         if not flat.linear:  # no array argument: nothing to compile
             return fn(*args, **kwargs)
-        key = (fn, flat.signature(), flat.all_numpy)
-        entry = self.explored.get(key)
+        entry = self.explored.get(flat, prefix=fn)
         first = entry is None
         if entry is None:
-            entry = self.explored[key] = self._explore(fn, args, kwargs)
+            entry = self._explore(fn, args, kwargs)
+            self.explored.add(flat, entry, prefix=fn)
         entry.calls += 1
         if not self.options.run:
             with self._in("plain"):

@@ -9,6 +9,8 @@ from typing import Any
 
 from reactant_lab import backend
 from reactant_lab.errors import TraceError
+from reactant_lab.trace import captures
+from reactant_lab.trace.cache import SignatureCache
 from reactant_lab.trace.jax_mode import fn_name, trace_jax
 from reactant_lab.trace.lowering import Lowered
 from reactant_lab.trace.numpy_mode import JaxCodeError, trace_numpy
@@ -24,9 +26,10 @@ from reactant_lab.trace.specs import (
     UpdatedArg,
 )
 from reactant_lab.trace.traced import Traced
+from reactant_lab.trace.user_fn import check_traceable
 
-__all__ = ["MODES", "ArgSpec", "CallLayout", "Computed", "Preserved", "ResultSpec", "SkippedArg",
-           "Static", "Traced", "UpdatedArg", "trace"]
+__all__ = ["MODES", "ArgSpec", "CallLayout", "Computed", "Preserved", "ResultSpec", "SignatureCache",
+           "SkippedArg", "Static", "Traced", "UpdatedArg", "flatten_for", "trace"]
 
 MODES = ("auto", "numpy", "jax")
 
@@ -45,10 +48,11 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     code (it hands an array to a JAX function).
     """
     _check_callable(fn)
+    check_traceable(fn)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
-    flat = flatten_call(args, kwargs, trace_scalars=trace_scalars)
+    flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars)
     lowered, used, flat = _lower(fn, flat, mode, (args, kwargs, trace_scalars))
     preserved = {r.path: r.preserved_from for r in lowered.results if r.preserved_from}
     preserved_args = {r.preserved_from for r in lowered.results if r.preserved_from}
@@ -57,7 +61,8 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         avals=tuple((a.shape, a.dtype, a.weak_type) for a in flat.linear),
         out_treedef=lowered.out_treedef, out_slots=lowered.out_slots,
         x64=flat.needs_x64 or used == "numpy", numpy_out=flat.all_numpy,
-        trace_scalars=trace_scalars, writeback=lowered.writeback)
+        trace_scalars=trace_scalars, writeback=lowered.writeback,
+        layout_deps=lowered.layout_deps, captures=flat.captures)
     return Traced(
         fn_name=fn_name(fn), mode=used, linear_args=flat.linear, skipped_args=flat.skipped,
         linear_results=lowered.results, preserved=types.MappingProxyType(preserved),
@@ -76,13 +81,35 @@ def _lower(fn: Callable, flat: FlatCall, mode: str,
         if any(a.weak_type for a in flat.linear):
             # Traced Python numbers are float64 / int64 in NumPy, as NumPy mode runs.
             with backend.x64_scope(True):
-                numpy_flat = flatten_call(args, kwargs, trace_scalars=trace_scalars)
+                numpy_flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars)
         try:
             return trace_numpy(fn, numpy_flat), "numpy", numpy_flat
-        except JaxCodeError:
+        except JaxCodeError as exc:
             if mode == "numpy":
                 raise
+            if exc.updated:
+                raise _update_then_jax(fn_name(fn), exc) from None
     return trace_jax(fn, flat), "jax", flat
+
+
+def flatten_for(fn: Callable, args: tuple, kwargs: dict, *,
+                trace_scalars: bool = False) -> FlatCall:
+    """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
+    module's globals as further linear arguments (paths ``fn.NAME``)."""
+    return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn))
+
+
+def _update_then_jax(name: str, exc: JaxCodeError) -> TraceError:
+    """mode='auto' cannot fall back to JAX mode once the function updated an argument in place:
+    JAX mode would silently drop the update."""
+    where = "\n".join(f"  {path} is updated at {line}" for path, line in exc.updated)
+    handed = str(exc).split("\nIt is JAX code")[0]
+    return TraceError(
+        f"{name} updates its arguments in place and also hands them to JAX:\n{where}\n"
+        f"{handed}\nNumPy mode cannot pass its arrays to JAX functions, and "
+        "JAX mode cannot update arguments in place (the update would be lost). Use NumPy "
+        "functions only (np.sin rather than jnp.sin) so the whole function runs in NumPy mode, "
+        "or write it as JAX code: a = a + 1 instead of a += 1, and return the new value.")
 
 
 def _check_callable(fn: Any) -> None:

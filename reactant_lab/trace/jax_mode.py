@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from reactant_lab.trace import captures
 from reactant_lab.trace.lowering import Lowered, lower_call, output_of
 from reactant_lab.trace.paths import FlatCall
 
@@ -18,7 +19,8 @@ def trace_jax(fn: Callable, flat: FlatCall) -> Lowered:
     """Trace ``fn`` on ``flat``'s avals and lower it; Python runs the function exactly once."""
 
     def call(*linear):
-        args, kwargs = flat.rebuild(linear)
-        return output_of(fn(*args, **kwargs))
+        args, kwargs, *captured = flat.rebuild(linear)
+        run = captures.rebind(fn, captured[0]) if captured else fn
+        return output_of(run(*args, **kwargs))
 
     return lower_call(fn_name(fn), flat, call, x64=flat.needs_x64, mode="jax")

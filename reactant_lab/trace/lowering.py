@@ -14,7 +14,14 @@ from jax.extend import core as jcore
 
 from reactant_lab import backend
 from reactant_lab.trace.paths import FlatCall, is_none, result_path
-from reactant_lab.trace.specs import Computed, Preserved, ResultSpec, Static, UpdatedArg
+from reactant_lab.trace.specs import (
+    ArgView,
+    Computed,
+    Preserved,
+    ResultSpec,
+    Static,
+    UpdatedArg,
+)
 from reactant_lab.trace.user_errors import user_code_errors
 
 
@@ -24,11 +31,14 @@ class CallOutput:
 
     treedef: Any
     """Tree structure of the result (None is a leaf)."""
-    leaves: list[tuple[str, Any, int | None]]
+    leaves: list[tuple[str, Any, int | ArgView | None]]
     """Per result leaf: its path, its value (traced array or static), and the linear index of
-    the argument it is when it is an argument updated in place (else None)."""
+    the argument it is when it is an argument updated in place, or the ArgView it is when it is
+    a view of an argument (else None)."""
     extras: list[tuple[str, Any, int]] = field(default_factory=list)
     """Per mutated argument: its ``resargs`` path, its final traced value, its linear index."""
+    layout_deps: tuple[tuple[int, Any], ...] = ()
+    """(linear index, memory layout) of each argument whose layout the trace depends on."""
 
 
 def output_of(out: Any) -> CallOutput:
@@ -45,12 +55,14 @@ class Lowered:
     """StableHLO module text with locations; block arguments carry their paths."""
     out_treedef: Any
     """Tree structure of the result (None is a leaf)."""
-    out_slots: tuple[Computed | Preserved | UpdatedArg | Static, ...]
+    out_slots: tuple[Computed | Preserved | UpdatedArg | ArgView | Static, ...]
     """Per result leaf: computed, preserved argument, updated argument, or static value."""
     results: tuple[ResultSpec, ...]
     """Specs of the array leaves of the result, then of the ``resargs`` results."""
     writeback: tuple[tuple[int, int], ...] = ()
     """(linear-argument index, module result index) per argument updated in place."""
+    layout_deps: tuple[tuple[int, Any], ...] = ()
+    """(linear index, memory layout) of each argument whose layout the trace depends on."""
 
 
 def is_array(leaf: Any) -> bool:
@@ -87,7 +99,7 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
         arg_names=[a.path for a in flat.linear],
         result_names=[by_index[i] for i in range(len(keep))],
         module_name="reactant_" + re.sub(r"\W", "_", name).strip("_"), x64=x64)
-    return Lowered(text, out.treedef, slots, results, writeback)
+    return Lowered(text, out.treedef, slots, results, writeback, out.layout_deps)
 
 
 def _plan_results(closed: Any, out: CallOutput, flat: FlatCall):
@@ -110,12 +122,17 @@ def _plan_results(closed: Any, out: CallOutput, flat: FlatCall):
 
 def _plan_leaves(closed: Any, out: CallOutput, flat: FlatCall):
     invar_index = {v: i for i, v in enumerate(closed.jaxpr.invars)}
-    slots: list[Computed | Preserved | UpdatedArg | Static] = []
+    slots: list[Computed | Preserved | UpdatedArg | ArgView | Static] = []
     results: list[ResultSpec] = []
     keep: list[int] = []
     updated: list[tuple[int, int]] = []  # (position in results, argument) of updated arguments
     k = 0
     for path, leaf, arg in out.leaves:
+        if isinstance(arg, ArgView):
+            slots.append(arg)
+            results.append(ResultSpec(path, tuple(leaf.shape), np.dtype(leaf.dtype), None,
+                                      flat.linear[arg.arg].path, view=True))
+            continue
         if arg is not None:
             slots.append(UpdatedArg(arg))
             updated.append((len(results), arg))

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from reactant_lab.errors import DonatedArgumentError, UnsupportedArgumentError
+from reactant_lab.trace.captures import capture_path
 from reactant_lab.trace.specs import ArgSpec, SkippedArg, Static
 
 _MAX_REPR = 80
@@ -35,6 +36,8 @@ class FlatCall:
     """Specs of the array leaves, in linear order."""
     skipped: tuple[SkippedArg, ...]
     """The static leaves."""
+    captures: tuple[str, ...] = ()
+    """Keys of the captured arrays (closure cells, globals) that join the call, if any."""
 
     @property
     def needs_x64(self) -> bool:
@@ -53,8 +56,9 @@ class FlatCall:
         avals = tuple((a.shape, a.dtype.str, a.weak_type) for a in self.linear)
         return (self.treedef, avals, statics)
 
-    def rebuild(self, linear_values: list[Any] | tuple[Any, ...]) -> tuple[tuple, dict]:
-        """``(args, kwargs)`` with the linear leaves replaced by ``linear_values``."""
+    def rebuild(self, linear_values: list[Any] | tuple[Any, ...]) -> tuple:
+        """``(args, kwargs)`` (and ``captured``, when the call has captured arrays) with the
+        linear leaves replaced by ``linear_values``."""
         leaves = [s.value if isinstance(s, Static) else linear_values[s] for s in self.slots]
         return jax.tree_util.tree_unflatten(self.treedef, leaves)
 
@@ -65,7 +69,10 @@ def is_none(x: Any) -> bool:
 
 
 def call_path(keypath: tuple) -> str:
-    """``args[0]['w']`` / ``kwargs['bias']`` from a key path into ``(args, kwargs)``."""
+    """``args[0]['w']`` / ``kwargs['bias']`` / ``fn.G`` from a key path into
+    ``(args, kwargs[, captured])``."""
+    if keypath[0].idx == 2:
+        return capture_path(keypath[1].key) + jax.tree_util.keystr(tuple(keypath[2:]))
     root = "args" if keypath[0].idx == 0 else "kwargs"
     return root + jax.tree_util.keystr(tuple(keypath[1:]))
 
@@ -75,9 +82,15 @@ def result_path(keypath: tuple) -> str:
     return "result" + jax.tree_util.keystr(tuple(keypath))
 
 
-def flatten_call(args: tuple, kwargs: dict, *, trace_scalars: bool = False) -> FlatCall:
-    """Split ``(args, kwargs)`` into linear and skipped leaves, checking every leaf's type."""
-    with_path, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=is_none)
+def flatten_call(args: tuple, kwargs: dict, *, trace_scalars: bool = False,
+                 captured: dict[str, Any] | None = None) -> FlatCall:
+    """Split ``(args, kwargs)`` into linear and skipped leaves, checking every leaf's type.
+
+    ``captured`` (arrays the function reads from closures and globals, see ``captures``) joins
+    the call as a third part, ``(args, kwargs, captured)``, its leaves at paths ``fn.NAME``.
+    """
+    tree = (args, kwargs, captured) if captured else (args, kwargs)
+    with_path, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_none)
     slots: list[int | Static] = []
     values: list[Any] = []
     linear: list[ArgSpec] = []
@@ -94,7 +107,34 @@ def flatten_call(args: tuple, kwargs: dict, *, trace_scalars: bool = False) -> F
         slots.append(len(values))
         linear.append(ArgSpec(path, shape, dtype, len(values), weak))
         values.append(leaf)
-    return FlatCall(treedef, tuple(slots), tuple(values), tuple(linear), tuple(skipped))
+    return FlatCall(treedef, tuple(slots), tuple(values), tuple(linear), tuple(skipped),
+                    tuple(captured or ()))
+
+
+def memory_layout(value: Any) -> Any:
+    """What decides NumPy's view-or-copy rule for an argument: 'C', 'F', or the element strides
+    of a NumPy array that is neither (a strided or reversed view); None for other values."""
+    if not isinstance(value, np.ndarray):
+        return None
+    if value.flags.c_contiguous:
+        return "C"
+    if value.flags.f_contiguous:
+        return "F"
+    return element_strides(value)
+
+
+def element_strides(a: np.ndarray) -> tuple[int, ...]:
+    """Strides of ``a`` in elements (in bytes when not a whole number of elements); axes of
+    length 1 count as 0, since no element is ever stepped over along them."""
+    size = a.itemsize
+    exact = all(s % size == 0 for s in a.strides)
+    return tuple(0 if n == 1 else (s // size if exact else s)
+                 for s, n in zip(a.strides, a.shape, strict=True))
+
+
+def layouts_hold(deps: tuple[tuple[int, Any], ...], linear_values: tuple | list) -> bool:
+    """Whether every argument a trace's view semantics depend on is laid out as it was traced."""
+    return all(memory_layout(linear_values[i]) == layout for i, layout in deps)
 
 
 def _traced_aval(leaf: Any, path: str, trace_scalars: bool) -> tuple | None:

@@ -53,10 +53,13 @@ class ResultSpec:
     index: int | None
     """Result index of ``@main``; None when the result is not computed by the module."""
     preserved_from: str | None = None
-    """Path of the argument this result is (returned unchanged), if any."""
+    """Path of the argument this result is (returned unchanged) or is a view of, if any."""
+    view: bool = False
+    """True when the result is a view of that argument (NumPy mode), not the argument itself."""
 
     def __str__(self) -> str:
-        where = f"alias of {self.preserved_from}" if self.preserved_from else f"#{self.index}"
+        kind = "view" if self.view else "alias"
+        where = f"{kind} of {self.preserved_from}" if self.preserved_from else f"#{self.index}"
         return f"{self.path} {_type_str(self.shape, self.dtype)} ({where})"
 
 
@@ -94,6 +97,18 @@ class UpdatedArg:
 
 
 @dataclass(frozen=True)
+class ArgView:
+    """A result leaf that is a view of a NumPy argument (a basic slice, a reshape NumPy makes a
+    view, a transpose, ``.real``): the call hands back that view of the caller's own array,
+    after any in-place update is written into it, as NumPy returns it."""
+
+    arg: int
+    """Linear-argument index."""
+    ops: tuple[Any, ...]
+    """The view ops, applied in order to the caller's array (each has ``get``)."""
+
+
+@dataclass(frozen=True)
 class CallLayout:
     """How a Python call maps onto the module: what compile needs to run it and rebuild results."""
 
@@ -105,9 +120,9 @@ class CallLayout:
     """Per linear argument: shape, dtype, weak_type."""
     out_treedef: Any
     """Tree structure of the result, None counted as a leaf."""
-    out_slots: tuple[Computed | Preserved | UpdatedArg | Static, ...]
+    out_slots: tuple[Computed | Preserved | UpdatedArg | ArgView | Static, ...]
     """Per result leaf: computed by the module, an argument returned unchanged, an argument
-    updated in place, or static."""
+    updated in place, a view of an argument, or static."""
     x64: bool
     """Whether tracing and running need 64-bit types."""
     numpy_out: bool
@@ -117,6 +132,13 @@ class CallLayout:
     writeback: tuple[tuple[int, int], ...] = ()
     """Per mutated argument: (linear-argument index, ``@main`` result index). After a successful
     call that result is copied into the caller's array, in place."""
+    layout_deps: tuple[tuple[int, Any], ...] = ()
+    """(linear index, memory layout) per argument whose memory layout the trace depends on
+    (NumPy mode: a reshape or ravel that is a view for one layout and a copy for another);
+    a call with another layout needs another trace."""
+    captures: tuple[str, ...] = ()
+    """Keys of the arrays the function reads from closures and globals (``captures``): read
+    again on every call, they are linear arguments after those of ``(args, kwargs)``."""
 
     @property
     def n_outputs(self) -> int:

@@ -2,12 +2,18 @@
 code return proxy arrays (so traced values can be written into them later), and ``np.random``
 raises. Like Reactant's overlays of ``zeros`` / ``similar``, they apply only to calls made by the
 traced code on the tracing thread; NumPy, JAX and installed libraries keep the real functions.
+
+A traced value may be a fill value, a start or stop, a diagonal offset: the result is then traced,
+with NumPy's values and dtype. A traced value that would decide the result's shape (a size, a
+count, ``np.arange``'s bounds) raises DynamicShapeError naming the function and the user's line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
+import operator
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -17,15 +23,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from reactant_lab.errors import DynamicShapeError
 from reactant_lab.trace.numpy_mode import context, errors
 from reactant_lab.trace.numpy_mode.proxy import (
+    IMMUTABLE,
     ProxyArray,
     concrete_array,
     concrete_of,
     new_array,
     unwrap,
 )
-from reactant_lab.trace.user_errors import is_user_file
+from reactant_lab.trace.user_errors import calling_user_frame, describe, is_user_file
 
 # Made from static values: the result becomes a concrete proxy the kernel may write into.
 _STATIC_MAKERS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
@@ -33,6 +41,21 @@ _STATIC_MAKERS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "
                   "tri", "indices", "diag", "meshgrid", "copy", "tile", "repeat", "concatenate",
                   "stack", "vstack", "hstack")
 _CONVERTERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+# Parameters that decide the shape of the result: they must be static (NumPy functions on
+# proxies are checked too, see functions.apply).
+_SHAPE_PARAMS = {
+    "zeros": ("shape",), "ones": ("shape",), "empty": ("shape",), "full": ("shape",),
+    "zeros_like": ("shape",), "ones_like": ("shape",), "empty_like": ("shape",),
+    "full_like": ("shape",), "arange": ("start_or_stop", "start", "stop", "step"),
+    "linspace": ("num", "axis"), "logspace": ("num", "axis"), "geomspace": ("num", "axis"),
+    "eye": ("N", "M"), "identity": ("n",), "tri": ("N", "M"), "indices": ("dimensions",),
+    "diag": ("k",), "diagflat": ("k",), "diagonal": ("offset", "axis1", "axis2"),
+    "tile": ("reps",), "repeat": ("repeats", "axis"), "resize": ("new_shape",),
+    "pad": ("pad_width",), "broadcast_to": ("shape",), "concatenate": ("axis",),
+    "stack": ("axis",), "fromfunction": ("shape",), "array": ("ndmin",)}
+SHAPE_PARAMS: dict[Callable[..., Any], tuple[str, ...]] = {
+    getattr(np, name): params for name, params in _SHAPE_PARAMS.items()}
+"""NumPy function -> its parameters that decide the result's shape."""
 _LOCK = threading.Lock()
 _INSTALLED: list[int] = [0]
 
@@ -46,41 +69,213 @@ def _owned(result: Any) -> Any:
     return result
 
 
+def _is_proxy(x: Any) -> bool:
+    return isinstance(x, ProxyArray)
+
+
 def _holds_proxy(obj: Any) -> bool:
-    return any(isinstance(x, ProxyArray) for x in jax.tree_util.tree_leaves(
-        obj, is_leaf=lambda x: isinstance(x, ProxyArray)))
+    return any(_is_proxy(x) for x in jax.tree_util.tree_leaves(obj, is_leaf=_is_proxy))
 
 
-def _from_nested(obj: Any, dtype: Any) -> ProxyArray:
-    """``np.array([[a, b], [c, d]])`` holding traced values."""
-    leaves = jax.tree_util.tree_leaves(obj, is_leaf=lambda x: isinstance(x, ProxyArray))
+def _holds_traced(obj: Any) -> bool:
+    """Whether ``obj`` is, or holds, a proxy whose value is only known when the code runs."""
+    return any(_is_proxy(x) and concrete_of(x) is None
+               for x in jax.tree_util.tree_leaves(obj, is_leaf=_is_proxy))
+
+
+def _concrete(tree: Any) -> Any:
+    """``tree`` with each concrete proxy replaced by its NumPy data (none of them is traced)."""
+    return jax.tree_util.tree_map(lambda x: concrete_of(x) if _is_proxy(x) else x, tree,
+                                  is_leaf=_is_proxy)
+
+
+@functools.cache
+def _signature(original: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(original)
+    except (TypeError, ValueError):  # no signature to read (a NumPy built before 2.x)
+        return None
+
+
+def _bind(original: Callable, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+    """The call's arguments by parameter name (None when NumPy gives no signature, or the call
+    does not fit it: NumPy then raises its own error)."""
+    signature = _signature(original)
+    try:
+        return None if signature is None else dict(signature.bind(*args, **kwargs).arguments)
+    except TypeError:
+        return None
+
+
+def check_static_shape(func: Callable, args: tuple, kwargs: dict) -> None:
+    """Raise DynamicShapeError when an argument of ``func(*args, **kwargs)`` that decides the
+    result's shape (see SHAPE_PARAMS) is traced."""
+    params = SHAPE_PARAMS.get(func, ())
+    bound = _bind(func, args, kwargs) if params else None
+    for param in params:
+        if bound is not None and _holds_traced(bound.get(param)):
+            raise _traced_shape(func.__name__, param, bound[param])
+
+
+def _traced_shape(name: str, param: str, value: Any) -> DynamicShapeError:
+    what = "bounds" if name == "arange" else f"`{param}` argument"
+    return DynamicShapeError(
+        f"np.{name} was given a traced value as its {what} ({value!r}) at "
+        f"{describe(calling_user_frame())}\nIt decides the shape of the result, which must be "
+        "known while tracing, but a traced value is only known when the compiled code runs. "
+        "Pass a Python int (a static argument) or take it from an array's shape (a.shape[0], "
+        "len(a)); or make the array outside the kernel and pass it in.")
+
+
+def from_nested(obj: Any, dtype: Any, fortran: bool = False) -> ProxyArray:
+    """``np.array([[a, b], [c, d]])`` holding traced values, with NumPy's dtype."""
+    leaves = jax.tree_util.tree_leaves(obj, is_leaf=_is_proxy)
     if dtype is None:
-        dtype = np.result_type(*[x.dtype if isinstance(x, ProxyArray) else np.asarray(x).dtype
+        dtype = np.result_type(*[x.dtype if _is_proxy(x) else np.asarray(x).dtype
                                  for x in leaves])
     values = jax.tree_util.tree_map(lambda x: jnp.asarray(unwrap(x)).astype(dtype), obj,
-                                    is_leaf=lambda x: isinstance(x, ProxyArray))
-    return new_array(jnp.asarray(values))
+                                    is_leaf=_is_proxy)
+    return _new(jnp.asarray(values), fortran)
 
 
-def _convert(original: Callable, obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
-    """np.array / np.asarray / ...: proxies stay proxies (np.array copies), nested sequences of
-    traced values are stacked, static data becomes a concrete proxy."""
-    if isinstance(obj, ProxyArray):
-        copy = kwargs.get("copy", original.__name__ == "array")
-        if dtype is not None and np.dtype(dtype) != obj.dtype:
-            return obj.astype(dtype)
-        return np.copy(obj) if copy else obj
-    if _holds_proxy(obj):
-        return _from_nested(obj, dtype)
-    return _owned(original(obj, dtype, *args, **kwargs))
+def _shape(shape: Any) -> tuple[int, ...]:
+    """A static shape (an int or a sequence of ints, concrete proxies included) as a tuple."""
+    dims = shape if isinstance(shape, list | tuple) else (shape,)
+    return tuple(operator.index(d) for d in dims)
 
 
-def _full(original: Callable, shape: Any, fill_value: Any, dtype: Any = None,
-          *args: Any, **kwargs: Any) -> Any:
-    if isinstance(fill_value, ProxyArray) and concrete_of(fill_value) is None:
-        return new_array(jnp.full(shape, unwrap(fill_value), dtype or fill_value.dtype))
-    return _owned(original(shape, concrete_of(fill_value) if isinstance(
-        fill_value, ProxyArray) else fill_value, dtype, *args, **kwargs))
+def _fortran(order: str | None, like: Any = None) -> bool:
+    """Whether a new array is laid out in Fortran order: asked for, or (order 'K' / 'A') like
+    ``like``, as NumPy's ``*_like`` and ``np.copy`` do."""
+    if order == "F":
+        return True
+    if order not in ("K", "A") or like is None:
+        return False
+    if _is_proxy(like):
+        return not like._ops and like.root.order == "F"
+    return (isinstance(like, np.ndarray) and like.flags.f_contiguous
+            and not like.flags.c_contiguous)
+
+
+def _new(value: Any, fortran: bool) -> ProxyArray:
+    """A new traced array, laid out in Fortran order when ``fortran`` (it matters for which
+    later reshapes are views)."""
+    made = new_array(value)
+    if fortran and made.ndim > 1:
+        made.root.order = "F"
+    return made
+
+
+def _convert(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    """np.array / np.asarray / ...: proxies stay proxies (copied when NumPy would copy), nested
+    sequences of traced values are stacked, static data becomes a concrete proxy."""
+    bound = _bind(original, args, kwargs)
+    obj = bound.get("object", bound.get("a")) if bound else None
+    if bound is None or not _holds_proxy(obj):
+        return _owned(original(*args, **kwargs))
+    name, dtype = original.__name__, bound.get("dtype")
+    order = {"ascontiguousarray": "C", "asfortranarray": "F"}.get(name, bound.get("order"))
+    if _is_proxy(obj):
+        copy = bound.get("copy", True if name == "array" else None)
+        made = _convert_proxy(obj, dtype, copy, order)
+    else:
+        made = from_nested(obj, dtype, _fortran(order))
+    ndmin = 1 if name in ("ascontiguousarray", "asfortranarray") else bound.get("ndmin", 0)
+    if made.ndim < ndmin:
+        made = made[(None,) * (ndmin - made.ndim)]
+    return made
+
+
+def _convert_proxy(a: ProxyArray, dtype: Any, copy: bool | None, order: str | None) -> Any:
+    """``a`` itself when NumPy would hand it back, else a copy of the dtype and order asked."""
+    cast = dtype is not None and np.dtype(dtype) != a.dtype
+    # A NumPy (or Python) scalar is not an array: converting it always makes a new one.
+    relaid = a.root.frozen in IMMUTABLE or (order in ("C", "F") and not _laid_out(a, order))
+    if copy is False and (cast or relaid):
+        raise ValueError("Unable to avoid copy while creating an array as requested.")
+    if cast:
+        return np.copy(a.astype(dtype), order=order or "K")
+    return np.copy(a, order=order or "K") if copy or relaid else a
+
+
+def _laid_out(a: ProxyArray, order: str) -> bool:
+    """Whether ``a`` is contiguous in ``order`` (what decides view-or-copy of np.asarray)."""
+    from reactant_lab.trace.numpy_mode.views import shadow
+
+    flags = shadow(a).flags
+    return bool(flags.c_contiguous if order == "C" else flags.f_contiguous)
+
+
+def _full(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    """np.full with a traced fill value: NumPy's dtype is the fill value's (np.array(fill))."""
+    bound = _bind(original, args, kwargs)
+    fill = bound.get("fill_value") if bound else None
+    if bound is None or not _holds_traced(fill):
+        return _owned(original(*_concrete(args), **_concrete(kwargs)))
+    fill = fill if _is_proxy(fill) else from_nested(fill, None)
+    dtype = bound.get("dtype")
+    dtype = fill.dtype if dtype is None else np.dtype(dtype)
+    value = jnp.full(_shape(bound["shape"]), unwrap(fill), dtype)
+    return _new(value, _fortran(bound.get("order", "C")))
+
+
+def _like_maker(kind: str) -> Callable[..., Any]:
+    """np.zeros_like / ones_like / empty_like / full_like on a proxy prototype or with a traced
+    fill value (empty_like is zeros_like: no uninitialized memory is baked into the module)."""
+    original = getattr(np, f"{kind}_like")
+
+    def like(*args: Any, **kwargs: Any) -> ProxyArray:
+        bound = _bind(original, args, kwargs)
+        if bound is None:
+            raise TypeError(f"np.{kind}_like{_signature(original)} cannot take these "
+                            f"arguments: {args!r}, {kwargs!r}")
+        proto = bound.get("a", bound.get("prototype"))
+        fill = {"zeros": 0, "empty": 0, "ones": 1}.get(kind, bound.get("fill_value"))
+        shape = _shape(np.shape(proto) if bound.get("shape") is None else bound["shape"])
+        dtype = bound.get("dtype")
+        dtype = np.dtype(proto.dtype if _is_proxy(proto) else np.asarray(proto).dtype
+                         ) if dtype is None else np.dtype(dtype)
+        fortran = len(shape) > 1 and _fortran(bound.get("order", "K"), proto)
+        if _holds_traced(fill):
+            fill = fill if _is_proxy(fill) else from_nested(fill, None)
+            return _new(jnp.full(shape, unwrap(fill), dtype), fortran)
+        static = concrete_of(fill) if _is_proxy(fill) else fill
+        return concrete_array(np.full(shape, static, dtype, order="F" if fortran else "C"))
+
+    like.__name__ = like.__qualname__ = f"{kind}_like"
+    return like
+
+
+LIKE: dict[Callable[..., Any], Callable[..., Any]] = {
+    getattr(np, f"{kind}_like"): _like_maker(kind) for kind in ("zeros", "ones", "empty", "full")}
+"""The ``*_like`` functions on proxies (dispatched through ``__array_function__``)."""
+
+
+def _like(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    bound = _bind(original, args, kwargs) or {}
+    if _holds_proxy(bound.get("a", bound.get("prototype"))) or _holds_traced(
+            bound.get("fill_value")):
+        return LIKE[original](*args, **kwargs)
+    maker = np.zeros_like if original.__name__ == "empty_like" else original
+    return _owned(maker(*_concrete(args), **_concrete(kwargs)))
+
+
+def _eye_tri(original: Callable, *args: Any, **kwargs: Any) -> Any:
+    """np.eye / np.tri with a traced diagonal offset ``k``: ones where ``j - i == k`` (eye) or
+    ``j - i <= k`` (tri)."""
+    bound = _bind(original, args, kwargs)
+    k = bound.get("k", 0) if bound else 0
+    if bound is None or not _holds_traced(k):
+        return _owned(original(*args, **kwargs))
+    if not _is_proxy(k) or k.ndim != 0 or k.dtype.kind not in "biu":
+        raise errors.unsupported(f"np.{original.__name__}", f" with a traced k that is not an "
+                                 f"integer scalar ({k!r})")
+    n = operator.index(bound["N"])
+    m = n if bound.get("M") is None else operator.index(bound["M"])
+    offset = jnp.arange(m)[None, :] - jnp.arange(n)[:, None]
+    hit = offset == unwrap(k) if original.__name__ == "eye" else offset <= unwrap(k)
+    dtype = np.dtype(bound.get("dtype", float))
+    return _new(hit.astype(dtype), _fortran(bound.get("order", "C")))
 
 
 def _fromfunction(original: Callable, function: Callable, shape: Any, *, dtype: Any = float,
@@ -91,9 +286,8 @@ def _fromfunction(original: Callable, function: Callable, shape: Any, *, dtype: 
 
 
 def _empty(original: Callable, *args: Any, **kwargs: Any) -> Any:
-    """np.empty / np.empty_like: zeros, so no uninitialized memory is baked into the module."""
-    maker = np.zeros if original.__name__ == "empty" else np.zeros_like
-    return _owned(maker(*args, **kwargs))
+    """np.empty: zeros, so no uninitialized memory is baked into the module."""
+    return _owned(np.zeros(*args, **kwargs))
 
 
 def _random(original: Callable, *args: Any, **kwargs: Any) -> Any:
@@ -105,6 +299,9 @@ def _overlay(original: Callable, special: Callable | None) -> Callable:
     def overlay(*args: Any, **kwargs: Any) -> Any:
         if context.current() is None or not is_user_file(sys._getframe(1).f_code.co_filename):
             return original(*args, **kwargs)
+        if _is_proxy(kwargs.get("like")):  # like=: a proxy result is what is asked for
+            kwargs.pop("like")
+        check_static_shape(original, args, kwargs)
         if special is not None:
             return special(original, *args, **kwargs)
         return _owned(original(*args, **kwargs))
@@ -118,8 +315,10 @@ def _random_names() -> list[str]:
             and callable(getattr(np.random, n))]
 
 
-_SPECIAL: dict[str, Callable] = {"full": _full, "fromfunction": _fromfunction,
-                                 "empty": _empty, "empty_like": _empty,
+_SPECIAL: dict[str, Callable] = {"full": _full, "fromfunction": _fromfunction, "empty": _empty,
+                                 "eye": _eye_tri, "tri": _eye_tri,
+                                 **dict.fromkeys(("zeros_like", "ones_like", "empty_like",
+                                                  "full_like"), _like),
                                  **dict.fromkeys(_CONVERTERS, _convert)}
 _OVERLAYS: list[tuple[Any, str, Callable, Callable]] = [
     (np, name, getattr(np, name), _overlay(getattr(np, name), _SPECIAL.get(name)))

@@ -21,6 +21,9 @@ _DATA_DEPENDENT = frozenset({
 class JaxCodeError(TraceError):
     """A JAX function was handed a NumPy-mode proxy array: the function is JAX code."""
 
+    updated: tuple[tuple[str, str], ...] = ()
+    """(argument path, where) of each argument the function had already updated in place."""
+
 
 def numpy_name(func: Any) -> str:
     """``np.linalg.solve`` / ``np.add`` / ``np.random.rand``: how the user wrote it."""

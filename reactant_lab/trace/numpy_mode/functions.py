@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.trace.numpy_mode import errors, masks
+from reactant_lab.trace.numpy_mode.creation import LIKE, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
@@ -80,8 +81,18 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.linalg, jnp.linalg, _LINALG, True), **_entries(np.fft, jnp.fft, _FFT, True),
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
-    **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE}.items()},
+    **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE, **LIKE}.items()},
 }
+# Functions returning several arrays as a tuple in this NumPy (a list in NumPy 1 and jax.numpy).
+_TUPLE_RESULTS = frozenset(f for f, result in (
+    (np.meshgrid, np.meshgrid(np.zeros(1))),
+    (np.broadcast_arrays, np.broadcast_arrays(np.zeros(1))),
+    *((f, f(0, 0)) for f in (np.atleast_1d, np.atleast_2d, np.atleast_3d))) if isinstance(
+        result, tuple))
+# Functions whose first argument is a sequence of arrays: its plain lists become arrays first.
+_ARRAY_SEQUENCES = frozenset(
+    getattr(np, n) for n in ("concatenate", "concat", "stack", "hstack", "vstack", "dstack",
+                             "column_stack") if hasattr(np, n))
 
 
 def apply(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -89,8 +100,13 @@ def apply(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     entry = TABLE.get(func)
     if entry is None:
         raise errors.unsupported(func)
+    check_static_shape(func, args, kwargs)
+    if func in (np.tril, np.triu) and _traced_offset(args, kwargs):
+        return _triangle(func, *args, **kwargs)
     if entry.proxy:
         return entry.fn(*args, **kwargs)
+    if func in _ARRAY_SEQUENCES and args and isinstance(args[0], list | tuple):
+        args = (type(args[0])(_as_array(x) for x in args[0]), *args[1:])
     selected = [x for x in _leaves((args, kwargs)) if isinstance(x, ProxyArray)
                 and x.mask is not None]
     if selected:
@@ -99,6 +115,33 @@ def apply(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
            if isinstance(x, ProxyArray)):
         return _eager(func, args, kwargs)
     return _call(func, entry, args, dict(kwargs))
+
+
+def _traced_offset(args: tuple, kwargs: dict) -> bool:
+    k = args[1] if len(args) > 1 else kwargs.get("k", 0)
+    return isinstance(k, ProxyArray) and concrete_of(k) is None
+
+
+def _triangle(func: Callable[..., Any], m: Any, k: Any = 0) -> ProxyArray:
+    """np.tril / np.triu with a traced diagonal offset ``k`` (the shape does not depend on it):
+    ``m`` where ``j - i <= k`` (tril) or ``j - i >= k`` (triu), zeros elsewhere."""
+    if k.ndim != 0 or k.dtype.kind not in "biu":
+        raise errors.unsupported(func, f" with a traced k that is not an integer scalar ({k!r})")
+    value = jnp.asarray(unwrap(m))
+    rows, cols = value.shape[-2:] if value.ndim > 1 else value.shape * 2
+    offset = jnp.arange(cols)[None, :] - jnp.arange(rows)[:, None]
+    keep = offset <= unwrap(k) if func is np.tril else offset >= unwrap(k)
+    return new_array(jnp.where(keep, value, jnp.zeros((), value.dtype)))
+
+
+def _as_array(x: Any) -> Any:
+    """An element of ``np.concatenate([...])`` / ``np.hstack([...])`` as an array: a list of
+    numbers (or of traced values) becomes one, as NumPy converts it."""
+    if isinstance(x, ProxyArray | np.ndarray | np.generic | jax.Array):
+        return x
+    if any(isinstance(leaf, ProxyArray) for leaf in _leaves(x)):
+        return from_nested(x, None)
+    return np.asarray(x)
 
 
 def _is_proxy(x: Any) -> bool:
@@ -131,7 +174,7 @@ def _call(func: Callable[..., Any], entry: Entry, args: tuple, kwargs: dict) -> 
     if out is not None:
         out.write(result)
         return out
-    return result
+    return tuple(result) if func in _TUPLE_RESULTS and isinstance(result, list) else result
 
 
 def _wrap(r: Any) -> Any:

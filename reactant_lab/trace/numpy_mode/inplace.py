@@ -91,19 +91,6 @@ def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     a.write(a.value.reshape(-1).at[positions].set(values).reshape(a.shape))
 
 
-def _like(maker: Any):
-    def like(prototype: Any, *args: Any, dtype: Any = None, order: str = "K", subok: bool = True,
-             shape: Any = None, **kwargs: Any) -> ProxyArray:
-        shape = prototype.shape if shape is None else shape
-        dtype = prototype.dtype if dtype is None else dtype
-        fill = args[0] if args else kwargs.pop("fill_value", None)
-        if maker is np.full and concrete_of(fill) is None:
-            return new_array(jnp.full(shape, unwrap(fill), dtype))
-        made = maker(shape, *([concrete_of(fill)] if maker is np.full else []), dtype=dtype)
-        return concrete_array(made)
-    return like
-
-
 def where(condition: Any, *xy: Any) -> Any:
     """``np.where(c, x, y)`` with NumPy's result dtype (the one-argument form has no static
     shape)."""
@@ -129,6 +116,4 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
 
 
 INPLACE = {np.copyto: copyto, np.put: put, np.place: place, np.putmask: putmask,
-           np.fill_diagonal: fill_diagonal, np.zeros_like: _like(np.zeros),
-           np.ones_like: _like(np.ones), np.empty_like: _like(np.zeros),
-           np.full_like: _like(np.full), np.where: where, np.select: select}
+           np.fill_diagonal: fill_diagonal, np.where: where, np.select: select}

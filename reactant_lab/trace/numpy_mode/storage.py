@@ -9,12 +9,16 @@ until a traced value is written into it, so Python can still loop over it or ind
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+
+from reactant_lab.trace.paths import element_strides
+from reactant_lab.trace.user_errors import calling_user_frame
 
 _ANY = np.empty((), np.uint8)  # broadcast to any shape without memory: shapes of basic indexing
 
@@ -37,10 +41,12 @@ def to_jax(concrete: np.ndarray) -> jax.Array:
 class Root:
     """One array's storage: a traced value, or concrete NumPy data, and who may write to it."""
 
-    __slots__ = ("_shadow", "_value", "arg", "concrete", "frozen", "order", "version", "weak")
+    __slots__ = ("_order", "_shadow", "_value", "arg", "concrete", "first_write", "frozen",
+                 "layout_read", "strides", "version", "weak")
 
     def __init__(self, value: Any = None, concrete: np.ndarray | None = None, *,
-                 frozen: str | None = None, arg: str | None = None, weak: bool = False):
+                 frozen: str | None = None, arg: str | None = None, weak: bool = False,
+                 memory: np.ndarray | None = None):
         if concrete is not None and not (concrete.flags.c_contiguous or
                                          concrete.flags.f_contiguous):
             concrete = np.ascontiguousarray(concrete)
@@ -53,10 +59,31 @@ class Root:
         """Path of the argument it stands for, or None for an array the kernel made."""
         self.weak = weak
         """A traced Python scalar: promotes like one."""
-        self.order = "F" if concrete is not None and not concrete.flags.c_contiguous else "C"
+        laid_out = memory if memory is not None else concrete
+        self._order = "F" if laid_out is not None and laid_out.flags.f_contiguous and not (
+            laid_out.flags.c_contiguous) else "C"
+        self.strides = None if memory is None or memory.flags.c_contiguous or (
+            memory.flags.f_contiguous) else element_strides(memory)
+        """Element strides of an argument that is neither C- nor F-contiguous (a strided or
+        reversed view), else None: NumPy's view-or-copy rule depends on them."""
+        self.layout_read = False
+        """Whether tracing looked at the memory layout (order, strides): the trace then holds
+        only for arguments laid out the same way."""
         self.version = 0
         """Bumped on every write; views compare it to know their cached value is stale."""
+        self.first_write: traceback.FrameSummary | None = None
+        """Where the user's code first updated this argument in place (arguments only)."""
         self._shadow: np.ndarray | None = None
+
+    @property
+    def order(self) -> str:
+        """'F' for a Fortran-contiguous array, else 'C' (what order='A' / 'K' resolve to)."""
+        self.layout_read = True
+        return self._order
+
+    @order.setter
+    def order(self, order: str) -> None:
+        self._order = order
 
     @property
     def value(self) -> Any:
@@ -77,6 +104,8 @@ class Root:
         """Rebind to a new traced value (an in-place update)."""
         self._value, self.concrete = new, None
         self.version += 1
+        if self.arg is not None and self.first_write is None:
+            self.first_write = calling_user_frame()
 
     def touched(self) -> None:
         """The concrete data was updated in place by NumPy."""
@@ -84,11 +113,23 @@ class Root:
         self.version += 1
 
     def shadow(self) -> np.ndarray:
-        """An uninitialized byte array with this array's shape and memory order: NumPy itself
+        """An uninitialized byte array with this array's shape and memory layout: NumPy itself
         then tells which reshapes of a view are views and which are copies."""
+        self.layout_read = True
         if self._shadow is None:
-            self._shadow = np.empty(self.shape, np.uint8, order=self.order)
+            self._shadow = (np.empty(self.shape, np.uint8, order=self._order)
+                            if self.strides is None else strided_shadow(self.shape, self.strides))
         return self._shadow
+
+
+def strided_shadow(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """A byte array of ``shape`` whose strides (in elements, negative allowed) are ``strides``."""
+    if 0 in shape:
+        return np.empty(shape, np.uint8)
+    low = sum(s * (n - 1) for s, n in zip(strides, shape, strict=True) if s < 0)
+    high = sum(s * (n - 1) for s, n in zip(strides, shape, strict=True) if s > 0)
+    buffer = np.empty(high - low + 1, np.uint8)
+    return np.lib.stride_tricks.as_strided(buffer[-low:], shape, strides)
 
 
 class Index:

@@ -12,13 +12,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.errors import UnsupportedArgumentError
+from reactant_lab.trace import captures
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.lowering import CallOutput, Lowered, lower_call
 from reactant_lab.trace.numpy_mode import context, errors
 from reactant_lab.trace.numpy_mode.creation import overlays
+from reactant_lab.trace.numpy_mode.overlap import check_independent
 from reactant_lab.trace.numpy_mode.proxy import IMMUTABLE, ProxyArray
 from reactant_lab.trace.numpy_mode.storage import Root
-from reactant_lab.trace.paths import FlatCall, is_none, result_path
+from reactant_lab.trace.paths import FlatCall, is_none, memory_layout, result_path
+from reactant_lab.trace.specs import ArgView
 from reactant_lab.trace.user_errors import called_jax, describe, user_frame
 
 _RANDOM_STATE = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
@@ -42,14 +45,15 @@ def trace_numpy(fn: Callable, flat: FlatCall) -> Lowered:
     def call(*linear):
         roots = [_argument_root(flat, i, value) for i, value in enumerate(linear)]
         proxies = [ProxyArray(root) for root in roots]
-        args, kwargs = flat.rebuild(proxies)
+        args, kwargs, *captured = flat.rebuild(proxies)
+        run = captures.rebind(fn, captured[0]) if captured else fn
         with context.tracing(name), overlays():
             try:
-                out = fn(*args, **kwargs)
+                out = run(*args, **kwargs)
             except Exception as exc:
                 if isinstance(exc, errors.JaxCodeError) or called_jax(exc.__traceback__,
                                                                       _OWN_DIR):
-                    raise _jax_code(name, exc) from exc
+                    raise _jax_code(name, exc, [r for r in roots if r.version]) from exc
                 raise
         return _output(out, proxies, flat)
 
@@ -60,10 +64,7 @@ def _argument_root(flat: FlatCall, i: int, traced: Any) -> Root:
     original, spec = flat.linear_values[i], flat.linear[i]
     if isinstance(original, np.ndarray):
         frozen = None if original.flags.writeable else "a read-only NumPy array"
-        root = Root(traced, frozen=frozen, arg=spec.path)
-        if original.flags.f_contiguous and not original.flags.c_contiguous:
-            root.order = "F"
-        return root
+        return Root(traced, frozen=frozen, arg=spec.path, memory=original)
     kind = (IMMUTABLE[0] if isinstance(original, np.generic) else
             IMMUTABLE[1] if isinstance(original, jax.Array) else IMMUTABLE[2])
     return Root(traced, frozen=kind, arg=spec.path, weak=spec.weak_type)
@@ -79,28 +80,38 @@ def _output(out: Any, proxies: list[ProxyArray], flat: FlatCall) -> CallOutput:
             if leaf.mask is not None:
                 raise errors.dynamic_shape(f"{path} is a[mask]")
             arg = next((i for i in mutated if proxies[i] is leaf), None)
-            leaves.append((path, None if arg is not None else leaf.value, arg))
+            view = None if arg is not None else _argument_view(leaf, flat)
+            if view is not None:
+                leaves.append((path, leaf, view))
+            else:
+                leaves.append((path, None if arg is not None else leaf.value, arg))
         elif isinstance(leaf, np.ndarray | np.generic):
             leaves.append((path, jnp.asarray(leaf), None))
         else:
             leaves.append((path, leaf, None))
     _check_overlap(flat, mutated)
     extras = [(resargs_path(flat.linear[i].path), proxies[i].value, i) for i in mutated]
-    return CallOutput(treedef, leaves, extras)
+    deps = tuple((i, memory_layout(flat.linear_values[i])) for i, p in enumerate(proxies)
+                 if p.root.layout_read)
+    return CallOutput(treedef, leaves, extras, deps)
+
+
+def _argument_view(leaf: ProxyArray, flat: FlatCall) -> ArgView | None:
+    """The ArgView when ``leaf`` is a view (static view ops) of a NumPy argument: NumPy hands
+    back a view of the caller's array there, not a new array."""
+    root = leaf.root
+    if root.arg is None or not leaf._ops or not all(op.static for op in leaf._ops):
+        return None
+    arg = next(i for i, spec in enumerate(flat.linear) if spec.path == root.arg)
+    if not isinstance(flat.linear_values[arg], np.ndarray):
+        return None
+    return ArgView(arg, leaf._ops)
 
 
 def _check_overlap(flat: FlatCall, mutated: list[int]) -> None:
-    """Arguments are traced as independent arrays: refuse when an updated one shares memory
-    with another, since NumPy would see the update through both."""
-    values = flat.linear_values
-    for i in mutated:
-        for j, other in enumerate(values):
-            if j != i and isinstance(other, np.ndarray) and np.may_share_memory(values[i], other):
-                a, b = flat.linear[i].path, flat.linear[j].path
-                raise UnsupportedArgumentError(
-                    f"{a} is updated in place and shares memory with {b}; reactant_lab traces "
-                    "arguments as independent arrays, so NumPy's view of the update through "
-                    f"{b} would be lost. Pass separate arrays (e.g. {b}.copy()).", a, type(other))
+    """Arguments are traced as independent arrays: refuse when an updated one shares an element
+    with another, since NumPy would see the update through both (disjoint views are fine)."""
+    check_independent(flat.linear_values, [a.path for a in flat.linear], mutated)
 
 
 def _check_static_args(fn: Callable, flat: FlatCall) -> None:
@@ -114,8 +125,10 @@ def _check_static_args(fn: Callable, flat: FlatCall) -> None:
                 s.path, type(slot.value))
 
 
-def _jax_code(name: str, exc: BaseException) -> errors.JaxCodeError:
+def _jax_code(name: str, exc: BaseException, updated: list[Root]) -> errors.JaxCodeError:
     frame = user_frame(exc.__traceback__)
-    return errors.JaxCodeError(
+    error = errors.JaxCodeError(
         f"{name} hands a NumPy-mode array to JAX at {describe(frame)}\nIt is JAX code: trace it "
         "with mode='jax' (mode='auto', the default, does so), or use NumPy functions only.")
+    error.updated = tuple((r.arg, describe(r.first_write)) for r in updated)
+    return error

@@ -67,7 +67,7 @@ def _reshaped(a: ProxyArray, target: tuple[int, ...], order: str, view: bool,
 
 def _makes_view(a: ProxyArray, order: str, numpy_op: Any) -> bool:
     """Whether NumPy's own ``numpy_op`` returns a view for an array laid out like ``a``."""
-    if not a._ops and a.root.order == order:
+    if not a._ops and a.root.strides is None and a.root.order == order:
         return True  # a whole contiguous array, read in its own order
     s = shadow(a)
     return s.size == 0 or bool(np.may_share_memory(numpy_op(s), s))
