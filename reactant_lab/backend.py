@@ -9,7 +9,6 @@ import contextlib
 import functools
 import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -18,7 +17,15 @@ import numpy as np
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir, passmanager
 
-from reactant_lab.errors import CompileError, ExecutionError, PipelineError, UnknownPassError
+from reactant_lab import _pass_worker
+from reactant_lab.errors import (
+    CompileError,
+    ExecutionError,
+    ModuleTextError,
+    PassWorkerError,
+    PipelineError,
+    UnknownPassError,
+)
 
 try:  # enzyme-ad ships for Python 3.11 only; everything but the Enzyme passes works without it.
     if os.environ.get("REACTANT_LAB_NO_ENZYME"):
@@ -79,10 +86,22 @@ def x64_scope(enabled: bool) -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- pass pipelines
+#
+# Passes run in a worker process (reactant_lab/_pass_worker.py) so that a crash in C++ ends the
+# worker, not the user's kernel: it becomes a PassCrash here. REACTANT_LAB_INPROCESS_PASSES=1 runs
+# them in this process instead (to debug a pass with gdb, or to save the ~0.5 ms a stage that the
+# worker costs); a crash then ends the process, but faulthandler prints its Python traceback and
+# MLIR's last output stays in a log file named on stderr.
+
+MAX_NESTING = 1000
+"""Deepest bracket nesting (``{ [ ( <``) accepted in module text. MLIR's recursive-descent
+parser overflows its stack at about 4,000 levels; real modules nest a few dozen."""
+
+_WORKER = _pass_worker.PassWorker()
 
 
 def transform_patterns(*, no_nan: bool) -> str:
-    """The enzyme-hlo pattern list of the installed enzyme-ad, as ``enzyme-hlo-generate-td`` wants it."""
+    """The enzyme-hlo pattern list of the installed enzyme-ad (its own default, not Reactant's)."""
     if _enzyme_call is None:
         return ""
     from enzyme_ad.jax import optimization_passes
@@ -102,47 +121,63 @@ class PassRunFailure(Exception):
         self.diagnostics = diagnostics
 
 
-@contextlib.contextmanager
-def _capture_fd2() -> Iterator[list[str]]:
-    """Collect what C++ writes to fd 2 (MLIR's diagnostics) while the block runs."""
-    sink: list[str] = []
-    with tempfile.TemporaryFile() as tmp:
-        saved = os.dup(2)
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield sink
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            sink.append(tmp.read().decode("utf-8", "replace"))
+class PassCrash(PassRunFailure):
+    """The pass worker died while running the pipeline; ``signal`` says how ('SIGSEGV', ...)."""
+
+    def __init__(self, message: str, diagnostics: str, signal: str):
+        super().__init__(message, diagnostics)
+        self.signal = signal
 
 
-def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True) -> str:
+def inprocess_passes() -> bool:
+    """Whether passes run in this process: ``REACTANT_LAB_INPROCESS_PASSES=1``, or Windows (the
+    worker speaks over POSIX pipes)."""
+    return os.name == "nt" or os.environ.get("REACTANT_LAB_INPROCESS_PASSES", "") not in ("", "0")
+
+
+def worker_pid() -> int | None:
+    """The pass worker's process id, or None when none is running."""
+    return _WORKER.pid
+
+
+def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True,
+                 on_wait: Callable[[float], None] | None = None) -> str:
     """Run ``pipeline`` (comma-separated passes) on module text; return the new text.
 
-    Raises UnknownPassError when the pipeline does not parse and PassRunFailure when a pass fails.
+    ``on_wait(seconds)`` is called about twice a second while the worker runs. Raises
+    ModuleTextError (the text is not a str, nests too deeply or does not parse),
+    UnknownPassError (the pipeline does not parse), PassRunFailure (a pass failed) or PassCrash.
     """
-    if use_enzyme and _enzyme_call is not None:
-        return _run_enzyme(text, pipeline)
-    return _run_upstream(text, pipeline)
-
-
-def _run_enzyme(text: str, pipeline: str) -> str:
-    with _capture_fd2() as err:
+    text = module_text(text)
+    mode = "enzyme" if use_enzyme and _enzyme_call is not None else "upstream"
+    if inprocess_passes():
+        out = _pass_worker.run_in_process(mode, text, pipeline)
+    else:
         try:
-            new_name, out = _enzyme_call.run_pass_pipeline(["main"], text, pipeline)
-            failure = None
-        except ValueError as exc:  # enzyme-ad reports every failure as ValueError
-            failure = str(exc)
-    diagnostics = err[0].strip() if err else ""
-    if failure is not None:
-        if "Failed to parse pipeline" in failure and "Pipeline failed" not in failure:
-            raise UnknownPassError(_parse_error_message(pipeline, failure))
-        raise PassRunFailure(failure.strip(), diagnostics or failure.strip())
+            out = _WORKER.run(mode, text, pipeline, on_wait=on_wait)
+        except _pass_worker.WorkerCrashed as exc:
+            raise PassCrash(str(exc), exc.output.strip(), exc.signal) from None
+    if out.status != "ok":
+        raise _failure(out, mode, text, pipeline)
     # enzyme-ad renames @main to a private @main_<n>; make it the public entry point again or
     # the next stage's inliner / symbol-dce deletes it.
-    return _restore_main(out, new_name)
+    return _restore_main(out.text, out.entry)
+
+
+def _failure(out: _pass_worker.Outcome, mode: str, text: str, pipeline: str) -> Exception:
+    diagnostics, message = out.diagnostics.strip(), out.text.strip()
+    if out.status == "bad-pipeline":
+        return UnknownPassError(_parse_error_message(pipeline, f"{message}\n{diagnostics}"))
+    if out.status == "bad-module":
+        return ModuleTextError(_unparsable_message(text, f"{diagnostics}\n{message}".strip()))
+    if out.status == "error":
+        return PassWorkerError(
+            f"the pass worker could not run the pipeline:\n{message[-2000:]}\nCheck the "
+            "installation (enzyme-ad, jaxlib), or set REACTANT_LAB_INPROCESS_PASSES=1 to run "
+            "passes in this process.")
+    if mode == "upstream":  # jaxlib's message carries the diagnostics
+        return PassRunFailure(message, f"{diagnostics}\n{message}".strip())
+    return PassRunFailure(message, diagnostics or message)
 
 
 def _restore_main(text: str, name: str) -> str:
@@ -163,7 +198,88 @@ def _parse_error_message(pipeline: str, detail: str) -> str:
             "(reactant_lab.PRESETS shows pipelines that work).")
 
 
+def _unparsable_message(text: str, detail: str) -> str:
+    """'the module text does not parse' with MLIR's first error, its line and a caret."""
+    found = re.search(r'"[^"\n]*":(\d+):(\d+)\)?:? ?(?:error: )?([^\n]*)', detail)
+    where = ""
+    if found:
+        line, column = int(found.group(1)), int(found.group(2))
+        lines = text.splitlines()
+        source = lines[line - 1] if 0 < line <= len(lines) else ""
+        where = (f": line {line}, column {column}: {found.group(3).strip()}\n"
+                 f"  {line:>5} | {source[:200]}\n        | {' ' * (column - 1)}^")
+    return (f"the module text does not parse{where}\nMLIR says:\n  {detail[:1500]}\n"
+            "Fix the text: it must be one whole MLIR module in dialects reactant_lab's passes "
+            "know (stablehlo, chlo, func, arith, enzyme, ...), as printed by jax or MLIR.")
+
+
+def module_text(source: object) -> str:
+    """``source`` as module text that is safe to hand to MLIR: a str (UTF-8 bytes are decoded)
+    nested at most MAX_NESTING deep. Raises ModuleTextError otherwise."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModuleTextError(f"module text given as bytes is not UTF-8 ({exc}); pass a str "
+                                  "of MLIR text, e.g. pathlib.Path(f).read_text()") from None
+    if not isinstance(source, str):
+        raise ModuleTextError(f"expected the module as a str of MLIR text, not "
+                              f"{type(source).__name__} ({str(source)[:80]!r}); pass the text "
+                              "itself, e.g. traced.text or pathlib.Path(f).read_text()")
+    deepest = _deepest_nesting(source, MAX_NESTING)
+    if deepest is not None:
+        depth, line = deepest
+        raise ModuleTextError(
+            f"the module text nests brackets {depth:,} levels deep (at line {line}); "
+            f"reactant_lab accepts at most {MAX_NESTING:,} because MLIR's parser crashes at "
+            "about 4,000. Real modules nest a few dozen levels: check how the text was made.")
+    return source
+
+
+_OPEN, _CLOSE = b"{[(<", b"}])>"
+_STEP = np.zeros(256, np.int32)
+_STEP[list(_OPEN)], _STEP[list(_CLOSE)] = 1, -1
+
+
+def _deepest_nesting(text: str, limit: int) -> tuple[int, int] | None:
+    """(depth, line) of the deepest bracket nesting when it exceeds ``limit``, else None.
+
+    Counts ``{ [ ( <`` against their closers; the ``>`` of ``->`` closes nothing, and a closer
+    without an opener is ignored. Brackets inside string literals count too: they come in pairs
+    in real modules.
+    """
+    if sum(text.count(c) for c in "{[(<") <= limit:
+        return None
+    codes = np.frombuffer(text.encode("ascii", "replace"), np.uint8)
+    step = _STEP[codes]
+    step[1:][(codes[1:] == ord(">")) & (codes[:-1] == ord("-"))] = 0
+    total = np.cumsum(step)
+    depth = total - np.minimum.accumulate(np.minimum(total, 0))  # a running sum floored at 0
+    at = int(depth.argmax())
+    if depth[at] <= limit:
+        return None
+    return int(depth[at]), text.count("\n", 0, at) + 1
+
+
+def check_parses(text: str) -> None:
+    """Raise ModuleTextError (MLIR's first error, with line and column) unless ``text`` parses."""
+    run_pipeline(text, "")
+
+
 _PROBE_MODULE = "module {\n  func.func public @main() {\n    return\n  }\n}\n"
+_TRIO = ("enzyme-hlo-generate-td{{patterns={}}},transform-interpreter,"
+         "enzyme-hlo-remove-transform")
+
+
+def pattern_error(patterns: Sequence[str]) -> str | None:
+    """Why the installed enzyme-ad rejects this enzyme-hlo pattern list, or None if it parses."""
+    try:
+        run_pipeline(_PROBE_MODULE, _TRIO.format(";".join(patterns)))
+    except PassRunFailure as exc:
+        return f"{exc}\n{exc.diagnostics}"
+    except UnknownPassError as exc:
+        return str(exc)
+    return None
 
 
 def check_pipeline(passes: Sequence[str]) -> None:
@@ -171,7 +287,7 @@ def check_pipeline(passes: Sequence[str]) -> None:
     if _enzyme_call is not None:
         # Parsing is what is checked: failing on an empty module says nothing about the real one.
         with contextlib.suppress(PassRunFailure):
-            _run_enzyme(_PROBE_MODULE, ",".join(passes))
+            run_pipeline(_PROBE_MODULE, ",".join(passes))
         return
     for pass_text in passes:
         name = re.split(r"[{(]", pass_text, maxsplit=1)[0]
@@ -191,32 +307,13 @@ def runnable_passes(passes: Sequence[str]) -> tuple[list[str], list[str]]:
 
 @functools.lru_cache(maxsize=256)
 def upstream_pass_available(pass_text: str) -> bool:
-    """Whether jaxlib's own PassManager (no enzyme-ad) knows this pass."""
+    """Whether jaxlib's own PassManager (no enzyme-ad) knows this pass (parsing only: safe here)."""
     with jax_mlir.make_ir_context():
         try:
             passmanager.PassManager.parse(f"builtin.module({pass_text})")
         except (ValueError, ir.MLIRError):
             return False
     return True
-
-
-def _run_upstream(text: str, pipeline: str) -> str:
-    with jax_mlir.make_ir_context() as ctx:
-        ctx.allow_unregistered_dialects = True
-        try:
-            pm = passmanager.PassManager.parse(f"builtin.module({pipeline})")
-        except (ValueError, ir.MLIRError) as exc:
-            raise UnknownPassError(_parse_error_message(pipeline, str(exc))) from None
-        with _capture_fd2() as err:
-            try:
-                module = ir.Module.parse(text)
-                pm.run(module.operation)
-                failure = None
-            except ir.MLIRError as exc:
-                failure = str(exc)
-        if failure is not None:
-            raise PassRunFailure(failure, (err[0] + "\n" + failure).strip())
-        return module.operation.get_asm(enable_debug_info=True)
 
 
 # ---------------------------------------------------------------- lowering
@@ -362,6 +459,7 @@ def compile_module(text: str, *, avals: Sequence[tuple], out_avals: Sequence[tup
     ShapeDtypeStructs on ``device``) lets JAX's C++ call path take the user's own pytree; without
     it the executable takes the flat linear values.
     """
+    text = module_text(text)
     donation = _donation_plan(donate, avals, out_avals)
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure)

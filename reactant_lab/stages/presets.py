@@ -3,7 +3,8 @@
 The stage pipelines follow Reactant.jl's ``compile_mlir!`` for ``optimize=:<preset>``; the
 placeholders are filled in when a pipeline runs:
 
-- ``${patterns}``: the enzyme-hlo pattern list of the installed enzyme-ad (``no_nan`` aware);
+- ``${patterns}``: Reactant's enzyme-hlo pattern list (``no_nan`` aware), less the patterns the
+  installed enzyme-ad lacks (see stages/patterns.py; the stage notes name them);
 - ``${target}``: ``cpu`` or ``cuda``, from the device the module is compiled for.
 """
 

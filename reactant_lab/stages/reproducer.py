@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import tempfile
+
+PREFIX = "reactant_lab_repro_"
+KEEP_NEWEST = 20
+"""At most this many reproducer directories are kept under the reproducer root..."""
+KEEP_BYTES = 200 * 2**20
+"""...and at most this many bytes in all; older ones are deleted when a new one is written."""
 
 _SCRIPT = '''"""Rerun the pass that failed in reactant_lab: python rerun.py"""
 
@@ -21,14 +29,15 @@ print(reactant_lab.run_pipeline(module, pipeline))
 def write_reproducer(ir: str, pipeline: str, diagnostics: str) -> str | None:
     """Write input.mlir, pipeline.txt, diagnostics.txt and rerun.py to a fresh directory.
 
-    The directory is under ``$REACTANT_LAB_REPRO_DIR`` if set, else the system temp dir. Returns
-    its path, or None if nothing could be written (the error is still raised without it).
+    The directory is under ``$REACTANT_LAB_REPRO_DIR`` if set, else the system temp dir; older
+    reproducers there beyond KEEP_NEWEST / KEEP_BYTES are deleted. Returns its path, or None if
+    nothing could be written (the error is still raised without it).
     """
     root = os.environ.get("REACTANT_LAB_REPRO_DIR") or None
     try:
         if root:
             os.makedirs(root, exist_ok=True)
-        where = tempfile.mkdtemp(prefix="reactant_lab_repro_", dir=root)
+        where = tempfile.mkdtemp(prefix=PREFIX, dir=root)
         files = {"input.mlir": ir, "pipeline.txt": pipeline + "\n",
                  "diagnostics.txt": diagnostics + "\n", "rerun.py": _SCRIPT}
         for name, text in files.items():
@@ -36,4 +45,27 @@ def write_reproducer(ir: str, pipeline: str, diagnostics: str) -> str | None:
                 fh.write(text)
     except OSError:
         return None
+    prune(os.path.dirname(where), keep=where)
     return where
+
+
+def prune(root: str, keep: str) -> None:
+    """Delete the oldest reproducer directories under ``root`` (never ``keep``) until at most
+    KEEP_NEWEST remain, holding at most KEEP_BYTES."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if entry.name.startswith(PREFIX) and entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    found.append((entry.stat().st_mtime, _size(entry.path), entry.path))
+    found.sort(reverse=True)
+    total = 0
+    for count, (_, size, path) in enumerate(found, 1):
+        total += size
+        if path != keep and (count > KEEP_NEWEST or total > KEEP_BYTES):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _size(path: str) -> int:
+    with os.scandir(path) as entries:
+        return sum(e.stat().st_size for e in entries if e.is_file(follow_symlinks=False))

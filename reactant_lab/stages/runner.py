@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -12,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
-from reactant_lab.errors import PassFailedError, PipelineError
-from reactant_lab.stages.pipeline import fill, group_steps, split_passes
+from reactant_lab.errors import PipelineError, UnknownStageError
+from reactant_lab.stages.failures import check_parses, interrupted, pass_failed
+from reactant_lab.stages.patterns import pattern_list
+from reactant_lab.stages.pipeline import TRANSFORM_TRIO, fill, group_steps, split_passes
 from reactant_lab.stages.presets import PRESETS, STAGES, check_preset
-from reactant_lab.stages.reproducer import write_reproducer
+from reactant_lab.stages.progress import StageProgress
 
 if TYPE_CHECKING:
     from reactant_lab.compile import Compiled
@@ -75,12 +76,16 @@ class StageTrace:
     """Stage 0 is the traced module; each later one is the module after that stage."""
 
     def __getitem__(self, key: int | str) -> Stage:
-        if isinstance(key, int):
+        if isinstance(key, int) and -len(self.stages) <= key < len(self.stages):
             return self.stages[key]
         for stage in self.stages:
-            if stage.name == key:
+            if not isinstance(key, int) and stage.name == key:
                 return stage
-        raise KeyError(f"no stage named {key!r}; stages: {[s.name for s in self.stages]}")
+        what = f"index {key}" if isinstance(key, int) else f"named {key!r}"
+        listing = ", ".join(f"{s.index} {s.name!r}" for s in self.stages)
+        raise UnknownStageError(
+            f"no stage {what}; this StageTrace has {len(self.stages)} stages: {listing}. Use an "
+            f"index from {-len(self.stages)} to {len(self.stages) - 1} or one of these names.")
 
     def __len__(self) -> int:
         return len(self.stages)
@@ -105,11 +110,12 @@ class StageTrace:
         """Compile one stage's module (default: the last) with XLA for ``device``."""
         from reactant_lab.compile import compile_traced
 
+        chosen = self[stage]
         if self.traced is None:
             raise PipelineError("this StageTrace came from module text, not a traced call; "
                                 "there is no Python signature to run it with")
-        return compile_traced(self.traced, self[stage].ir, device=device, donate=donate,
-                              stage_name=self[stage].name)
+        return compile_traced(self.traced, chosen.ir, device=device, donate=donate,
+                              stage_name=chosen.name)
 
     def table(self) -> str:
         """Plain-text table: stage, ops, change in ops, changed, milliseconds."""
@@ -124,7 +130,11 @@ class StageTrace:
         widths = [max(len(r[i]) for r in rows) for i in range(6)]
         lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
                            enumerate(zip(r, widths, strict=True))) for r in rows]
-        notes = [f"  {s.name}: {s.unavailable}" for s in self.stages if s.unavailable]
+        shared: dict[str, list[str]] = {}  # one line per note, however many stages share it
+        for s in self.stages:
+            if s.unavailable:
+                shared.setdefault(s.unavailable, []).append(s.name)
+        notes = [f"  {', '.join(names)}: {note}" for note, names in shared.items()]
         return "\n".join(lines + (["unavailable here:", *notes] if notes else []))
 
     def op_delta(self, stage: int | str) -> dict[str, int]:
@@ -147,18 +157,13 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
         stages = [("custom", pipeline.strip())]
     else:
         check_preset(optimize)
-        patterns = _patterns(no_nan) if PRESETS[optimize] else ""
+        patterns = pattern_list(no_nan=no_nan).text if PRESETS[optimize] else ""
         stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=patterns, target=target))
                   for k in PRESETS[optimize]]
     if granularity == "stage":
         return [(name, name, pipe) for name, pipe in stages]
     return [(step, name, pipe) for name, stage_pipe in stages
             for step, pipe in group_steps(split_passes(stage_pipe))]
-
-
-@functools.lru_cache(maxsize=4)
-def _patterns(no_nan: bool) -> str:
-    return backend.transform_patterns(no_nan=no_nan)
 
 
 def run_stages(traced: Traced, *, optimize: str = "all", granularity: str = "stage",
@@ -173,17 +178,25 @@ def run_stages(traced: Traced, *, optimize: str = "all", granularity: str = "sta
 def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
                 pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
                 traced: Traced | None = None, first_seconds: float = 0.0) -> StageTrace:
-    """Like ``run_stages`` for a module given as text (Reactant's run_pass_pipeline_on_source)."""
+    """Like ``run_stages`` for a module given as text (Reactant's run_pass_pipeline_on_source).
+
+    Text that does not parse raises ModuleTextError naming MLIR's error, line and column.
+    """
+    text = backend.module_text(text)
     target = backend.platform(backend.resolve_device(device))
     steps = plan(optimize, pipeline, granularity, no_nan=no_nan, target=target)
     if pipeline is not None:
         backend.check_pipeline(split_passes(pipeline))
+    elif traced is None:  # (with a custom pipeline, its first step parses the text)
+        check_parses(text)
     first = Stage(0, "traced", "traced", "", text, first_seconds, True,
                   MappingProxyType(op_counts(text)))
     stages = [first]
     current, current_norm = text, normalize(text)
+    note = pattern_list(no_nan=no_nan).note if pipeline is None else None
     for name, group, step in steps:
-        stage = _run_step(len(stages), name, group, step, current, current_norm)
+        stage = _run_step(len(stages), name, group, step, current, current_norm,
+                          note if TRANSFORM_TRIO[0] in step else None, stages[-1].ops)
         if stage.ir is not current:
             current, current_norm = stage.ir, normalize(stage.ir)
         stages.append(stage)
@@ -192,54 +205,46 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
 
 
 def _run_step(index: int, name: str, group: str, step: str, current: str,
-              current_norm: str) -> Stage:
+              current_norm: str, note: str | None, ops: int) -> Stage:
     runnable, skipped = backend.runnable_passes(split_passes(step))
-    reason = None
-    if skipped:
-        reason = (f"{', '.join(skipped)} not available: "
-                  f"{backend.enzyme_unavailable_reason() or 'not registered'}")
+    reasons = [f"{', '.join(skipped)} not available: "
+               f"{backend.enzyme_unavailable_reason() or 'not registered'}"] if skipped else []
+    if note and runnable:
+        reasons.append(note)
+    reason = "; ".join(reasons) or None
     if not runnable:
         return Stage(index, name, group, "", current, 0.0, False,
                      MappingProxyType(op_counts(current)), reason)
     ran = ",".join(runnable)
     start = time.perf_counter()
     try:
-        new = backend.run_pipeline(current, ran)
+        new = backend.run_pipeline(current, ran, on_wait=StageProgress(name, ops))
     except backend.PassRunFailure as exc:
-        raise _pass_failed(name, ran, current, exc) from None
+        raise pass_failed(name, ran, current, exc) from None
+    except KeyboardInterrupt:
+        raise interrupted(name, time.perf_counter() - start, ops) from None
     seconds = time.perf_counter() - start
     changed = normalize(new) != current_norm
     return Stage(index, name, group, ran, new, seconds, changed,
                  MappingProxyType(op_counts(new)), reason)
 
 
-def _pass_failed(stage: str, pipeline: str, before: str,
-                 exc: backend.PassRunFailure) -> PassFailedError:
-    """Find the failing pass of a stage (re-running it pass by pass) and describe it."""
-    failing, ir, diagnostics = pipeline, before, exc.diagnostics
-    steps = group_steps(split_passes(pipeline))
-    if len(steps) > 1:
-        for _, step in steps:
-            try:
-                ir = backend.run_pipeline(ir, step)
-            except backend.PassRunFailure as inner:
-                failing, diagnostics = step, inner.diagnostics
-                break
-        else:  # each pass alone succeeds: only the whole stage fails
-            ir = before
-    where = write_reproducer(ir, failing, diagnostics)
-    message = (f"pass {failing[:200]!r} failed in stage {stage!r}.\nMLIR diagnostics:\n"
-               f"  {diagnostics.strip()[:2000]}\n"
-               + (f"Reproducer: {where} (python {where}/rerun.py)" if where else
-                  "No reproducer could be written."))
-    return PassFailedError(message, stage=stage, pass_name=failing, diagnostics=diagnostics,
-                           last_good_ir=ir, reproducer=where)
+def run_pipeline(source: str | bytes, pipeline: str) -> str:
+    """Run a pass pipeline on MLIR text (a str, or UTF-8 bytes) in one shot; return the new text.
 
-
-def run_pipeline(source: str, pipeline: str) -> str:
-    """Run a pass pipeline on MLIR text in one shot and return the new text."""
+    Raises ModuleTextError when the text does not parse (with MLIR's error, line and column),
+    UnknownPassError for a pass that does not exist, PassFailedError (PassCrashedError for a
+    crash) when a pass fails.
+    """
+    source = backend.module_text(source)
+    if not isinstance(pipeline, str):
+        raise PipelineError(f"the pipeline must be a str of comma-separated passes, not "
+                            f"{type(pipeline).__name__} ({pipeline!r}), e.g. 'canonicalize,cse'")
     backend.check_pipeline(split_passes(pipeline))
+    start = time.perf_counter()
     try:
-        return backend.run_pipeline(source, pipeline)
+        return backend.run_pipeline(source, pipeline, on_wait=StageProgress("pipeline", None))
     except backend.PassRunFailure as exc:
-        raise _pass_failed("pipeline", pipeline, source, exc) from None
+        raise pass_failed("pipeline", pipeline, source, exc) from None
+    except KeyboardInterrupt:
+        raise interrupted("pipeline", time.perf_counter() - start, None) from None

@@ -54,7 +54,9 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     start = time.perf_counter()
     flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars)
     lowered, used, flat = _lower(fn, flat, mode, (args, kwargs, trace_scalars))
-    preserved = {r.path: r.preserved_from for r in lowered.results if r.preserved_from}
+    preserved = {r.path: r.preserved_from for r in lowered.results
+                 if r.preserved_from and not r.view}
+    # Nor is an argument donated when a result is a view of it.
     preserved_args = {r.preserved_from for r in lowered.results if r.preserved_from}
     layout = CallLayout(
         in_treedef=flat.treedef, in_slots=flat.slots,

@@ -1,0 +1,121 @@
+"""The enzyme-hlo pattern list: Reactant's own (shipped as data), fitted to the installed enzyme-ad,
+the patterns it lacks named in the stage notes, and scatter updates that compile correctly."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab import backend
+from reactant_lab.stages import patterns
+from reactant_lab.stages.pipeline import split_passes
+
+needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
+
+# Reactant's patterns that enzyme-ad 0.0.16 does not build (renamed or given a parameter since).
+MISSING_IN_0_0_16 = (
+    "negate_simplify<16>", "sqrt_simplify<16>", "cos_simplify<16>", "sin_simplify<16>",
+    "pad_simplify<16>", "tanh_simplify<16>", "exp_simplify<16>", "gather_simplify<16>",
+    "concat_const_prop<1>", "dynamic_update_slice_const_prop",
+    *(f"binary_op_transpose_simplify_{op}" for op in
+      ("add", "sub", "mul", "div", "min", "max", "pow", "rem", "or", "and", "xor")),
+    *(f"transpose_unary_transpose_{op}" for op in
+      ("abs", "neg", "sqrt", "rsqrt", "ceil", "convert", "cosine", "exp", "expm1", "log",
+       "log1p", "sign", "sine", "tanh")),
+    "transpose_reduce_simplify", "while_simplify<1>",
+)
+
+SCATTERS = {
+    "x.at[1:3].add(1.0)": lambda x: x.at[1:3].add(1.0),
+    "x.at[1:-1].set(v)": lambda x: x.at[1:-1].set(5.0),
+    "x.at[:4].set(v)": lambda x: x.at[:4].set(2.0),
+}
+
+
+def td_patterns(pipeline: str) -> list[list[str]]:
+    """The pattern list of each enzyme-hlo-generate-td step of a pipeline."""
+    return [p[len("enzyme-hlo-generate-td{patterns="):-1].split(";")
+            for p in split_passes(pipeline) if p.startswith("enzyme-hlo-generate-td{")]
+
+
+def test_the_shipped_list_is_reactants():
+    plain = patterns.reactant_patterns(no_nan=False)
+    assert len(plain) == 194 and plain[0] == "compare_op_canon<16>"
+    assert plain[-2:] == ("if_remove_unused", "no_nan_add_sub_simplify(0)")
+    assert not any(p.startswith("patterns=") or ";" in p or " " in p for p in plain)
+    assert "scatter_op_canon<16>" not in plain  # the miscompiling one is enzyme-ad's own
+    no_nan = patterns.reactant_patterns(no_nan=True)
+    assert no_nan[:193] == plain[:193]
+    assert no_nan[193:] == ("no_nan", "no_nan_self_sub_simplify", "no_nan_add_sub_simplify(1)")
+
+
+@needs_enzyme
+@pytest.mark.parametrize("no_nan", [False, True])
+def test_all_preset_runs_reactants_list_minus_the_documented_missing(no_nan, rng):
+    st = rl.trace(lambda x: jax.numpy.sin(x) * 2, rng.random(4)).stages("all", no_nan=no_nan)
+    wanted = patterns.reactant_patterns(no_nan=no_nan)
+    listed = patterns.pattern_list(no_nan=no_nan)
+    missing = set(listed.missing)
+    runs = td_patterns(st.pipeline)
+    assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
+    for run in runs:
+        assert run == [p for p in wanted if p not in missing]
+    for name in ("optimize+sroa", "optimize", "optimize (after AD)"):
+        note = st[name].unavailable
+        assert note.startswith(f"{len(missing)} of Reactant's {len(wanted)} enzyme-hlo patterns")
+        named = note.split("left out: ", 1)[1].split(", ")
+        assert set(named) == missing
+    assert st["batch"].unavailable is None
+    assert st.table().count(f"{len(missing)} of Reactant's {len(wanted)}") == 1  # shared note
+
+
+@needs_enzyme
+def test_the_missing_patterns_are_the_known_ones_for_enzyme_ad_0_0_16():
+    if backend.versions()["enzyme-ad"] != "0.0.16":
+        pytest.skip("the golden list is for enzyme-ad 0.0.16")
+    assert patterns.pattern_list(no_nan=False).missing == MISSING_IN_0_0_16
+    assert patterns.pattern_list(no_nan=True).missing == (
+        *MISSING_IN_0_0_16, "no_nan", "no_nan_self_sub_simplify")
+
+
+@needs_enzyme
+def test_probe_finds_bad_patterns_by_name_and_by_bisection():
+    good = ("transpose_transpose<16>", "add_simplify<16>", "reshape_iota<16>", "reshape_iota<1>")
+    # two entries share the unknown name 'no_such': the first is found by bisection
+    listed = (*good, "no_such<1>", "cse_add<16>", "no_such<2>", "sqrt_simplify<16>")
+    assert patterns.unparsable_patterns(listed) == ("no_such<1>", "no_such<2>",
+                                                   "sqrt_simplify<16>")
+    assert patterns.unparsable_patterns(good) == ()
+    assert backend.pattern_error(good) is None
+    assert "no_such" in backend.pattern_error(["no_such<1>"])
+
+
+@needs_enzyme
+def test_enzyme_ad_list_is_still_available(monkeypatch, rng):
+    monkeypatch.setenv("REACTANT_LAB_PATTERNS", "enzyme-ad")
+    patterns.pattern_list.cache_clear()
+    try:
+        st = rl.trace(lambda x: x + 1, rng.random(3)).stages("all")
+        assert "scatter_op_canon<16>" in td_patterns(st.pipeline)[0]
+        assert st["optimize"].unavailable is None
+    finally:
+        monkeypatch.delenv("REACTANT_LAB_PATTERNS")
+        patterns.pattern_list.cache_clear()
+
+
+@pytest.mark.parametrize("preset", list(rl.PRESETS))
+@pytest.mark.parametrize("name", list(SCATTERS))
+def test_scatter_updates_give_jax_jits_answer(name, preset):
+    fn = SCATTERS[name]
+    x = np.zeros(8, np.float32)
+    np.testing.assert_array_equal(np.asarray(rl.jit(fn, optimize=preset)(x)),
+                                  np.asarray(jax.jit(fn)(x)))
+
+
+@needs_enzyme
+def test_probe_is_cached_per_process(monkeypatch):
+    first = patterns.pattern_list(no_nan=False)
+    monkeypatch.setattr(backend, "pattern_error", lambda _: pytest.fail("probed again"))
+    assert patterns.pattern_list(no_nan=False) is first
