@@ -29,7 +29,16 @@ from reactant_lab.errors import (
     UnsupportedArgumentError,
     UnsupportedNumpyFunctionError,
 )
-from reactant_lab.explore import Exploration, JitFunction, code_hlo, code_xla, explore, jit
+from reactant_lab.explore import (
+    Exploration,
+    ExploreOptions,
+    JitFunction,
+    ModuleSource,
+    code_hlo,
+    code_xla,
+    explore,
+    jit,
+)
 from reactant_lab.stages import PRESETS, STAGES, Stage, StageTrace, run_pipeline
 from reactant_lab.trace import ArgSpec, ResultSpec, SkippedArg, Traced, trace
 
@@ -58,7 +67,9 @@ __all__ = [
     "EnzymeUnavailableError",
     "ExecutionError",
     "Exploration",
+    "ExploreOptions",
     "JitFunction",
+    "ModuleSource",
     "ModuleTextError",
     "PassCrashedError",
     "PassFailedError",

@@ -1,29 +1,81 @@
-"""Reactant-style conveniences over the pipeline: explore, jit, code_hlo, code_xla."""
+"""Reactant-style conveniences over the pipeline: explore, jit, code_hlo, code_xla; and the one
+builder every entry point (explore, jit, the magics, the widget's re-run, the CLI) makes its
+``Exploration`` with, from one frozen ``ExploreOptions``."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 
 from reactant_lab.compile import Compiled
-from reactant_lab.errors import TraceError
+from reactant_lab.errors import PipelineError, TraceError
 from reactant_lab.stages.presets import check_preset
-from reactant_lab.stages.runner import StageTrace
-from reactant_lab.trace import SignatureCache, Traced, flatten_for, trace
+from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
+from reactant_lab.trace import MODES, SignatureCache, Traced, flatten_for, trace
 from reactant_lab.trace.user_fn import check_traceable
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """Everything that decides an exploration besides the function and its arguments, as one
+    value, so that no entry point drops an option on the way."""
+
+    optimize: str = "all"
+    """Optimize preset (``reactant_lab.PRESETS``); ignored when ``pipeline`` is given."""
+    pipeline: str | None = None
+    """A pass pipeline to run instead of the preset."""
+    granularity: str = "stage"
+    """'stage' (one step per preset stage) or 'pass' (one step per pass)."""
+    no_nan: bool = False
+    """Let the enzyme-hlo patterns assume no NaNs."""
+    device: Any = None
+    """None (JAX's default device), 'cpu', 'gpu' or a jax Device."""
+    donate: bool = False
+    """Donate non-preserved argument buffers to the executable."""
+    trace_scalars: bool = False
+    """Trace Python numbers (else they are static)."""
+    mode: str = "auto"
+    """Trace mode: 'auto', 'numpy' or 'jax'."""
+
+    def __post_init__(self) -> None:
+        if self.pipeline is None:
+            check_preset(self.optimize)
+        if self.granularity not in GRANULARITIES:
+            raise PipelineError(f"granularity must be one of {GRANULARITIES}, not "
+                                f"{self.granularity!r}")
+        if self.mode not in MODES:
+            raise TraceError(f"unknown trace mode {self.mode!r}; valid modes: {', '.join(MODES)}")
+
+    def replace(self, **changes: Any) -> ExploreOptions:
+        """These options with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ModuleSource:
+    """What an exploration of module text explored: the text itself. It has no Python call, so
+    nothing is compiled or run."""
+
+    text: str = field(repr=False)
+    """The module text as given."""
+    fn_name: str = "module"
+    """Name shown for it."""
+    mode: None = None
+    """No trace mode: the module was not traced."""
 
 
 @dataclass(frozen=True)
 class Exploration:
     """One call explored end to end: trace, stages, compiled executable, and a run's outputs."""
 
-    traced: Traced
-    """The traced call."""
+    traced: Traced | ModuleSource
+    """The traced call, or the module text for an exploration of text."""
     stages: StageTrace
     """The module after each stage of the preset."""
     compiled: Compiled | None
@@ -32,16 +84,36 @@ class Exploration:
     """What the compiled function returned on the example arguments (None when not run)."""
     run_seconds: float | None = None
     """Wall time of that run (first call: includes transfers)."""
+    options: ExploreOptions = field(default_factory=ExploreOptions, repr=False)
+    """The options it was built with (a re-run changes some of them)."""
+
+    @property
+    def from_text(self) -> bool:
+        """True for an exploration of module text (no trace, nothing compiled)."""
+        return isinstance(self.traced, ModuleSource)
 
     def summary(self) -> str:
         """Plain-text summary: signature, stage table, compile and run times."""
-        parts = [self.traced.summary(), "", self.stages.table()]
+        if isinstance(self.traced, ModuleSource):
+            head = (f"Module text, optimize={self.stages.optimize}, granularity="
+                    f"{self.stages.granularity}")
+        else:
+            head = self.traced.summary()
+        parts = [head, "", self.stages.table()]
         if self.compiled is not None:
             parts.append(f"\nXLA compile: {self.compiled.compile_seconds * 1e3:.1f} ms "
                          f"on {self.compiled.device}")
         if self.run_seconds is not None:
             parts.append(f"first run:   {self.run_seconds * 1e3:.2f} ms")
         return "\n".join(parts)
+
+    def restaged(self, **changes: Any) -> Exploration:
+        """The same trace (or text) staged and compiled again with some options changed, e.g.
+        ``ex.restaged(optimize="none")``; nothing is run."""
+        options = self.options.replace(**changes)
+        if isinstance(self.traced, ModuleSource):
+            return build_from_text(self.traced.text, options)
+        return build_from_trace(self.traced, options)
 
     def __repr__(self) -> str:
         return self.summary()
@@ -84,21 +156,49 @@ class Exploration:
         return path
 
 
+def build_from_trace(traced: Traced, options: ExploreOptions) -> Exploration:
+    """Stage ``traced`` with ``options`` and compile the last stage."""
+    stages = traced.stages(options.optimize, options.granularity, pipeline=options.pipeline,
+                           no_nan=options.no_nan, device=options.device)
+    compiled = stages.compile(device=options.device, donate=options.donate)
+    return Exploration(traced, stages, compiled, options=options)
+
+
+def build_from_text(text: str, options: ExploreOptions) -> Exploration:
+    """Stage module text with ``options`` (Reactant's run_pass_pipeline_on_source)."""
+    stages = run_on_text(text, optimize=options.optimize, granularity=options.granularity,
+                         pipeline=options.pipeline, no_nan=options.no_nan,
+                         device=options.device)
+    return Exploration(ModuleSource(text), stages, None, options=options)
+
+
+def build(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
+          options: ExploreOptions, *, run: bool = False) -> Exploration:
+    """Trace ``fn(*args, **kwargs)``, stage, compile and (``run=True``) run it once: the one
+    sequence every entry point uses (a NumPy kernel's arguments are then updated in place)."""
+    traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode, **kwargs)
+    ex = build_from_trace(traced, options)
+    return ran(ex, args, kwargs) if run else ex
+
+
+def ran(ex: Exploration, args: tuple, kwargs: Mapping[str, Any]) -> Exploration:
+    """``ex`` with the outputs and time of one run of its executable on ``args``."""
+    assert ex.compiled is not None  # built from a trace
+    start = time.perf_counter()
+    outputs = jax.block_until_ready(ex.compiled(*args, **kwargs))
+    return dataclasses.replace(ex, outputs=outputs, run_seconds=time.perf_counter() - start)
+
+
 def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             granularity: str = "stage", pipeline: str | None = None, no_nan: bool = False,
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
-            mode: str = "auto", **kwargs: Any) -> Exploration:
+            mode: str = "auto", donate: bool = False, **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place)."""
-    traced = trace(fn, *args, trace_scalars=trace_scalars, mode=mode, **kwargs)
-    stages = traced.stages(optimize, granularity, pipeline=pipeline, no_nan=no_nan,
-                           device=device)
-    compiled = stages.compile(device=device)
-    if not run:
-        return Exploration(traced, stages, compiled)
-    start = time.perf_counter()
-    outputs = jax.block_until_ready(compiled(*args, **kwargs))
-    return Exploration(traced, stages, compiled, outputs, time.perf_counter() - start)
+    options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
+                             no_nan=no_nan, device=device, donate=donate,
+                             trace_scalars=trace_scalars, mode=mode)
+    return build(fn, args, kwargs, options, run=run)
 
 
 def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
@@ -136,32 +236,22 @@ class JitFunction:
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
                  mode: str = "auto"):
-        if pipeline is None:
-            check_preset(optimize)
+        self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
+                                      device=device, donate=donate,
+                                      trace_scalars=trace_scalars, mode=mode)
+        """How each signature is traced, staged and compiled."""
         check_traceable(fn)
         self.fn = fn
-        self.optimize = optimize
-        self.pipeline = pipeline
-        self.no_nan = no_nan
-        self.device = device
-        self.trace_scalars = trace_scalars
-        self.donate = donate
-        self.mode = mode
         self.last: Exploration | None = None
         """The exploration of the most recent call's signature."""
         self._cache = SignatureCache[Exploration](lambda e: e.traced)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.trace_scalars)
+        flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.options.trace_scalars)
         entry = self._cache.get(flat)
         if entry is None:
-            traced = trace(self.fn, *args, trace_scalars=self.trace_scalars, mode=self.mode,
-                           **kwargs)
-            stages = traced.stages(self.optimize, pipeline=self.pipeline, no_nan=self.no_nan,
-                                   device=self.device)
-            entry = Exploration(traced, stages,
-                                stages.compile(device=self.device, donate=self.donate))
+            entry = build(self.fn, args, kwargs, self.options)
             self._cache.add(flat, entry)
         self.last = entry
         return entry.compiled(*args, **kwargs)

@@ -394,24 +394,24 @@ def test_help_lists_every_option(shell):
     assert "every call the cell makes" in out
 
 
-def test_rerun_callbacks_restage_without_running_the_cell(shell, rng):
-    from reactant_lab.notebook.magics import rerun_call, rerun_text
-
+def test_restaged_explorations_do_not_run_the_cell_again(shell, rng):
     calls = []
     shell.push({"x": rng.random(4), "calls": calls})
     result, _, _ = run(shell, "%%reactant_jit\ndef f(v):\n    calls.append(1)\n"
                               "    return np.exp(v) + 1\n\nf(x)\n")
     assert result.success and calls == [1]  # traced once
     [ex] = last_explorations()
-    again = rerun_call(ex, None)("canonicalize", "pass", False, None)
+    again = ex.restaged(optimize="canonicalize", granularity="pass")
     assert calls == [1] and again.stages.optimize == "canonicalize"
     assert [s.name for s in again.stages][1:] == ["canonicalize"]
     np.testing.assert_allclose(again.compiled(shell.user_ns["x"]), np.exp(shell.user_ns["x"]) + 1)
-    custom = rerun_call(ex, None)("all", "stage", False, "inline,cse")
+    custom = ex.restaged(pipeline="inline,cse")
     assert custom.stages.optimize == "custom"
-    text = ex.stages[0].as_text()
-    module = rerun_text(text, None)("none", "stage", False, "canonicalize")
-    assert module.traced is None and [s.name for s in module.stages] == ["traced", "custom"]
+    result, _, _ = run(shell, "%%reactant_mlir none\n" + ex.stages[0].as_text())
+    assert result.success, result.error_in_exec
+    [module] = last_explorations()
+    module = module.restaged(optimize="none", pipeline="canonicalize")
+    assert module.from_text and [s.name for s in module.stages] == ["traced", "custom"]
 
 
 def test_a_global_changed_between_calls_of_a_cell_function_is_read_each_call(shell):

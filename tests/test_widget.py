@@ -10,11 +10,11 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.examples import mlp
+from reactant_lab.explore import ExploreOptions, build_from_text
 from reactant_lab.notebook import widget as widget_mod
 from reactant_lab.notebook.widget import ExplorerWidget
 from reactant_lab.render.payload import MIME_TYPE
 from reactant_lab.render.texts import decode_text
-from reactant_lab.stages.runner import run_on_text
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -165,15 +165,17 @@ def test_rerun_uses_the_callers_rerun(exploration):
     assert w.payload["meta"]["optimize"] == "canonicalize" and w.status["state"] == "idle"
 
 
-def test_module_text_explorer_slices_and_refuses_to_rerun_itself(exploration):
-    stages = run_on_text(exploration.stages[0].ir, optimize="canonicalize")
-    w = ExplorerWidget(rl.Exploration(None, stages, None))
+def test_module_text_explorer_slices_and_reruns_on_its_text(exploration):
+    text = exploration.stages[0].ir
+    w = ExplorerWidget(build_from_text(text, ExploreOptions(optimize="canonicalize")))
     assert w.payload["meta"]["function"] == "module"
     send(w, {"command": "slice", "id": 1, "stage": 1, "result": 0})
     assert w.result["kind"] == "slice" and "<svg" in w.result["data"]["svg"]
-    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "pass", "no_nan": False,
              "pipeline": None})
-    assert w.status["state"] == "error" and "module text" in w.status["message"]
+    assert w.status["state"] == "idle", w.status
+    assert w.exploration.from_text and w.exploration.compiled is None
+    assert w.payload["meta"]["optimize"] == "all" and w.payload["meta"]["granularity"] == "pass"
 
 
 def test_bench_rows_reach_the_payload(exploration):

@@ -16,6 +16,7 @@ from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds
 from reactant_lab.bench.result import BenchResult, BenchRow, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
 from reactant_lab.errors import ReactantLabError
+from reactant_lab.explore import ExploreOptions, build_from_trace
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.trace import Traced, trace
 
@@ -100,10 +101,10 @@ def _presets(traced: Traced, presets: Sequence[str], args: tuple, kwargs: dict, 
     with backend.x64_scope(traced.layout.x64):
         pool = copies((args, kwargs), place)
     for preset in presets:
-        stages = traced.stages(preset, device=dev)
-        compiled = stages.compile(device=dev)
+        ex = build_from_trace(traced, ExploreOptions(optimize=preset, device=dev))
+        compiled = ex.compiled
         cost = compiled.cost_analysis()
-        compile_s[preset] = stages.seconds + compiled.compile_seconds
+        compile_s[preset] = ex.stages.seconds + compiled.compile_seconds
         costs[preset] = (cost.get("flops"), cost.get("bytes accessed"))
         variants.append(Variant(preset, compiled, pool, _fresh(traced, (args, kwargs), place)))
     return variants, compile_s, costs, skipped

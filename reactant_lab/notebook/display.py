@@ -118,12 +118,7 @@ def explorer_bundle(ex: Exploration, *, bench: BenchResult | None = None,
 
 def summary_text(ex: Exploration, bench: BenchResult | None = None) -> str:
     """Plain-text summary: signature, stage table, compile and run times, benchmark."""
-    if ex.traced is not None:
-        text = ex.summary()
-    else:
-        text = (f"Module text, optimize={ex.stages.optimize}, granularity="
-                f"{ex.stages.granularity}\n\n{ex.stages.table()}")
-    return text + (f"\n\n{bench.table()}" if bench is not None else "")
+    return ex.summary() + (f"\n\n{bench.table()}" if bench is not None else "")
 
 
 _HINTS = {

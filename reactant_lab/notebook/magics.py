@@ -15,12 +15,11 @@ from IPython.display import display
 
 from reactant_lab.bench import BASELINES, BenchResult, bench
 from reactant_lab.errors import ReactantLabError, UnknownPresetError
-from reactant_lab.explore import Exploration
+from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
 from reactant_lab.notebook.cell import NoValue, run_body
 from reactant_lab.notebook.session import CellOptions, CellSession, Explored
-from reactant_lab.stages.presets import PRESETS, check_preset
-from reactant_lab.stages.runner import run_on_text
+from reactant_lab.stages.presets import PRESETS
 
 _LAST: list[Exploration] = []
 
@@ -119,8 +118,7 @@ class ReactantMagics(Magics):
             if options.bench is not None and entry.inputs is not None:
                 result = _bench(entry, options)
             if not no_display:
-                show(self.shell, entry.exploration, bench=result,
-                     rerun=rerun_call(entry.exploration, options.device))
+                show(self.shell, entry.exploration, bench=result)
 
     @magic_arguments()
     @argument("--granularity", choices=("stage", "pass"), default="stage",
@@ -140,12 +138,12 @@ class ReactantMagics(Magics):
         install_error_panel(self.shell)
         target = " ".join(args.pipeline).strip() or "all"
         preset, pipeline = (target, None) if target in PRESETS else ("all", target)
-        stages = run_on_text(cell, optimize=preset, granularity=args.granularity,
-                             pipeline=pipeline, no_nan=args.no_nan, device=args.device)
-        ex = Exploration(None, stages, None)  # type: ignore[arg-type]  # module text: no trace
+        ex = build_from_text(cell, ExploreOptions(
+            optimize=preset, pipeline=pipeline, granularity=args.granularity,
+            no_nan=args.no_nan, device=args.device))
         _LAST[:] = [ex]
         if not args.no_display:
-            show(self.shell, ex, rerun=rerun_text(cell, args.device))
+            show(self.shell, ex)
 
     @magic_arguments()
     @argument("--presets", default="none,all", metavar="P1,P2",
@@ -219,44 +217,21 @@ def _names(text: str) -> tuple[str, ...]:
 
 def _options(args: Any) -> CellOptions:
     try:
-        check_preset(args.optimize)
+        explore = ExploreOptions(optimize=args.optimize, pipeline=args.pipeline,
+                                 granularity=args.granularity, device=args.device)
     except UnknownPresetError as exc:
         raise UsageError(str(exc)) from None
-    return CellOptions(optimize=args.optimize, pipeline=args.pipeline,
-                       granularity=args.granularity, device=args.device, run=not args.no_run,
-                       bench=args.bench)
+    return CellOptions(explore=explore, run=not args.no_run, bench=args.bench)
 
 
 def _bench(entry: Explored, options: CellOptions) -> BenchResult:
     args, kwargs = entry.inputs  # type: ignore[misc]  # checked by the caller
-    presets = tuple(dict.fromkeys(("none", options.optimize)))
+    presets = tuple(dict.fromkeys(("none", options.explore.optimize)))
     return bench(entry.fn, *args, presets=presets, repeats=options.bench or None,
-                 device=options.device, **kwargs)
+                 device=options.explore.device, **kwargs)
 
 
-def rerun_call(ex: Exploration, device: str | None) -> Callable[..., Exploration]:
-    """Re-run the stages (and compile) of an explored call with other settings, without running
-    the cell again."""
-    def rerun(optimize: str, granularity: str, no_nan: bool, pipeline: str | None) -> Exploration:
-        stages = ex.traced.stages(optimize, granularity, pipeline=pipeline, no_nan=no_nan,
-                                  device=device)
-        return Exploration(ex.traced, stages, stages.compile(device=device))
-
-    return rerun
-
-
-def rerun_text(text: str, device: str | None) -> Callable[..., Exploration]:
-    """Re-run the stages of a module given as text with other settings."""
-    def rerun(optimize: str, granularity: str, no_nan: bool, pipeline: str | None) -> Exploration:
-        stages = run_on_text(text, optimize=optimize, granularity=granularity,
-                             pipeline=pipeline, no_nan=no_nan, device=device)
-        return Exploration(None, stages, None)  # type: ignore[arg-type]  # no trace
-
-    return rerun
-
-
-def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None,
-         rerun: Callable[..., Exploration] | None = None) -> None:
+def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None) -> None:
     """Display the explorer of ``ex`` below the cell: the live widget, whose output also carries
     the static bundle that saved notebooks and other front ends show (see notebook/widget.py);
     the static bundle alone when this installation has no widget front end."""
@@ -264,7 +239,7 @@ def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None,
 
     labels = nbdisplay.cell_file_labels(shell)
     try:
-        widget = ExplorerWidget(ex, rerun=rerun, bench=bench, labels=labels)
+        widget = ExplorerWidget(ex, bench=bench, labels=labels)
     except ReactantLabError as exc:  # the front end was not built into this installation
         display(nbdisplay.explorer_bundle(ex, bench=bench, labels=labels), raw=True)
         print(f"(static explorer: {exc})")

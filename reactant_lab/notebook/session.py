@@ -4,19 +4,17 @@ staged, compiled and run once per signature, and one exploration per distinct si
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
-import time
 import types
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import numpy as np
 
 from reactant_lab.errors import ReactantLabError
-from reactant_lab.explore import Exploration
+from reactant_lab.explore import Exploration, ExploreOptions, build_from_trace, ran
 from reactant_lab.notebook.nested import call_nested, has_traced
 from reactant_lab.trace import SignatureCache, flatten_for, trace
 from reactant_lab.trace.user_errors import is_user_file
@@ -26,14 +24,8 @@ from reactant_lab.trace.user_errors import is_user_file
 class CellOptions:
     """The options of one ``%%reactant_jit`` cell."""
 
-    optimize: str = "all"
-    """The optimize preset of every call."""
-    pipeline: str | None = None
-    """A pass pipeline to run instead of the preset."""
-    granularity: str = "stage"
-    """'stage' or 'pass'."""
-    device: str | None = None
-    """'cpu', 'gpu' or None (the default device)."""
+    explore: ExploreOptions = field(default_factory=ExploreOptions)
+    """How each call signature is traced, staged and compiled."""
     run: bool = True
     """Run the compiled code (False: the calls run the original Python)."""
     bench: int | None = None
@@ -104,7 +96,7 @@ class CellSession:
             # after the cell, inside --no-run's plain Python, or under the user's own JAX
             # transformation (jax.grad / vmap / jit of cell code): the original Python
             return fn(*args, **kwargs)
-        flat = flatten_for(fn, args, kwargs)
+        flat = flatten_for(fn, args, kwargs, trace_scalars=self.options.explore.trace_scalars)
         if not flat.linear:  # no array argument: nothing to compile
             return fn(*args, **kwargs)
         entry = self.explored.get(flat, prefix=fn)
@@ -118,11 +110,8 @@ class CellSession:
                 return fn(*args, **kwargs)
         if not first:
             return entry.exploration.compiled(*args, **kwargs)
-        start = time.perf_counter()
-        out = jax.block_until_ready(entry.exploration.compiled(*args, **kwargs))
-        entry.exploration = dataclasses.replace(entry.exploration, outputs=out,
-                                                run_seconds=time.perf_counter() - start)
-        return out
+        entry.exploration = ran(entry.exploration, args, kwargs)
+        return entry.exploration.outputs
 
     def _explore(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Explored:
         __tracebackhide__ = True
@@ -130,18 +119,16 @@ class CellSession:
         self._nested = {}
         try:
             with self._in("tracing"):
-                traced = trace(fn, *args, **kwargs)
+                opts = self.options.explore
+                traced = trace(fn, *args, trace_scalars=opts.trace_scalars, mode=opts.mode,
+                               **kwargs)
         except ReactantLabError:
             raise
         except Exception as exc:
             raise exc.with_traceback(user_traceback(exc.__traceback__)) from None
         finally:
             self._nested = {}
-        opts = self.options
-        stages = traced.stages(opts.optimize, opts.granularity, pipeline=opts.pipeline,
-                               device=opts.device)
-        ex = Exploration(traced, stages, stages.compile(device=opts.device))
-        return Explored(fn, ex, inputs=inputs)
+        return Explored(fn, build_from_trace(traced, self.options.explore), inputs=inputs)
 
     @contextlib.contextmanager
     def _in(self, state: str) -> Iterator[None]:

@@ -166,19 +166,7 @@ class ExplorerWidget(anywidget.AnyWidget):
                                    f"{result!r}")
         self.result = {"id": content.get("id", 0), "kind": "slice",
                        "data": {"stage": stage, "result": result,
-                                "svg": self._slice_svg(stage, result)}}
-
-    def _slice_svg(self, stage: int, result: str | int) -> str:
-        if self.exploration.traced is not None:
-            return self.exploration.graph_svg(stage, result=result)
-        # Module text (%%reactant_mlir): the signature comes from the module itself.
-        from reactant_lab.analysis.graph import dataflow
-        from reactant_lab.render.graph_dot import to_dot
-        from reactant_lab.render.svg import render_svg
-
-        s = self.exploration.stages[stage]
-        return render_svg(to_dot(dataflow(s.ir, result=result,
-                                          title=f"module · stage {s.index}: {s.name}")))
+                                "svg": self.exploration.graph_svg(stage, result=result)}}
 
     def _cmd_rerun(self, content: dict[str, Any]) -> None:
         optimize = str(content.get("optimize") or "all")
@@ -193,7 +181,8 @@ class ExplorerWidget(anywidget.AnyWidget):
         if self._rerun is not None:
             exploration = self._rerun(optimize, granularity, no_nan, pipeline)
         else:
-            exploration = self._rerun_traced(optimize, granularity, no_nan, pipeline)
+            exploration = self.exploration.restaged(optimize=optimize, granularity=granularity,
+                                                    no_nan=no_nan, pipeline=pipeline)
         self.status = _status("running", "drawing the explorer…", 0.8)
         payload = self._payload(exploration)
         self.exploration = exploration
@@ -201,21 +190,3 @@ class ExplorerWidget(anywidget.AnyWidget):
         n = len(exploration.stages.stages)
         self.status = _status("idle", f"re-ran with {what}: {n} stages in "
                                       f"{time.perf_counter() - start:.2f} s")
-
-    def _rerun_traced(self, optimize: str, granularity: str, no_nan: bool,
-                      pipeline: str | None) -> Any:
-        """Stage and compile the exploration's own trace again."""
-        from reactant_lab.explore import Exploration
-
-        traced = self.exploration.traced
-        if traced is None:
-            raise ReactantLabError("this explorer was made from module text, not a traced call: "
-                                   "re-run its cell with the other preset")
-        compiled = self.exploration.compiled
-        device = compiled.device if compiled is not None else None
-        stages = traced.stages(optimize, granularity, pipeline=pipeline, no_nan=no_nan,
-                               device=device)
-        self.status = _status("running", f"compiling stage {len(stages.stages) - 1} with XLA…",
-                              0.6)
-        donate = bool(getattr(compiled, "donate", False))
-        return Exploration(traced, stages, stages.compile(device=device, donate=donate))

@@ -13,10 +13,12 @@ def stage_graph(ex: Any, stage: int | str = -1, max_ops: int = MAX_OPS,
                 result: str | int | None = None) -> Dataflow:
     """Dataflow graph of one stage's ``main`` of an Exploration."""
     s = ex.stages[stage]
-    compiled = getattr(ex, "compiled", None)
+    title = f"{ex.traced.fn_name} · stage {s.index}: {s.name}"
+    if ex.from_text:  # the signature comes from the module itself
+        return dataflow(s.ir, max_ops=max_ops, result=result, title=title)
+    compiled = ex.compiled
     sig = signature_of(ex.traced, donated=bool(getattr(compiled, "donate", False)))
-    return dataflow(s.ir, sig, max_ops=max_ops, result=result,
-                    title=f"{ex.traced.fn_name} · stage {s.index}: {s.name}")
+    return dataflow(s.ir, sig, max_ops=max_ops, result=result, title=title)
 
 
 def exploration_payload(ex: Any, meta: dict[str, Any] | None = None,
@@ -25,7 +27,8 @@ def exploration_payload(ex: Any, meta: dict[str, Any] | None = None,
     """The explorer payload of an Exploration (``run`` adds measured run times)."""
     timing = {"first_call_seconds": ex.run_seconds} if ex.run_seconds is not None else {}
     timing.update(run or {})
-    return build_payload(ex.stages, traced=ex.traced, compiled=ex.compiled,
+    return build_payload(ex.stages, traced=None if ex.from_text else ex.traced,
+                         compiled=ex.compiled,
                          run=timing or None, meta=meta, options=options)
 
 

@@ -26,6 +26,7 @@ ExplorerWidget(rl.explore(mlp, params, rng.standard_normal((8, 16), np.float32))
 # Fourteen distinct stages of one module: the saved payload keeps only first-vs-last among its
 # pairs, so any other pair is computed by the kernel on request.
 MANY_CELL = """\
+from reactant_lab.explore import ModuleSource
 from reactant_lab.stages import Stage, StageTrace
 
 body = [f"    %{i} = stablehlo.add %{i - 1}, %arg0 : tensor<4xf32>" for i in range(1, 40)]
@@ -38,8 +39,8 @@ for k in range(14):
             + "\\n    return %39 : tensor<4xf32>\\n  }\\n}\\n")
     stages.append(Stage(k, f"s{k}", f"s{k}", "p" if k else "", text, 0.001, True,
                         {"stablehlo.add": 40 - k}))
-ExplorerWidget(rl.Exploration(None, StageTrace(None, "custom", "stage", False, "cpu",
-                                                tuple(stages)), None))"""
+ExplorerWidget(rl.Exploration(ModuleSource(stages[0].ir), StageTrace(
+    None, "custom", "stage", False, "cpu", tuple(stages)), None))"""
 
 
 def test_live_widget_explores_reruns_and_falls_back_when_the_kernel_is_gone(
