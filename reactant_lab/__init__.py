@@ -52,6 +52,20 @@ def load_ipython_extension(ipython: object) -> None:
     load(ipython)
 
 
+def _show_values_as_html() -> None:
+    """In a running IPython (a notebook), show benchmark results, diffs and op tables as HTML
+    without ``%load_ext``; IPython is not imported when it is not already running."""
+    import sys
+
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    if shell is not None and hasattr(shell, "display_formatter"):
+        from reactant_lab.notebook.formatters import register
+
+        register(shell)
+
+
+_show_values_as_html()
+
 __all__ = [
     "PRESETS",
     "STAGES",

@@ -16,6 +16,7 @@ from reactant_lab.bench import BenchResult, Roofline, bench
 from reactant_lab.bench.measure import copies
 from reactant_lab.bench.result import make_row
 from reactant_lab.examples import EXAMPLES, mlp
+from reactant_lab.render.bench_chart import result_html
 
 ROOF = Roofline("test", peak_flops=1e9, peak_bytes_per_s=2e9, seconds=0.0)
 
@@ -82,7 +83,7 @@ def test_bench_outputs(mlp_result):
     assert data["roofline"]["peak_flops"] > 0 and "numpy" in data["skipped"]
     csv_text = mlp_result.to_csv().splitlines()
     assert csv_text[0].startswith("name,kind,median_s") and len(csv_text) == 4
-    page = mlp_result._repr_html_()
+    page = result_html(mlp_result)
     assert "<svg" not in page
     uri = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', page)
     svg = base64.b64decode(uri.group(1)).decode()
@@ -128,7 +129,7 @@ def test_hostile_function_name_is_escaped(rng):
     f.__name__ = "<script>alert(1)</script>"
     result = bench(f, rng.standard_normal(4).astype(np.float32), presets=("none",),
                    baselines=(), repeats=3, roofline=False)
-    page = result._repr_html_()
+    page = result_html(result)
     svg = base64.b64decode(re.search(r"base64,([^\"]+)", page).group(1)).decode()
     assert "<script>" not in page and "<script>" not in svg
 

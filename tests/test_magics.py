@@ -320,7 +320,7 @@ def test_reactant_bench_times_the_compiled_call_beside_its_baselines(shell, rng)
     res = result.result
     assert isinstance(res, BenchResult) and [r.name for r in res.rows] == ["all", "numpy", "jax"]
     assert all(len(r.samples_s) == 3 for r in res.rows)
-    assert "<table" in res._repr_html_()
+    assert "<table" in shell.display_formatter.formatters["text/html"].lookup(res)(res)
 
 
 def test_bench_option_adds_the_timing_panel(shell, rng):

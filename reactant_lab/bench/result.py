@@ -159,11 +159,6 @@ class BenchResult:
         writer.writerows(dicts)
         return buf.getvalue()
 
-    def _repr_html_(self) -> str:
-        from reactant_lab.render.bench_chart import result_html
-
-        return result_html(self)
-
     def plot(self) -> Any:
         """A matplotlib figure: sample distribution per variant, log time axis."""
         try:

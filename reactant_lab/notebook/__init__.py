@@ -9,10 +9,12 @@ __all__ = ["explorer_bundle", "last_explorations", "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext reactant_lab``: register the magics."""
+    """``%load_ext reactant_lab``: register the magics and the HTML views of results."""
+    from reactant_lab.notebook.formatters import register
     from reactant_lab.notebook.magics import ReactantMagics
 
     ipython.register_magics(ReactantMagics)
+    register(ipython)
 
 
 def last_explorations() -> list[Any]:

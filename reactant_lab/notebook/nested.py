@@ -21,8 +21,7 @@ from typing import Any
 
 import jax
 
-from reactant_lab.trace.numpy_mode.proxy import ProxyArray
-from reactant_lab.trace.numpy_mode.storage import Root, is_traced
+from reactant_lab.trace.numpy_mode import ProxyArray, is_traced, new_array, proxy_for, stand_in
 
 
 def _leaf(x: Any) -> bool:
@@ -68,7 +67,7 @@ def call_nested(fn: Callable[..., Any], args: tuple, kwargs: dict,
     values = [leaves[i].value if isinstance(leaves[i], ProxyArray) else leaves[i] for i in dyn]
     dynamic = set(dyn)
     statics = {i: x for i, x in enumerate(leaves) if i not in dynamic}
-    meta = {i: _proxy_meta(leaves[i]) for i in dyn if isinstance(leaves[i], ProxyArray)}
+    meta = {i: stand_in(leaves[i]) for i in dyn if isinstance(leaves[i], ProxyArray)}
     # the argument's path only names it in error messages: calls on other arguments share one
     key = (fn, treedef, tuple(dyn), tuple((i, m[0], m[2], m[3]) for i, m in sorted(meta.items())),
            tuple((i, _static_key(x)) for i, x in statics.items()),
@@ -85,12 +84,6 @@ def call_nested(fn: Callable[..., Any], args: tuple, kwargs: dict,
     if failed is not None:
         raise failed  # outside the except block: the callee's exception as it was raised
     return _results(callee, flat_out, leaves)
-
-
-def _proxy_meta(p: ProxyArray) -> tuple:
-    root = p.root
-    whole = p.value is root.value  # the argument itself, not a view of it
-    return (root.frozen, root.arg, root.weak, root.order if whole else "C")
 
 
 def _static_key(x: Any) -> Any:
@@ -110,10 +103,7 @@ def _make_callee(fn: Callable[..., Any], treedef: Any, dyn: list[int], statics: 
         mine: dict[int, ProxyArray] = {}
         for i, v in zip(dyn, values, strict=True):
             if i in meta:
-                frozen, arg, weak, order = meta[i]
-                root = Root(v, frozen=frozen, arg=arg, weak=weak)
-                root.order = order
-                leaves[i] = mine[i] = ProxyArray(root)
+                leaves[i] = mine[i] = proxy_for(v, meta[i])
             else:
                 leaves[i] = v
         a, k = jax.tree_util.tree_unflatten(treedef, leaves)
@@ -162,7 +152,7 @@ def _results(callee: _Callee, flat_out: list[Any], leaves: list[Any]) -> Any:
         if kind == "arg":
             rebuilt.append(leaves[x])
         elif kind == "proxy":
-            rebuilt.append(ProxyArray(Root(flat_out[x])))
+            rebuilt.append(new_array(flat_out[x]))
         elif kind == "value":
             rebuilt.append(flat_out[x])
         else:

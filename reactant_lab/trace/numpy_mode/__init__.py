@@ -8,7 +8,9 @@ np.random while tracing), errors, tracer (the flat function handed to JAX).
 """
 
 from reactant_lab.trace.numpy_mode.errors import JaxCodeError
-from reactant_lab.trace.numpy_mode.proxy import ProxyArray
+from reactant_lab.trace.numpy_mode.proxy import ProxyArray, new_array, proxy_for, stand_in
+from reactant_lab.trace.numpy_mode.storage import is_traced
 from reactant_lab.trace.numpy_mode.tracer import resargs_path, trace_numpy
 
-__all__ = ["JaxCodeError", "ProxyArray", "resargs_path", "trace_numpy"]
+__all__ = ["JaxCodeError", "ProxyArray", "is_traced", "new_array", "proxy_for", "resargs_path",
+           "stand_in", "trace_numpy"]

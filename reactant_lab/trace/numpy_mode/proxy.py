@@ -318,6 +318,23 @@ def new_array(value: Any) -> ProxyArray:
     return ProxyArray(Root(value))
 
 
+def stand_in(p: ProxyArray) -> tuple:
+    """What a proxy for ``p``'s value in another traced function must keep of ``p``: who may
+    write to it, the argument it stands for, its promotion, and its memory order (a view's
+    value crosses as a new C-order array)."""
+    root = p.root
+    whole = p.value is root.value  # the argument itself, not a view of it
+    return (root.frozen, root.arg, root.weak, root.order if whole else "C")
+
+
+def proxy_for(value: Any, kept: tuple) -> ProxyArray:
+    """A proxy of the traced ``value`` that behaves as the proxy ``stand_in`` described."""
+    frozen, arg, weak, order = kept
+    root = Root(value, frozen=frozen, arg=arg, weak=weak)
+    root.order = order
+    return ProxyArray(root)
+
+
 def concrete_array(data: np.ndarray, frozen: str | None = None) -> ProxyArray:
     """A new array of concrete data the kernel made from static values."""
     return ProxyArray(Root(concrete=np.asarray(data), frozen=frozen))

@@ -1,0 +1,30 @@
+"""How reactant_lab's values look in a notebook: IPython HTML formatters for the values of the
+lower layers (benchmark results, diffs, op tables), which may not import the renderers
+themselves."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from reactant_lab.analysis.diff import Diff
+from reactant_lab.analysis.metrics import OpTable
+from reactant_lab.bench import BenchResult
+from reactant_lab.render.bench_chart import result_html
+from reactant_lab.render.diff_html import diff_html
+from reactant_lab.render.tables import op_table_html
+
+HTML_VIEWS: dict[type, Any] = {
+    BenchResult: result_html,
+    # a pass rewriting a huge module changes more lines than anyone reads in a cell's output
+    Diff: functools.partial(diff_html, max_rows=1_000),
+    OpTable: op_table_html,
+}
+"""Value type -> function giving its HTML view."""
+
+
+def register(ipython: Any) -> None:
+    """Show each value of HTML_VIEWS as HTML in ``ipython``'s rich output."""
+    html = ipython.display_formatter.formatters["text/html"]
+    for kind, view in HTML_VIEWS.items():
+        html.for_type(kind, view)
