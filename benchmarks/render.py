@@ -72,9 +72,9 @@ def diff_and_html(before: rl.Stage, after: rl.Stage) -> tuple[float, float, floa
         start = time.perf_counter()
         d = rl.diff(before, after)
         mid = time.perf_counter()
-        html = d.html()
+        html = rl.diff_html(d)
         end = time.perf_counter()
-        d.html(max_rows=None)
+        rl.diff_html(d, max_rows=None)
         full = time.perf_counter() - end
         if end - start < best[0] + best[1]:
             best = (mid - start, end - mid, full, d, html)
@@ -95,7 +95,7 @@ def diff_table(sizes: dict[str, int]) -> None:
             t_diff, t_html, t_full, d, html = diff_and_html(before, after)
             total = t_diff + t_html
             base.setdefault(name, total)
-            full_kb = len(d.html(max_rows=None)) / 1024
+            full_kb = len(rl.diff_html(d, max_rows=None)) / 1024
             counts = f"{d.added}/{d.removed}/{d.changed}"
             print(f"{len(after.as_text().splitlines()):>8} {name:<20} {counts:>20} "
                   f"{t_diff:>7.3f} {t_html:>7.3f} {total:>8.3f} {total / base[name]:>6.1f} "

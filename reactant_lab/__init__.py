@@ -13,7 +13,6 @@ from reactant_lab.errors import (
     ControlFlowError,
     DonatedArgumentError,
     DynamicShapeError,
-    EnzymeUnavailableError,
     ExecutionError,
     ModuleTextError,
     PassCrashedError,
@@ -39,6 +38,15 @@ from reactant_lab.explore import (
     explore,
     jit,
 )
+from reactant_lab.render.diff_html import diff_html
+from reactant_lab.render.explorer import (
+    exploration_html,
+    exploration_payload,
+    graph_dot,
+    graph_svg,
+    save_html,
+)
+from reactant_lab.render.tables import op_table_html
 from reactant_lab.stages import PRESETS, STAGES, Stage, StageTrace, run_pipeline
 from reactant_lab.trace import ArgSpec, ResultSpec, SkippedArg, Traced, trace
 
@@ -78,7 +86,6 @@ __all__ = [
     "Diff",
     "DonatedArgumentError",
     "DynamicShapeError",
-    "EnzymeUnavailableError",
     "ExecutionError",
     "Exploration",
     "ExploreOptions",
@@ -107,10 +114,17 @@ __all__ = [
     "code_hlo",
     "code_xla",
     "diff",
+    "diff_html",
     "enzyme_available",
+    "exploration_html",
+    "exploration_payload",
     "explore",
+    "graph_dot",
+    "graph_svg",
     "jit",
+    "op_table_html",
     "run_pipeline",
+    "save_html",
     "trace",
     "versions",
 ]

@@ -1,14 +1,20 @@
-"""The native side of backend.py: run a pass pipeline on module text, in a reusable worker process
-(a crash in C++ then kills the worker, not the caller) or, on request, in the calling process.
+"""The native side of backend.py: run a pass pipeline, or an XLA:CPU compile, on module text in a
+reusable worker process (a crash in C++ then kills the worker, not the caller) or, for passes on
+request, in the calling process.
 
-Only backend.py imports this module. Its top level needs the standard library only, so a worker
+This file is the worker's program; _worker_client.py starts it and talks to it. Only backend and
+its private modules import this module. Its top level needs the standard library only, so a worker
 starts in milliseconds: enzyme-ad's extension is loaded from its file (without importing jax),
-and jax only when a request needs jaxlib's own PassManager (no enzyme-ad).
+jax only when a request needs jaxlib's own PassManager (no enzyme-ad), and for a compile only
+jaxlib's XLA client (a third of a second; all of jax when the module has custom calls, whose
+targets jax registers with XLA).
 
-Protocol: the parent writes a frame (mode, module text, pipeline) to the worker's stdin; the
-worker answers a frame (status, text, entry name) on its original stdout. A frame is a field
-count then, per field, a byte length and the UTF-8 bytes. Everything the worker writes to fd 1
-or 2 (MLIR's diagnostics, LLVM's last words) goes to a file the parent reads after each request.
+Protocol: the parent writes a frame to the worker's stdin, either (mode, module text, pipeline),
+answered by (status, text, entry name), or ("compile", module text, serialized CompileOptions,
+device count, device ids), answered by (status, message, serialized executable). A frame is a
+field count then, per field, a byte length and the bytes (text as UTF-8). Everything the worker
+writes to fd 1 or 2 (MLIR's diagnostics, XLA's log, LLVM's last words) goes to a file the parent
+reads after each request.
 """
 
 from __future__ import annotations
@@ -17,22 +23,19 @@ import atexit
 import contextlib
 import faulthandler
 import functools
+import importlib
 import importlib.machinery
 import importlib.util
 import os
-import select
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import IO
+from typing import Any
 
 # ---------------------------------------------------------------- what runs natively
 
@@ -88,7 +91,10 @@ def _run_upstream(text: str, pipeline: str) -> Outcome:
             pm.run(module.operation)
         except ir.MLIRError as exc:
             return Outcome("failed", str(exc))
-        return Outcome("ok", module.operation.get_asm(enable_debug_info=True))
+        out = module.operation.get_asm(enable_debug_info=True)
+        if not isinstance(out, str):  # only binary=True gives bytes
+            return Outcome("error", f"MLIR printed the module as {type(out).__name__}, not str")
+        return Outcome("ok", out)
 
 
 def run_in_process(mode: str, text: str, pipeline: str) -> Outcome:
@@ -130,6 +136,63 @@ def _remove(path: str) -> None:
         os.remove(path)
 
 
+@dataclass(frozen=True)
+class CompileOutcome:
+    """What one XLA compile in the worker gave."""
+
+    status: str
+    """'ok'; 'failed' (XLA refused the module); 'error' (a Python error in the worker)."""
+    message: str
+    """XLA's error message when 'failed', a traceback when 'error', else empty."""
+    executable: bytes = b""
+    """The serialized executable when 'ok' (``deserialize_executable`` loads it)."""
+    output: str = ""
+    """What the worker wrote to fd 1 / 2 during the compile."""
+
+
+COMPILE = "compile"
+"""The first field of a compile request (a pass request starts with its mode)."""
+
+
+def compile_native(text: bytes, options: bytes, num_devices: int,
+                   device_ids: list[int]) -> CompileOutcome:
+    """Compile module text for this machine's CPU with the serialized CompileOptions."""
+    from jaxlib import xla_client
+
+    if b"custom_call" in text:
+        import jax  # noqa: F401 - registers jax's CPU custom-call targets (LAPACK, ...) with XLA
+    client = _cpu_client(num_devices)
+    by_id = {d.id: d for d in client.devices()}
+    devices = xla_client.DeviceList(tuple(by_id[i] for i in device_ids))
+    try:
+        executable = client.compile_and_load(
+            text, devices, xla_client.CompileOptions.ParseFromString(options))
+    except Exception as exc:  # XLA's errors carry no stable type
+        return CompileOutcome("failed", str(exc))
+    data = executable.serialize()
+    del executable
+    _give_back_memory()
+    return CompileOutcome("ok", "", data)
+
+
+def _give_back_memory() -> None:
+    """Return the compile's freed heap to the system: a large compile leaves hundreds of MB
+    that glibc would otherwise keep for the idle worker."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+
+
+@functools.cache
+def _cpu_client(num_devices: int) -> Any:
+    """jaxlib's CPU client with the caller's device count (device ids must match); Any because
+    jaxlib ships no types for its XLA client."""
+    from jaxlib import xla_client
+
+    return xla_client.make_cpu_client(num_devices=num_devices)
+
+
 _ENZYME_CALL = "enzyme_ad.jax.enzyme_call"
 
 
@@ -142,16 +205,16 @@ def enzyme_call() -> ModuleType:
     for folder in (spec.submodule_search_locations or []) if spec else []:
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             path = os.path.join(folder, "jax", "enzyme_call" + suffix)
-            if os.path.exists(path):
-                loader = importlib.machinery.ExtensionFileLoader(_ENZYME_CALL, path)
-                module = importlib.util.module_from_spec(
-                    importlib.util.spec_from_file_location(_ENZYME_CALL, path, loader=loader))
+            if not os.path.exists(path):
+                continue
+            loader = importlib.machinery.ExtensionFileLoader(_ENZYME_CALL, path)
+            found = importlib.util.spec_from_file_location(_ENZYME_CALL, path, loader=loader)
+            if found is not None:  # always so when a loader is given
+                module = importlib.util.module_from_spec(found)
                 loader.exec_module(module)
                 sys.modules[_ENZYME_CALL] = module
                 return module
-    from enzyme_ad.jax import enzyme_call as module  # another layout: the slow way
-
-    return module
+    return importlib.import_module(_ENZYME_CALL)  # another layout: the slow way
 
 
 # ---------------------------------------------------------------- frames
@@ -160,17 +223,22 @@ _COUNT = struct.Struct("<I")
 _LENGTH = struct.Struct("<Q")
 
 
-def encode_frame(fields: list[str]) -> bytes:
-    """One frame holding ``fields``."""
+def encode_frame(fields: Sequence[str | bytes]) -> bytes:
+    """One frame holding ``fields`` (text as UTF-8)."""
     parts = [_COUNT.pack(len(fields))]
     for field in fields:
-        data = field.encode("utf-8", "surrogateescape")
+        data = field.encode("utf-8", "surrogateescape") if isinstance(field, str) else field
         parts += [_LENGTH.pack(len(data)), data]
     return b"".join(parts)
 
 
-def decode_frame(buffer: bytes | bytearray) -> list[str] | None:
-    """The fields of the frame at the start of ``buffer``, or None while it is incomplete."""
+def text_field(data: bytes) -> str:
+    """A frame field holding text, as str."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def decode_frame(buffer: bytes | bytearray) -> list[bytes] | None:
+    """The fields (bytes) of the frame at the start of ``buffer``, or None while incomplete."""
     if len(buffer) < _COUNT.size:
         return None
     (count,), at, fields = _COUNT.unpack_from(buffer), _COUNT.size, []
@@ -181,12 +249,12 @@ def decode_frame(buffer: bytes | bytearray) -> list[str] | None:
         at += _LENGTH.size
         if len(buffer) < at + length:
             return None
-        fields.append(bytes(buffer[at:at + length]).decode("utf-8", "surrogateescape"))
+        fields.append(bytes(buffer[at:at + length]))
         at += length
     return fields
 
 
-def _read_frame(fd: int) -> list[str] | None:
+def _read_frame(fd: int) -> list[bytes] | None:
     """Block until a whole frame arrived on ``fd``; None at end of file."""
     buffer = bytearray()
     while (fields := decode_frame(buffer)) is None:
@@ -197,7 +265,8 @@ def _read_frame(fd: int) -> list[str] | None:
     return fields
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd``."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
@@ -209,13 +278,27 @@ def _write_all(fd: int, data: bytes) -> None:
 def _serve(requests: int, answers: int) -> None:
     """Answer requests until the parent closes the pipe."""
     while (fields := _read_frame(requests)) is not None:
-        mode, text, pipeline = fields
-        try:
-            out = run_native(mode, text, pipeline)
-        except Exception:  # a bug or a broken installation: report it, stay alive
-            out = Outcome("error", traceback.format_exc())
+        answer = _answer_request(fields)
+        sys.stdout.flush()
         sys.stderr.flush()
-        _write_all(answers, encode_frame([out.status, out.text, out.entry]))
+        write_all(answers, encode_frame(answer))
+
+
+def _answer_request(fields: list[bytes]) -> list[str | bytes]:
+    if text_field(fields[0]) == COMPILE:
+        _, source, options, count, ids = fields
+        try:
+            out = compile_native(source, options, int(count),
+                                 [int(i) for i in text_field(ids).split(",")])
+        except Exception:  # a bug or a broken installation: report it, stay alive
+            out = CompileOutcome("error", traceback.format_exc())
+        return [out.status, out.message, out.executable]
+    mode, text, pipeline = (text_field(f) for f in fields)
+    try:
+        result = run_native(mode, text, pipeline)
+    except Exception:  # a bug or a broken installation: report it, stay alive
+        result = Outcome("error", traceback.format_exc())
+    return [result.status, result.text, result.entry]
 
 
 def _die_with_parent(parent: int) -> None:
@@ -234,156 +317,6 @@ def _main() -> None:
     answers = os.dup(1)
     os.dup2(2, 1)  # stray prints of C++ code must not corrupt the answers
     _serve(0, answers)
-
-
-# ---------------------------------------------------------------- the parent's side
-
-
-class WorkerCrashed(Exception):
-    """The worker died while running a request."""
-
-    def __init__(self, returncode: int, output: str):
-        self.returncode = returncode
-        self.signal = signal_name(returncode)
-        self.output = output
-        super().__init__(f"the pass worker died ({self.signal})")
-
-
-def signal_name(returncode: int) -> str:
-    """'SIGSEGV' for -11; 'exit status 3' for 3."""
-    if returncode < 0:
-        with contextlib.suppress(ValueError):
-            return signal.Signals(-returncode).name
-        return f"signal {-returncode}"
-    return f"exit status {returncode}"
-
-
-_OUTPUT_CAP = 1 << 20
-
-
-class PassWorker:
-    """A worker process started on first use, reused across calls, restarted after a crash or
-    an interruption, and killed when this process exits."""
-
-    def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
-        self._output: IO[bytes] | None = None
-        self._owner = 0
-        self._lock = threading.Lock()
-        atexit.register(self.close)
-
-    def run(self, mode: str, text: str, pipeline: str, *,
-            on_wait: Callable[[float], None] | None = None, poll: float = 0.5) -> Outcome:
-        """Run one pipeline in the worker. ``on_wait(seconds)`` is called about every ``poll``
-        seconds while it runs. Raises WorkerCrashed if the worker dies; any exception (Ctrl-C
-        included) while waiting stops the worker, and the next call starts a new one."""
-        request = encode_frame([mode, text, pipeline])
-        with self._lock:
-            proc = self._ready()
-            for attempt in (0, 1):
-                try:
-                    _write_all(proc.stdin.fileno(), request)
-                except BrokenPipeError:
-                    if attempt:  # it dies on start: _answer reports how
-                        break
-                    self._stop()  # it died while idle: start another
-                    proc = self._ready()
-                    continue
-                except BaseException:  # half a request was sent
-                    self._stop()
-                    raise
-                break
-            return self._answer(proc, on_wait, poll)
-
-    def _answer(self, proc: subprocess.Popen, on_wait: Callable[[float], None] | None,
-                poll: float) -> Outcome:
-        try:
-            fields = _await_frame(proc.stdout.fileno(), on_wait, poll)
-        except BaseException:
-            self._stop()
-            raise
-        output = self._take_output()
-        if fields is None:
-            returncode = proc.wait()
-            self._stop()
-            raise WorkerCrashed(returncode, output)
-        status, text, entry = fields
-        return Outcome(status, text, entry, output)
-
-    def _ready(self) -> subprocess.Popen:
-        if self._owner != os.getpid():  # a forked child must not share its parent's worker
-            self._proc, self._output = None, None
-        if self._proc is not None and self._proc.poll() is not None:
-            self._stop()
-        if self._proc is None:
-            self._start()
-        return self._proc
-
-    def _start(self) -> None:
-        import fcntl  # POSIX only; backend runs passes in-process elsewhere
-
-        # The file lives as long as the worker (closed in _stop), not a with-block.
-        self._output = tempfile.TemporaryFile(prefix="reactant_lab_passes_")  # noqa: SIM115
-        fd = self._output.fileno()
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
-        # -P: the script's folder (the package) must not shadow top-level modules on sys.path.
-        self._proc = subprocess.Popen(
-            [sys.executable, "-P", os.path.abspath(__file__), str(os.getpid())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._output,
-            start_new_session=True)
-        self._owner = os.getpid()
-
-    def _take_output(self) -> str:
-        """What the worker wrote since the last call (its last megabyte), emptying the file."""
-        if self._output is None:
-            return ""
-        fd = self._output.fileno()
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, _OUTPUT_CAP, max(0, size - _OUTPUT_CAP))
-        os.ftruncate(fd, 0)
-        return data.decode("utf-8", "replace")
-
-    def _stop(self) -> None:
-        proc, output = self._proc, self._output
-        self._proc, self._output = None, None
-        if proc is not None:
-            with contextlib.suppress(OSError):
-                proc.kill()
-            proc.wait()
-            for pipe in (proc.stdin, proc.stdout):
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        if output is not None:
-            output.close()
-
-    @property
-    def pid(self) -> int | None:
-        """The worker's process id, or None when none is running."""
-        return self._proc.pid if self._proc is not None and self._owner == os.getpid() else None
-
-    def close(self) -> None:
-        """Stop the worker (if this process started it)."""
-        if self._owner == os.getpid():
-            self._stop()
-
-
-def _await_frame(fd: int, on_wait: Callable[[float], None] | None,
-                 poll: float) -> list[str] | None:
-    """Read one frame from ``fd``, calling ``on_wait`` while nothing arrives; None at EOF."""
-    buffer, start = bytearray(), time.monotonic()
-    poller = select.poll()  # not select.select: it fails on descriptors above 1023
-    poller.register(fd, select.POLLIN)
-    while True:
-        if not poller.poll(poll * 1000):
-            if on_wait is not None:
-                on_wait(time.monotonic() - start)
-            continue
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return None
-        buffer += chunk
-        if (fields := decode_frame(buffer)) is not None:
-            return fields
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ from reactant_lab import backend, timing
 from reactant_lab.errors import CliError, ReactantLabError
 from reactant_lab.examples import EXAMPLES, Example
 from reactant_lab.explore import Exploration, explore
+from reactant_lab.render.explorer import save_html
 from reactant_lab.stages.presets import PRESETS
+from reactant_lab.trace import Traced
 from reactant_lab.trace.numpy_mode import JaxCodeError
 from reactant_lab.trace.paths import flatten_call
 from reactant_lab.trace.user_errors import describe, user_frame
@@ -32,7 +34,9 @@ def _demo_one(example: Example, optimize: str, rng: np.random.Generator,
     args = jax.device_put(example.make_args(rng))
     print(f"\n=== {example.name}: {example.what}")
     ex = explore(example.fn, *args, optimize=optimize)
-    print(ex.traced.summary())
+    traced, ours = ex.traced, ex.compiled
+    assert isinstance(traced, Traced) and ours is not None  # explore() traces and compiles a call
+    print(traced.summary())
     print()
     print(ex.stages.table())
     expected = jax.jit(example.fn)(*args)
@@ -40,8 +44,8 @@ def _demo_one(example: Example, optimize: str, rng: np.random.Generator,
                          jax.tree_util.tree_leaves(expected), strict=True):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-5, atol=2e-5,
                                    err_msg=f"{example.name}: result differs from jax.jit")
-    print(f"\nresult matches jax.jit; XLA compile {ex.compiled.compile_seconds * 1e3:.1f} ms")
-    ours, theirs = ex.compiled, jax.jit(example.fn).lower(*args).compile()
+    print(f"\nresult matches jax.jit; XLA compile {ours.compile_seconds * 1e3:.1f} ms")
+    theirs = jax.jit(example.fn).lower(*args).compile()
     s_ours, s_jax = timing.interleaved([lambda: ours(*args), lambda: theirs(*args)],
                                        rounds=60, batch=10)
     m_ours, m_jax = timing.median(s_ours), timing.median(s_jax)
@@ -49,9 +53,9 @@ def _demo_one(example: Example, optimize: str, rng: np.random.Generator,
           f"(ratio {m_ours / m_jax:.2f})")
     if report_dir is not None:
         os.makedirs(report_dir, exist_ok=True)
-        path = ex.save_html(os.path.join(report_dir, f"reactant_lab_report_{example.name}.html"),
-                            run={"median_seconds": m_ours, "iqr_seconds": timing.iqr(s_ours),
-                                 "jax_jit_median_seconds": m_jax})
+        path = save_html(ex, os.path.join(report_dir, f"reactant_lab_report_{example.name}.html"),
+                         run={"median_seconds": m_ours, "iqr_seconds": timing.iqr(s_ours),
+                              "jax_jit_median_seconds": m_jax})
         print(f"report: {path}")
 
 
@@ -121,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _target_parser(sub: Any, name: str, what: str) -> argparse.ArgumentParser:
     """A subcommand taking FILE.py:FUNC and --args [FILE.py:]MAKE_ARGS."""
-    parser = sub.add_parser(name, help=what)
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=what)
     parser.add_argument("function", metavar="FILE.py:FUNC", help="the function")
     parser.add_argument("--args", required=True, metavar="[FILE.py:]MAKE_ARGS",
                         help="a function returning the example args (a tuple of positional "
@@ -158,14 +162,14 @@ def load_callable(spec: str, default_file: str | None = None,
     if path not in modules:
         modules[path] = _load_module(path, spec)
     module = modules[path]
-    fn = getattr(module, name, None)
+    fn: object = getattr(module, name, None)
     if not callable(fn):
         names = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
         raise CliError(f"{path} has no function {name!r}; functions there: {', '.join(names)}")
     return fn
 
 
-def _load_target(function: str, args_spec: str) -> tuple[Callable[..., Any], tuple]:
+def _load_target(function: str, args_spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
     """The function ``FILE.py:FUNC`` and the example args its MAKE_ARGS makes."""
     modules: dict[str, types.ModuleType] = {}
     fn = load_callable(function, modules=modules)
@@ -174,7 +178,7 @@ def _load_target(function: str, args_spec: str) -> tuple[Callable[..., Any], tup
     return fn, _example_args(make_args, args_spec)
 
 
-def _example_args(make_args: Callable[..., Any], spec: str) -> tuple:
+def _example_args(make_args: Callable[..., Any], spec: str) -> tuple[Any, ...]:
     with _user_code(f"the --args function {spec} failed"):
         try:
             takes_rng = bool(inspect.signature(make_args).parameters)
@@ -208,32 +212,33 @@ def _describe_exception(exc: BaseException) -> str:
     return "\n".join([text, *notes])
 
 
-def _explore(fn: Callable[..., Any], args: tuple, optimize: str,
-             granularity: str) -> tuple[Exploration, tuple]:
+def _explore(fn: Callable[..., Any], args: tuple[Any, ...], optimize: str,
+             granularity: str) -> tuple[Exploration, tuple[Any, ...]]:
     """Explore the call on the args as MAKE_ARGS made them, and return the args it ran on.
 
     JAX code handed NumPy arrays is explored on device-resident copies (64-bit types kept), so
     that its timing leaves out host transfers, as ``bench`` times it; a NumPy kernel runs on the
     caller's NumPy arrays, which it may update in place.
     """
-    options = {"optimize": optimize, "granularity": granularity}
     flat = flatten_call(args, {})
     if not flat.all_numpy:
-        return explore(fn, *args, **options), args
+        return explore(fn, *args, optimize=optimize, granularity=granularity), args
     try:
-        return explore(fn, *args, mode="numpy", **options), args
+        return explore(fn, *args, mode="numpy", optimize=optimize, granularity=granularity), args
     except JaxCodeError:
         pass
     with backend.x64_scope(flat.needs_x64):
-        on_device = jax.tree_util.tree_map(
+        on_device: tuple[Any, ...] = jax.tree_util.tree_map(
             lambda a: jax.device_put(a) if isinstance(a, np.ndarray | np.generic) else a, args)
-    return explore(fn, *on_device, mode="jax", **options), on_device
+    return (explore(fn, *on_device, mode="jax", optimize=optimize, granularity=granularity),
+            on_device)
 
 
-def _array_copies(args: tuple) -> tuple:
+def _array_copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The args with each NumPy array copied (same dtype and memory order), statics as they are."""
-    return jax.tree_util.tree_map(lambda a: np.array(a) if isinstance(a, np.ndarray) else a,
-                                  args)
+    copies: tuple[Any, ...] = jax.tree_util.tree_map(
+        lambda a: np.array(a) if isinstance(a, np.ndarray) else a, args)
+    return copies
 
 
 def report(function: str, args_spec: str, output: str, optimize: str = "all",
@@ -247,11 +252,13 @@ def report(function: str, args_spec: str, output: str, optimize: str = "all",
     fn, args = _load_target(function, args_spec)
     with _user_code(f"exploring {function} failed"):
         ex, used = _explore(fn, args, optimize, granularity)
+        compiled = ex.compiled
+        assert compiled is not None  # explore() compiles a call
         timed = _array_copies(used)
-        samples = timing.sample(lambda: ex.compiled(*timed), min_time=0.2)
-    path = ex.save_html(output, run={"median_seconds": timing.median(samples),
-                                     "iqr_seconds": timing.iqr(samples),
-                                     "samples": len(samples)})
+        samples = timing.sample(lambda: compiled(*timed), min_time=0.2)
+    path = save_html(ex, output, run={"median_seconds": timing.median(samples),
+                                      "iqr_seconds": timing.iqr(samples),
+                                      "samples": len(samples)})
     print(ex.stages.table())
     print(f"report: {os.path.abspath(path)}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from typing import Any
 
 import jax
@@ -11,11 +12,21 @@ import numpy as np
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.errors import SignatureMismatchError, UnsupportedArgumentError
+from reactant_lab.stages.reproducer import write_reproducer
 from reactant_lab.trace import captures
-from reactant_lab.trace.numpy_mode.overlap import check_independent
+from reactant_lab.trace.numpy_mode import check_independent
 from reactant_lab.trace.paths import FlatCall, flatten_call, layouts_hold, memory_layout
 from reactant_lab.trace.paths import static_key as _static_key
-from reactant_lab.trace.specs import ArgView, CallLayout, Computed, Preserved, Static, UpdatedArg
+from reactant_lab.trace.specs import (
+    ArgSpec,
+    ArgView,
+    CallLayout,
+    Computed,
+    Preserved,
+    SkippedArg,
+    Static,
+    UpdatedArg,
+)
 from reactant_lab.trace.traced import Traced
 
 
@@ -64,15 +75,20 @@ class Compiled:
         return self._call(*args, **kwargs)
 
     def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._exe.fast_call
+        assert fast is not None  # a structured executable is JAX's, with its dispatch
         try:
             with backend.x64_scope(self._x64):
-                out = self._exe.fast_call(*args, **kwargs)
+                out = fast(*args, **kwargs)
         except (TypeError, ValueError, RuntimeError) as exc:
             # JAX's dispatch rejected the call: find out why in our own terms, else re-raise.
             self._check(args, kwargs)
             raise exc from None
-        if self._layout.numpy_out:
-            return jax.tree_util.tree_map(_to_numpy, out)
+        if self._layout.numpy_out:  # every result is Computed on this path, in slot order
+            leaves, tree = jax.tree_util.tree_flatten(out)
+            scalars = [s.scalar for s in self._layout.out_slots if isinstance(s, Computed)]
+            return jax.tree_util.tree_unflatten(tree, [
+                _to_numpy(v, scalar) for v, scalar in zip(leaves, scalars, strict=True)])
         return out
 
     def _flat_call(self, *args: Any, **kwargs: Any) -> Any:
@@ -120,11 +136,13 @@ class Compiled:
         for (arg, _), host in zip(self._layout.writeback, hosts, strict=True):
             np.copyto(linear[arg], host, casting="no")
 
-    def _call_tree(self, args: tuple, kwargs: dict) -> tuple:
+    def _call_tree(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """``(args, kwargs)``, with the captured arrays' current values when there are some."""
         if not self._layout.captures:
             return args, kwargs
-        return args, kwargs, captures.read(self.traced.fn, self._layout.captures)
+        fn = self.traced.fn
+        assert fn is not None  # captures are found in the traced function
+        return args, kwargs, captures.read(fn, self._layout.captures)
 
     def _layout_mismatch(self, linear: list[Any]) -> str:
         lines = [f"{self.traced.fn_name} was traced for arguments laid out another way in "
@@ -137,7 +155,7 @@ class Compiled:
                              f"{_layout_name(layout)}, called with {_layout_name(now)}")
         return "\n".join(lines)
 
-    def _check(self, args: tuple, kwargs: dict) -> FlatCall:
+    def _check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> FlatCall:
         captured = self._call_tree(args, kwargs)[2:]
         with backend.x64_scope(self._x64):  # Python numbers canonicalize as when called
             flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars,
@@ -147,11 +165,11 @@ class Compiled:
         return flat
 
     def _rebuild(self, linear: list[Any], outs: list[Any]) -> Any:
-        to_host = _to_numpy if self._layout.numpy_out else (lambda a: a)
+        to_host = _to_numpy if self._layout.numpy_out else (lambda a, _: a)
         leaves = []
         for slot in self._layout.out_slots:
             if isinstance(slot, Computed):
-                leaves.append(to_host(outs[slot.index]))
+                leaves.append(to_host(outs[slot.index], slot.scalar))
             elif isinstance(slot, Preserved | UpdatedArg):
                 leaves.append(linear[slot.arg])
             elif isinstance(slot, ArgView):
@@ -171,6 +189,8 @@ class Compiled:
             return (f"{head}\n  compiled for structure {self._layout.in_treedef}\n"
                     f"  called with structure  {flat.treedef}")
         lines = [head]
+        old: ArgSpec | SkippedArg
+        new: ArgSpec | SkippedArg
         for old, new in zip(t.linear_args, flat.linear, strict=False):
             if (old.shape, old.dtype, old.weak_type) != (new.shape, new.dtype, new.weak_type):
                 lines.append(f"  {old.path}: compiled for {old.dtype}{list(old.shape)}, "
@@ -215,13 +235,14 @@ def _layout_name(layout: Any) -> str:
     return f"a non-contiguous array with element strides {layout}"
 
 
-def _to_numpy(value: Any) -> Any:
-    """A writable NumPy copy of a result; 0-d results become NumPy scalars, as NumPy's own
-    reductions return them (``a.sum()`` is an ``np.float64``, not a 0-d array)."""
-    return np.array(value)[()]
+def _to_numpy(value: Any, scalar: bool) -> Any:
+    """A writable NumPy copy of a result, or a NumPy scalar where NumPy gives one (``a.sum()``
+    is an ``np.float64``; ``a[0, ...]`` a 0-d array): the trace says which (Computed.scalar)."""
+    host = np.array(value)
+    return host[()] if scalar else host
 
 
-def _layout_signature(traced: Traced) -> tuple:
+def _layout_signature(traced: Traced) -> tuple[Hashable, ...]:
     layout = traced.layout
     return FlatCall(layout.in_treedef, layout.in_slots, (), traced.linear_args,
                     traced.skipped_args, layout.captures).signature()
@@ -235,13 +256,12 @@ def _plain_plan(layout: CallLayout) -> tuple[Any, list[int], list[tuple[int, Any
     plain = jax.tree_util.tree_structure(
         jax.tree_util.tree_unflatten(layout.in_treedef, placeholders))
     kept = [s for s in layout.in_slots if not (isinstance(s, Static) and s.value is None)]
-    linear_pos = sorted((i for i, s in enumerate(kept) if isinstance(s, int)),
-                        key=lambda i: kept[i])
+    linear_pos = [i for _, i in sorted((s, i) for i, s in enumerate(kept) if isinstance(s, int))]
     statics = [(i, _static_key(s.value)) for i, s in enumerate(kept) if isinstance(s, Static)]
     return plain, linear_pos, statics
 
 
-def _structure(traced: Traced, device: Any) -> tuple | None:
+def _structure(traced: Traced, device: Any) -> backend.Structure | None:
     """Template and abstract args letting JAX's dispatch take the user's own pytree, or None
     when the call has static leaves other than None, or results that are not all computed."""
     layout = traced.layout
@@ -253,7 +273,7 @@ def _structure(traced: Traced, device: Any) -> tuple | None:
         return None
     out_avals = _out_avals(traced)
 
-    def template(*_args, **_kwargs):
+    def template(*_args: Any, **_kwargs: Any) -> Any:
         leaves = [np.zeros(*out_avals[s.index][:2]) if isinstance(s, Computed) else None
                   for s in layout.out_slots]
         return jax.tree_util.tree_unflatten(layout.out_treedef, leaves)
@@ -264,7 +284,7 @@ def _structure(traced: Traced, device: Any) -> tuple | None:
     return template, args, kwargs
 
 
-def _out_avals(traced: Traced) -> list[tuple]:
+def _out_avals(traced: Traced) -> list[backend.Aval]:
     # An argument updated in place and also returned shares its resargs result's index.
     computed = {r.index: r for r in traced.linear_results if r.index is not None}
     return [(computed[i].shape, computed[i].dtype, False) for i in sorted(computed)]
@@ -278,5 +298,6 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate
     start = time.perf_counter()
     exe = backend.compile_module(ir, avals=traced.layout.avals, out_avals=_out_avals(traced),
                                  device=dev, x64=traced.layout.x64, donate=mask,
-                                 structure=_structure(traced, dev))
+                                 structure=_structure(traced, dev), stage=stage_name,
+                                 reproducer=write_reproducer)
     return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate)

@@ -67,10 +67,6 @@ class ModuleTextError(PipelineError):
     """Module text that cannot be handed to MLIR: not a str, nested too deeply, or unparsable."""
 
 
-class EnzymeUnavailableError(ReactantLabError):
-    """An Enzyme-JAX pass was asked for but enzyme-ad is not importable here."""
-
-
 class PassFailedError(ReactantLabError):
     """A pass ran and failed; carries everything needed to reproduce it."""
 
@@ -136,6 +132,30 @@ class UnknownStageError(ReactantLabError, IndexError, KeyError):
 
 class CompileError(ReactantLabError):
     """XLA refused to compile a stage's module."""
+
+
+class CompileCrashedError(CompileError):
+    """XLA's compiler crashed the compile worker process; this process is unharmed."""
+
+    def __init__(self, message: str, *, signal: str, stage: str, output: str,
+                 reproducer: str | None, retried: str | None):
+        super().__init__(message)
+        self.signal = signal
+        """How the worker died: 'SIGSEGV', 'SIGABRT', ... or 'exit status N'."""
+        self.stage = stage
+        """Name of the stage whose module was compiled."""
+        self.output = output
+        """What XLA / LLVM printed in the dying process (often nothing for a stack overflow)."""
+        self.reproducer = reproducer
+        """Directory holding input.mlir, compile_options.pb and rerun.py, or None if it could
+        not be written."""
+        self.retried = retried
+        """How the module was compiled again after the crash and how that ended, or None."""
+
+
+class CompileFallbackWarning(UserWarning):
+    """XLA crashed on a module, and it was compiled another way (e.g. without XLA:CPU's fusion
+    emitters); the executable works, and may run at another speed."""
 
 
 class SignatureMismatchError(ReactantLabError, TypeError):

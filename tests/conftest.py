@@ -1,16 +1,102 @@
-"""Shared fixtures: fresh random generators and the differential check against jax.jit."""
+"""Shared fixtures: reproducible random generators, Hypothesis profiles, and the differential
+check against jax.jit.
+
+One seed drives a run's randomness: ``REACTANT_LAB_SEED`` when set, else drawn fresh and shown in
+the header. Each test's ``rng`` is derived from (seed, test id), so one test replays alone;
+Hypothesis runs with the same seed. A failing test prints the command that replays it.
+``REACTANT_LAB_FUZZ=long`` selects the long fuzzing profile, ``=shrink`` minimizes a ci failure
+(docs/testing.md).
+"""
 
 from __future__ import annotations
+
+import hashlib
+import os
+import secrets
 
 import jax
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, is_hypothesis_test, settings
+from hypothesis import seed as hypothesis_seed
+
+SEED_VAR = "REACTANT_LAB_SEED"
+"""Environment variable holding the run's seed."""
+FUZZ_VAR = "REACTANT_LAB_FUZZ"
+"""Environment variable naming the Hypothesis profile: 'ci' (default), 'shrink' or 'long'."""
+
+_SEED = pytest.StashKey[int]()
+_SEEDED: set[object] = set()  # Hypothesis tests whose seed this file sets (not the test's own)
+
+# "ci": a fixed budget per fuzz test (the differential fuzzer stays within ~2-3 minutes on two
+# cores); the fuzzer skips shrinking under it, which recompiles each candidate and can take
+# minutes per failure, so a failure prints the program as drawn. "shrink": the same examples,
+# minimized on failure (replay a ci failure with it). "long": thousands of programs. All draw
+# fresh examples each run (derandomize=False) from the run's seed; print_blob adds a
+# @reproduce_failure line to each falsifying example.
+PROFILES = {"ci": 8, "shrink": 8, "long": 200}
+"""Hypothesis profile -> examples per fuzz test (tests without their own max_examples)."""
+for _name, _examples in PROFILES.items():
+    settings.register_profile(_name, max_examples=_examples, deadline=None, derandomize=False,
+                              print_blob=True, suppress_health_check=[HealthCheck.too_slow])
+if os.environ.get(FUZZ_VAR, "ci") not in PROFILES:
+    raise ValueError(f"{FUZZ_VAR}={os.environ[FUZZ_VAR]!r}: use one of {', '.join(PROFILES)}")
+settings.load_profile(os.environ.get(FUZZ_VAR, "ci"))
+
+
+def _run_seed() -> int:
+    text = os.environ.get(SEED_VAR)
+    if text is None:
+        return secrets.randbits(32)
+    try:
+        return int(text)
+    except ValueError:
+        raise pytest.UsageError(f"{SEED_VAR}={text!r} is not an integer; set it to the seed "
+                                "a failing run printed, or unset it") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_SEED] = _run_seed()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (f"reactant_lab: {SEED_VAR}={config.stash[_SEED]}, "
+            f"hypothesis profile {settings.get_current_profile_name()!r} ({FUZZ_VAR})")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.sections.append((
+            "reactant_lab seed",
+            f"replay with {SEED_VAR}={item.config.stash[_SEED]} pytest '{item.nodeid}'"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    # Each Hypothesis test draws from (run seed, test id), as ``rng`` does: parametrized copies
+    # of one test see different examples, and one test replays alone. An explicit @seed or
+    # --hypothesis-seed wins.
+    fn = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    if not is_hypothesis_test(fn) or item.config.getoption("hypothesis_seed", None) is not None:
+        return
+    if getattr(fn, "_hypothesis_internal_use_seed", None) is None or fn in _SEEDED:
+        hypothesis_seed(derived_seed(item.config.stash[_SEED], item.nodeid))(fn)
+        _SEEDED.add(fn)
+
+
+def derived_seed(seed: int, nodeid: str) -> int:
+    """The seed of one test: the run's seed mixed with the test id (stable across processes)."""
+    digest = hashlib.sha256(f"{seed}:{nodeid}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
 
 
 @pytest.fixture
-def rng() -> np.random.Generator:
-    """A generator seeded from the OS: every run draws fresh inputs."""
-    return np.random.default_rng()
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
+    """A generator seeded from (run seed, test id): fresh each run, replayable per test."""
+    return np.random.default_rng(derived_seed(request.config.stash[_SEED], request.node.nodeid))
 
 
 def assert_trees_close(got, want, tol: float) -> None:

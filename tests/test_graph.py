@@ -167,14 +167,14 @@ def test_slice_of_one_result(rng):
 def test_exploration_draws_dot_and_svg(rng):
     args = ({"w": rng.standard_normal((3, 4), np.float32)}, rng.standard_normal(4, np.float32))
     ex = rl.explore(lambda p, x: jnp.tanh(p["w"] @ x), *args, optimize="canonicalize", run=False)
-    dot = ex.graph_dot()
+    dot = rl.graph_dot(ex)
     assert "args[0]['w']" in dot and "stablehlo.dot_general" in dot
-    svg = ex.graph_svg(stage=0)
+    svg = rl.graph_svg(ex, stage=0)
     root = ET.fromstring(svg)
     texts = {el.text for el in root.iter() if el.text}
     assert "args[0]['w']" in texts and "float32[3,4]" in texts and "result" in texts
     assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert "summary" in ex.graph_dot(max_ops=1).lower() or "max_ops=1" in ex.graph_dot(max_ops=1)
+    assert "summary" in rl.graph_dot(ex, max_ops=1).lower() or "max_ops=1" in rl.graph_dot(ex, max_ops=1)
 
 
 def test_large_graphs_lay_out(corpus):
@@ -220,10 +220,10 @@ def test_numpy_mode_mutations_are_marked(rng):
     u, out = rng.random(16), rng.random(3)
     ex = rl.explore(relax, u, out=out)
     assert set(ex.traced.mutated) == {"args[0]", "kwargs['out']"}
-    dot = ex.graph_dot(0)
+    dot = rl.graph_dot(ex, 0)
     assert "written back to args[0]" in dot and "written back to kwargs['out']" in dot
     assert "mutated argument" in dot  # the legend
-    payload = ex.payload()
+    payload = rl.exploration_payload(ex)
     args = {a["path"]: a["mutated"] for a in payload["signature"]["args"]}
     assert args == {"args[0]": True, "kwargs['out']": True}
     backs = {r["path"]: r["writes_back"] for r in payload["signature"]["results"]}

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import reactant_lab as rl
 from tests.numpy_kernels import jacobi_2d
+from tests.test_fuzz_differential import assert_same_as_numpy
 
 _SETTINGS = settings(max_examples=25, deadline=None,
                      suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -474,3 +475,276 @@ def test_a_returned_view_of_an_argument_is_a_view_of_the_callers_array(rng):
         got[0][...] = -5.0  # writing through the returned view reaches the caller's array
         assert (a[1:] == -5.0).all()
     assert "result[0] float64[3x3] (view of args[0])" in rl.trace(kernel, a).summary()
+
+
+# ------------------------------------------------------------- NumPy scalars and 0-d arrays
+# Each test below compares with NumPy run eagerly on fresh inputs (assert_same_as_numpy checks
+# every result's type, NumPy scalar or array, its dtype, shape and values, and the arguments).
+
+def test_a_reduction_or_element_is_an_immutable_scalar_so_in_place_operators_rebind(rng):
+    def rebinds(a):
+        t = a.sum()
+        t += a  # a scalar has no __iadd__: t becomes a new array of a's shape
+        return t
+
+    def alias(a):
+        t = a.max()
+        u = t
+        t *= 2.0
+        return u, t
+
+    def element(a):
+        e = a[1, 2]
+        e += 1.0  # a copy: a is left alone
+        m = np.mean(a)
+        n = m
+        m -= 1.0
+        return e, n, m, a
+
+    for kernel in (rebinds, alias, element):
+        values = rng.random((3, 4))
+        assert_same_as_numpy(kernel, lambda v=values: (v.copy(),))
+
+
+def _set_sum(a):
+    t = a.sum()
+    t[...] = 1.0
+
+
+def _set_element(a):
+    e = a[0, 1]
+    e[()] = 1.0
+
+
+@pytest.mark.parametrize("write", [_set_sum, _set_element, lambda a: np.add(a, 1.0, out=a.max())],
+                         ids=["sum[...]=", "element[()]=", "out=max"])
+def test_writing_into_a_numpy_scalar_raises_numpys_type_error(write, rng):
+    a = rng.random((2, 3))
+    with pytest.raises(TypeError):
+        write(a.copy())
+    with pytest.raises(TypeError, match="does not support item assignment") as info:
+        rl.trace(write, a)
+    assert "np.asarray" in str(info.value)
+
+
+def test_zero_dimensional_results_are_scalars_or_arrays_as_numpy_gives_them(rng):
+    def kernel(a, s):
+        a[0, 0] = 2.0
+        t = a.sum()
+        return (t, a[1, 2], a[1][2], a[0][()], (a * 2)[1, 2, ...], a[1, 2, ...].astype(np.int64),
+                t.astype(np.int32), t.copy(), np.copy(t), t[()], t[...], t.T, t.reshape(1),
+                np.sin(t), t * a[0, 0], np.squeeze(a[:1, :1]), np.where(t > 0, t, 1.0),
+                np.dot(a[0], a[0]), np.linalg.norm(a), np.argmax(a), np.median(a),
+                np.maximum.reduce(a, axis=None), a[a > 0.5].sum(), s * 2, s.astype(np.int64),
+                np.asarray(s), s[()])
+
+    a, s = rng.random((3, 4)), np.float64(rng.random())
+    assert_same_as_numpy(kernel, lambda: (a.copy(), s))
+
+
+def test_jax_mode_results_stay_as_before(rng):
+    x = rng.random(4)
+    got = rl.jit(jnp.sum, mode="jax")(jnp.asarray(x))
+    assert isinstance(got, jax.Array) and got.shape == ()
+    got = rl.jit(lambda v: jnp.sum(v) * 2, mode="jax")(x)
+    assert isinstance(got, np.float64)
+
+
+# ------------------------------------------------------------- memory order of computed arrays
+
+def _layouts(rng, shape):
+    """Fresh values of ``shape`` laid out as C, F, strided, reversed and (3-D) axis-permuted."""
+    values = rng.random(shape)
+    big = np.zeros(tuple(2 * d + 1 for d in shape))
+    strided = big[tuple(slice(1, None, 2) for _ in shape)]
+    strided[...] = values
+    made = {"C": values.copy(), "F": np.asfortranarray(values), "strided": strided,
+            "reversed": values[::-1].copy()[::-1]}
+    if len(shape) == 3:
+        made["permuted"] = values.transpose(1, 0, 2).copy().transpose(1, 0, 2)
+    return made
+
+
+_COMPUTED = {
+    "ufunc": lambda b: b * 2.0,
+    "binary": lambda b: np.maximum(b, b[..., ::-1]),
+    "broadcast": lambda b: b + b[0],
+    "mixed with F": lambda b: b + np.asfortranarray(b),
+    "mixed with C": lambda b: np.ascontiguousarray(b) * b,
+    "transposed operand": lambda b: b.T + 1.0,
+    "astype": lambda b: b.astype(np.float32),
+    "np.copy": np.copy,
+    "copy K": lambda b: b.copy(order="K"),
+    "copy C": lambda b: b.copy(),
+    "clip": lambda b: np.clip(b, 0.2, 0.8),
+    "where": lambda b: np.where(b > 0.5, b, 0.0),
+    "zeros_like": np.zeros_like,
+    "cumsum": lambda b: np.cumsum(b, axis=0),
+    "sum keepdims": lambda b: b.sum(axis=0, keepdims=True) + 0.0,
+}
+
+
+@pytest.mark.parametrize("make", _COMPUTED.values(), ids=_COMPUTED.keys())
+def test_computed_arrays_are_laid_out_like_numpys_so_ravel_copies_where_numpy_copies(make, rng):
+    def kernel(b):
+        t = make(b)
+        t.ravel()[0] = -1.0  # a view only when t is C-contiguous
+        t.reshape(-1)[-1] = -2.0
+        return t
+
+    for shape in ((3, 4), (2, 3, 4)):
+        for name, b in _layouts(rng, shape).items():
+            try:
+                assert_same_as_numpy(kernel, lambda b=b: (b.copy(order="K"),), rtol=1e-6)
+            except AssertionError as exc:
+                raise AssertionError(f"{name} {shape}: {exc}") from None
+
+
+def test_reductions_of_3d_arrays_keep_the_order_of_the_remaining_axes(rng):
+    def kernel(b):
+        t = b.sum(axis=1)
+        u = np.add.reduce(b, axis=0)
+        t.ravel()[0] = -1.0
+        u.reshape(-1)[0] = -1.0
+        return t, u
+
+    for b in _layouts(rng, (2, 3, 4)).values():
+        assert_same_as_numpy(kernel, lambda b=b: (b.copy(order="K"),))
+
+
+def test_a_results_layout_is_read_only_when_the_kernel_looks_at_it(rng):
+    f = np.asfortranarray(rng.random((3, 4)))
+    assert rl.trace(lambda b: (b * 2).sum(), f).layout.layout_deps == ()
+    assert rl.trace(lambda b: (b * 2).ravel(), f).layout.layout_deps == ((0, "F"),)
+
+
+def test_a_copy_of_an_argument_is_a_new_array_even_when_its_value_is_the_arguments(rng):
+    def ravel_then_write(b):
+        v = b.ravel()  # a copy for a non-contiguous vector
+        b[:] = 0.0
+        return v
+
+    def copy_then_write(b):
+        c = b.copy()
+        b += 1.0
+        return c
+
+    v = rng.random(10)
+    for make in (lambda: v.copy()[1::3], lambda: v[:4].copy()[::-1], lambda: v.copy()[:5]):
+        assert_same_as_numpy(ravel_then_write, lambda make=make: (make(),))
+        assert_same_as_numpy(copy_then_write, lambda make=make: (make(),))
+    def copied(b):
+        return b.copy()
+
+    def as_array(b):
+        return np.asarray(b)  # NumPy hands back the array itself
+
+    x = rng.random(3)
+    assert rl.jit(copied)(x) is not x
+    assert rl.jit(as_array)(x) is x
+
+
+# ------------------------------------------------------------- assignment broadcasting
+
+_LEADING_ONES = {
+    "int list": lambda a, b: a.__setitem__([0, 2], b[None, :2]),
+    "int array": lambda a, b: a.__setitem__(np.array([[1]]), b[None, None, 2:]),
+    "row pairs": lambda a, b: a.__setitem__(([0, 1], [1, 2]), b[None, 0, :2]),
+    "mixed": lambda a, b: a.__setitem__((slice(None), [0, 2]), b[None, None, :, :2]),
+    "static row mask": lambda a, b: a.__setitem__(np.array([True, False, True]), b[None, :2]),
+    "traced row mask": lambda a, b: a.__setitem__(a[:, 0] > 0.5, b[None, :1]),
+    "traced mask, ...": lambda a, b: a.__setitem__((a > 0.5, Ellipsis), b[None, :1, 0]),
+}
+
+
+@pytest.mark.parametrize("assign", _LEADING_ONES.values(), ids=_LEADING_ONES.keys())
+def test_assigned_values_drop_leading_unit_axes_for_every_index_kind(assign, rng):
+    a, b = rng.random((3, 3)), rng.random((3, 3))
+    assert_same_as_numpy(assign, lambda: (a.copy(), b.copy()))
+
+
+_REFUSED = {
+    "whole static mask, 2-d value": (TypeError, lambda a, b: a.__setitem__(
+        np.ones(a.shape, bool), b[None, :, 0])),
+    "whole traced mask, 2-d value": (TypeError, lambda a, b: a.__setitem__(a > -1, b[None])),
+    "static mask count": (ValueError, lambda a, b: a.__setitem__(a.shape and np.eye(3, dtype=bool),
+                                                                  b[0, :2])),
+    "(2, 1) into (2,)": (ValueError, lambda a, b: a.__setitem__(([0, 1], 1), b[:2, :1])),
+    "element from an array": (ValueError, lambda a, b: a.__setitem__((0, 1), b[0, :1])),
+}
+
+
+@pytest.mark.parametrize("case", _REFUSED.values(), ids=_REFUSED.keys())
+def test_assignments_numpy_refuses_are_refused_with_numpys_error(case, rng):
+    error, assign = case
+    a, b = rng.random((3, 3)), rng.random((3, 3))
+    with pytest.raises(error):
+        assign(a.copy(), b)
+    with pytest.raises(error):
+        rl.trace(assign, a, b)
+
+
+# ------------------------------------------------------------- indices and axes out of range
+
+_OUT_OF_RANGE = {
+    "a[10]": lambda a: a[10],
+    "a[-7, 0]": lambda a: a[-7, 0],
+    "a[1, 9]": lambda a: a[1, 9] * 2,
+    "a[np.array([0, 7])]": lambda a: a[np.array([0, 7])] * 2,
+    "a[:, [4]]": lambda a: a[:, [4]],
+    "a[[0, 6]] = 1": lambda a: a.__setitem__([0, 6], 1.0),
+    "a[6] += 1": lambda a: a.__setitem__(6, a[0] + 1),
+    "a.flat[40]": lambda a: a.flat[40],
+    "np.take": lambda a: np.take(a, [0, 99]),
+    "np.put": lambda a: np.put(a, [99], 1.0),
+    "np.add.at": lambda a: np.add.at(a, ([0, 7],), 1.0),
+}
+
+
+@pytest.mark.parametrize("kernel", _OUT_OF_RANGE.values(), ids=_OUT_OF_RANGE.keys())
+def test_static_indices_out_of_range_raise_numpys_index_error(kernel, rng):
+    a = rng.random((4, 3))
+    with pytest.raises(IndexError) as numpys:
+        kernel(a.copy())
+    with pytest.raises(IndexError) as ours:
+        rl.trace(kernel, a)
+    assert str(ours.value).split(" is out of bounds")[0] == str(numpys.value).split(
+        " is out of bounds")[0]  # "index 7" (a.flat words the rest of NumPy's message apart)
+
+
+def test_traced_indices_are_not_checked_reads_clamp_and_writes_drop(rng):
+    def kernel(a, i):
+        r = a[i]
+        a[i] = -1.0
+        return r
+
+    a = rng.random(4)
+    want = a.copy()
+    assert rl.jit(kernel)(a, np.int64(10)) == want[3]
+    np.testing.assert_array_equal(a, want)
+
+
+_BAD_AXIS = {
+    "a.sum(axis=2)": lambda a: a.sum(axis=2),
+    "np.max(a, axis=-3)": lambda a: np.max(a, axis=-3),
+    "np.mean(a, axis=(0, 2))": lambda a: np.mean(a, axis=(0, 2)),
+    "np.cumsum": lambda a: np.cumsum(a, axis=2),
+    "np.argmax": lambda a: np.argmax(a, axis=5),
+    "np.sort": lambda a: np.sort(a, axis=2),
+    "np.concatenate": lambda a: np.concatenate([a, a], axis=2),
+    "np.take": lambda a: np.take(a, [0], axis=2),
+    "np.add.reduce": lambda a: np.add.reduce(a, axis=3),
+    "np.squeeze": lambda a: np.squeeze(a[:1], axis=2),
+    "np.swapaxes": lambda a: np.swapaxes(a, 0, 2),
+    "scalar.sort()": lambda a: a.sum().sort(),
+}
+
+
+@pytest.mark.parametrize("kernel", _BAD_AXIS.values(), ids=_BAD_AXIS.keys())
+def test_an_axis_out_of_range_raises_numpys_axis_error(kernel, rng):
+    a = rng.random((2, 3))
+    with pytest.raises(np.exceptions.AxisError) as numpys:
+        kernel(a.copy())
+    with pytest.raises(np.exceptions.AxisError) as ours:
+        rl.trace(kernel, a)
+    assert str(ours.value) == str(numpys.value)

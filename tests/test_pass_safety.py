@@ -16,7 +16,7 @@ import time
 import pytest
 
 import reactant_lab as rl
-from reactant_lab import backend
+from reactant_lab import _backend_text, backend
 from reactant_lab.compile import compile_traced
 from reactant_lab.errors import (
     ModuleTextError,
@@ -138,7 +138,7 @@ def test_crash_in_a_stage_names_the_stage_and_keeps_the_module_before_it():
 
 @needs_enzyme
 def test_parser_crash_is_blamed_on_the_parser(monkeypatch):
-    monkeypatch.setattr(backend, "MAX_NESTING", 10**6)  # let the text reach MLIR's parser
+    monkeypatch.setattr(_backend_text, "MAX_NESTING", 10**6)  # let the text reach MLIR's parser
     with pytest.raises(PassCrashedError) as info:
         rl.run_pipeline("module {" * 5000 + "}" * 5000, "canonicalize")
     assert info.value.pass_name == PARSER and info.value.signal == "SIGSEGV"

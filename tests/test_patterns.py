@@ -53,22 +53,57 @@ def test_the_shipped_list_is_reactants():
 
 @needs_enzyme
 @pytest.mark.parametrize("no_nan", [False, True])
-def test_all_preset_runs_reactants_list_minus_the_documented_missing(no_nan, rng):
+def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_excluded(no_nan, rng):
     st = rl.trace(lambda x: jax.numpy.sin(x) * 2, rng.random(4)).stages("all", no_nan=no_nan)
     wanted = patterns.reactant_patterns(no_nan=no_nan)
     listed = patterns.pattern_list(no_nan=no_nan)
-    missing = set(listed.missing)
+    missing, excluded = set(listed.missing), set(listed.excluded)
+    assert excluded == {"slice_of_dynamic_update<1>"} and excluded <= set(wanted)
     runs = td_patterns(st.pipeline)
     assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
     for run in runs:
-        assert run == [p for p in wanted if p not in missing]
+        assert run == [p for p in wanted if p not in missing and p not in excluded]
+    head = f"{len(missing)} of Reactant's {len(wanted)} enzyme-hlo patterns"
     for name in ("optimize+sroa", "optimize", "optimize (after AD)"):
         note = st[name].unavailable
-        assert note.startswith(f"{len(missing)} of Reactant's {len(wanted)} enzyme-hlo patterns")
-        named = note.split("left out: ", 1)[1].split(", ")
-        assert set(named) == missing
+        assert note.startswith("left out as measured wrong: slice_of_dynamic_update<1>")
+        assert head in note
+        assert set(note.split("left out: ", 1)[1].split(", ")) == missing
     assert st["batch"].unavailable is None
-    assert st.table().count(f"{len(missing)} of Reactant's {len(wanted)}") == 1  # shared note
+    assert st.table().count(head) == 1  # shared note
+
+
+def test_every_exclusion_names_a_reactant_pattern_and_its_evidence():
+    listed = set(patterns.reactant_patterns(no_nan=False))
+    for entry in patterns.exclusions():
+        assert entry["pattern"] in listed and entry["kind"] in ("wrong", "slow")
+        assert entry["why"] and entry["evidence"] and entry["targets"]
+
+
+def _dus_clamped(z):
+    return jax.lax.dynamic_update_slice(z, jax.numpy.full((1,), 1.5, z.dtype), (9,))[3:4]
+
+
+@pytest.mark.parametrize("preset", list(rl.PRESETS))
+def test_an_out_of_range_dynamic_update_slice_start_is_clamped_in_every_preset(preset):
+    z = np.arange(4, dtype=np.float32) + 1
+    np.testing.assert_array_equal(np.asarray(rl.jit(_dus_clamped, optimize=preset)(z)), [1.5])
+
+
+@needs_enzyme
+def test_the_excluded_pattern_is_still_wrong_so_its_exclusion_still_holds(monkeypatch):
+    """When this fails, enzyme-ad fixed the pattern: drop its entry from the table."""
+    monkeypatch.setenv("REACTANT_LAB_PATTERNS", "reactant-exact")
+    patterns.pattern_list.cache_clear()
+    try:
+        exact = patterns.pattern_list(no_nan=False)
+        assert exact.source == "reactant-exact" and "slice_of_dynamic_update<1>" in exact.patterns
+        z = np.arange(4, dtype=np.float32) + 1
+        got = np.asarray(rl.jit(_dus_clamped, optimize="all")(z))
+        assert got.tolist() == [4.0], "enzyme-ad now clamps: remove the exclusion"
+    finally:
+        monkeypatch.delenv("REACTANT_LAB_PATTERNS")
+        patterns.pattern_list.cache_clear()
 
 
 @needs_enzyme

@@ -1,8 +1,10 @@
-"""The HTML report and the payload it is built from: sections, diffs, graphs, texts stored once."""
+"""The HTML report and the payload it is built from: sections, diffs, graphs, texts stored once; the
+explorer's front end inline under a strict CSP, beside a script-free rendering."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from html.parser import HTMLParser
@@ -12,9 +14,10 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from reactant_lab.errors import RenderError
 from reactant_lab.render import report as report_mod
 from reactant_lab.render.payload import SCHEMA_VERSION, PayloadOptions, build_payload
-from reactant_lab.render.report import report_html
+from reactant_lab.render.report import explorer_front_end, report_html
 from reactant_lab.render.texts import TextStore, decode_text
 from reactant_lab.stages.runner import Stage, StageTrace
 
@@ -28,8 +31,10 @@ class Page(HTMLParser):
         self.ids: list[str] = []
         self.attrs: list[tuple[str, str, str]] = []
         self.scripts: list[str] = []
+        self.styles: list[str] = []
         self.text: list[str] = []
         self._in_script = False
+        self._in_style = False
         self.feed(html)
         self.close()
 
@@ -40,17 +45,28 @@ class Page(HTMLParser):
             if k == "id":
                 self.ids.append(v)
         self._in_script = tag == "script"
+        self._in_style = tag == "style"
         if tag == "script":
             self.scripts.append("")
+        if tag == "style":
+            self.styles.append("")
 
     def handle_endtag(self, tag):
-        self._in_script = False
+        self._in_script = self._in_style = False
 
     def handle_data(self, data):
         if self._in_script:
             self.scripts[-1] += data
+        elif self._in_style:
+            self.styles[-1] += data
         else:
             self.text.append(data)
+
+    def csp(self) -> dict[str, list[str]]:
+        """The page's Content-Security-Policy: directive -> sources."""
+        (policy,) = [v for t, k, v in self.attrs if t == "meta" and k == "content"
+                     and "default-src" in v]
+        return {d.split()[0]: d.split()[1:] for d in policy.split(";") if d.strip()}
 
     def svgs(self) -> list[str]:
         prefix = "data:image/svg+xml;base64,"
@@ -67,7 +83,7 @@ def fold():
     rng = np.random.default_rng()
     ex = rl.explore(sin_of_matmul, rng.standard_normal((4, 3), np.float32),
                     rng.standard_normal((5, 3), np.float32), granularity="pass")
-    return ex, ex.payload(), ex.to_html(run={"median_seconds": 1e-5})
+    return ex, rl.exploration_payload(ex), rl.exploration_html(ex, run={"median_seconds": 1e-5})
 
 
 def test_report_has_every_section(fold):
@@ -106,21 +122,72 @@ def test_the_fold_stage_shows_exactly_that_change(fold):
             assert d["empty"] == (not ex.stages[d["after"]].changed)
 
 
+def sha256(text: str) -> str:
+    return f"'sha256-{base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()}'"
+
+
 def test_report_is_self_contained(fold):
-    _, _, html = fold
+    _, payload, html = fold
     page = Page(html)
-    assert not re.search(r"(?:https?|ftp|file):|(?<![:\w])//[\w-]+\.[\w-]", html)
+    data, bundle = page.scripts  # the payload, then the explorer
+    outside = html.replace(data, "")
+    assert not re.search(r"(?:https?|ftp|file):|(?<![:\w])//[\w-]+\.[\w-]", outside)
+    # The only URL in the payload is the SVG namespace of the graphs.
+    assert set(re.findall(r"https?://[^\s\"'\\]+", data)) == {"http://www.w3.org/2000/svg"}
     for tag, key, value in page.attrs:
         if key == "src":
             assert value.startswith("data:image/svg+xml;base64,"), (tag, value[:40])
         if key == "href":
             assert value.startswith("#"), value
         assert not key.startswith("on")
-    assert len(page.scripts) == 2  # the JSON data and the navigation script
+    assert bundle == explorer_front_end()[0]
+    assert json.loads(data)["stages"] == payload["stages"]
     svgs = page.svgs()
     assert svgs and all("<svg" in s and "args[1]" in s for s in svgs)
     for svg in svgs:
         assert re.findall(r"https?://[^\s\"']+", svg) == ["http://www.w3.org/2000/svg"]
+
+
+def test_the_csp_allows_exactly_the_inline_script_and_styles(fold):
+    _, _, html = fold
+    page = Page(html)
+    csp = page.csp()
+    assert csp == {"default-src": ["'none'"], "script-src": [sha256(page.scripts[1])],
+                   "style-src": [sha256(s) for s in page.styles], "img-src": ["data:"],
+                   "base-uri": ["'none'"], "form-action": ["'none'"]}
+    assert len(page.styles) == 2 and page.styles[1] == explorer_front_end()[1]
+    assert ("style", "id", "reactant-lab-explorer-style") in page.attrs  # so it is not added again
+    assert ("script", "type", "application/json") in page.attrs  # data: not run, not hashed
+
+
+def test_without_script_the_report_is_the_static_rendering_alone(fold):
+    ex, payload, _ = fold
+    html = report_html(payload, script=False)
+    page = Page(html)
+    assert "script" not in page.tags and page.csp()["script-src"] == ["'none'"]
+    assert page.csp()["style-src"] == [sha256(page.styles[0])]
+    assert [f"stage-{s.index}" for s in ex.stages.stages] == [i for i in page.ids
+                                                             if i.startswith("stage-")]
+
+
+def test_a_report_says_how_to_get_a_missing_front_end(fold, monkeypatch, tmp_path):
+    _, payload, _ = fold
+    monkeypatch.setattr(report_mod, "EXPLORER_JS", tmp_path / "explorer.js")
+    with pytest.raises(RenderError, match=r"Reinstall reactant_lab.*script=False"):
+        report_html(payload)
+    assert "<script" not in report_html(payload, script=False)
+
+
+def test_the_static_rendering_is_scoped_away_from_the_explorer(fold):
+    _, _, html = fold
+    page = Page(html)
+    static = page.styles[0]
+    # Every rule of the report's own CSS applies inside #rl-static (or hides it), never to the
+    # explorer's elements, which the explorer's own stylesheet styles.
+    for selectors in re.findall(r"([^{}]+)\{", static):
+        for sel in selectors.split(","):
+            assert sel.strip() in ("body", ".rl-report-explorer") or "#rl-static" in sel, sel
+    assert html.index('class="reactant-lab-payload"') < html.index('id="rl-static"')
 
 
 def test_payload_is_json_and_stores_texts_once(fold):
@@ -162,7 +229,7 @@ def big_stage_trace(n_stages: int, lines: int) -> StageTrace:
     return StageTrace(None, "custom", "stage", False, "cpu", tuple(stages))
 
 
-def test_large_texts_are_compressed_and_unpacked_by_the_script(monkeypatch):
+def test_large_texts_are_compressed_and_left_to_the_explorer(monkeypatch):
     monkeypatch.setattr(report_mod, "STATIC_BUDGET", 10_000)
     st = big_stage_trace(6, 3_000)
     payload = build_payload(st, options=PayloadOptions(svg=False, compress_over=1_000))
@@ -172,9 +239,15 @@ def test_large_texts_are_compressed_and_unpacked_by_the_script(monkeypatch):
         assert decode_text(payload["texts"], s["text"]) == stage.as_text()
     html = report_html(payload)
     page = Page(html)
-    data = json.loads(page.scripts[0])
-    lazy = re.findall(r'data-lazy-text="(\d+)"', html)
-    assert lazy and set(lazy) <= set(data["texts"])
+    embedded = json.loads(page.scripts[0])
+    assert embedded["texts"] == payload["texts"]  # the explorer gets every text, as stored
+    assert [d["rows"] for d in embedded["diffs"]] == [d["rows"] for d in payload["diffs"]]
+    assert all("html" not in d for d in embedded["diffs"])  # the page itself holds that
+    text = "".join(page.text)
+    assert "too long for this static view (the explorer shows it when JavaScript runs)" in text
+    assert "<pre class=\"mlir\"" not in html  # no stage text fits the budget
+    script_free = "".join(Page(report_html(payload, script=False)).text)
+    assert "(the explorer and reactant_lab.save_html show it)" in script_free
     assert payload["graphs"][0]["kind"] == "summary" and not payload["graphs"][0]["svg"]
 
 
@@ -206,6 +279,6 @@ def test_op_table_marks_where_counts_change(fold):
     assert t.delta(row, fold_col) == -1 and t.stage_delta(fold_col) == {"stablehlo.transpose": -1}
     assert t.changing() == ("stablehlo.transpose",)
     assert "func.func" not in t.ops  # module / function shells only when they change
-    html = t.html()
+    html = rl.op_table_html(t)
     assert html.count('class="down"') == 1 and 'class="up"' not in html
     assert "0 (-1)" in t.table()

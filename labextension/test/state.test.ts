@@ -30,7 +30,7 @@ function stage(index: number, changed: boolean, structure: number): StageEntry {
 }
 
 function diff(before: number, after: number, kind: DiffEntry['kind'] = 'previous'): DiffEntry {
-  return { before, after, kind, empty: false, added: 1, removed: 2, changed: 3, summary: '', rows: [] };
+  return { before, after, kind, empty: false, added: 1, removed: 2, changed: 3, summary: '', truncated: false, rows: [] };
 }
 
 // Stages 0..5: 1 and 4 change the module; 2, 3 keep 1's structure, 5 keeps 4's.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from reactant_lab.analysis.align import align
 from reactant_lab.analysis.lexer import tokenize
@@ -16,6 +16,9 @@ _DEF_NAME = re.compile(r"%[A-Za-z0-9$._-]+")
 _DECL = re.compile(r"(?:^|[(,]\s*)(%[A-Za-z0-9$._-]+)(?:: | = %)")
 _OP_NAME = re.compile(r'^\s*(?:%[^=]*=\s*)?"?([A-Za-z_^][\w$.^]*|\S)')
 _FUNC = re.compile(r"^\s*func\.func\b")
+
+_Spans = tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]
+"""Changed character ranges of a before line and of an after line."""
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,9 @@ class Diff:
     """Label of the after side."""
     renamings: tuple[dict[str, str], ...] = field(default=({},), repr=False, compare=False)
     """Per function, the before -> after SSA renaming the comparison found."""
-    _spans: dict[tuple[int, int], tuple] = field(default_factory=dict, repr=False, compare=False)
+    _spans: dict[tuple[int, int], _Spans] = field(default_factory=dict, repr=False, compare=False)
 
-    def spans(self, row: Row) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    def spans(self, row: Row) -> _Spans:
         """Character ranges that differ inside a changed row's before and after lines (computed
         on demand: a view shows a few rows of a large diff)."""
         if row.kind != "changed" or row.a is None or row.b is None:
@@ -112,15 +115,6 @@ class Diff:
             return "no structural change" if self.structural else "no change"
         return f"+{self.added} -{self.removed} ~{self.changed}"
 
-    def html(self, layout: str = "side-by-side", context: int = 3,
-             max_rows: int | None = 1_000) -> str:
-        """HTML fragment: the diff side by side or unified, unchanged runs folded, at most
-        ``max_rows`` changed lines (None: all; a pass rewriting a huge module changes more lines
-        than anyone reads, and each costs markup)."""
-        from reactant_lab.render.diff_html import diff_html  # rendering lives in render/
-
-        return diff_html(self, layout=layout, context=context, max_rows=max_rows)
-
     def text(self, context: int = 3) -> str:
         """Plain-text unified view: '-' removed, '+' added, a changed line as '-' then '+', and
         '~ N unchanged lines' for the runs beyond ``context`` lines of a change."""
@@ -150,6 +144,11 @@ class Diff:
         return f"<Diff {self.before_name} -> {self.after_name}: {self.summary()}>"
 
 
+@runtime_checkable
+class _HasText(Protocol):
+    def as_text(self) -> str: ...
+
+
 def module_text(value: Any) -> str:
     """Module text of a Stage, a Traced, anything with ``as_text``, or a string."""
     if isinstance(value, str):
@@ -158,7 +157,7 @@ def module_text(value: Any) -> str:
         text = getattr(value, attr, None)
         if isinstance(text, str):
             return text
-    if hasattr(value, "as_text"):
+    if isinstance(value, _HasText):
         return value.as_text()
     raise AnalysisError(f"cannot diff a {type(value).__name__}: pass module text (str), a Stage "
                         "or a Traced")
@@ -198,7 +197,9 @@ def diff(before: Any, after: Any, structural: bool = True) -> Diff:
 class _Builder:
     """Walks aligned opcodes, keeping the before -> after renaming seen so far (per function)."""
 
-    def __init__(self, a_lines, b_lines, a_tpl, b_tpl, structural: bool):
+    def __init__(self, a_lines: tuple[str, ...], b_lines: tuple[str, ...],
+                 a_tpl: list[tuple[str, tuple[str, ...]]], b_tpl: list[tuple[str, tuple[str, ...]]],
+                 structural: bool) -> None:
         self.structural = structural
         self.a_lines, self.b_lines = a_lines, b_lines
         self.a_tpl, self.b_tpl = a_tpl, b_tpl
@@ -266,8 +267,7 @@ class _Builder:
 
 
 
-def _intra_line(a_line: str, b_line: str, renaming: dict[str, str] | None
-                ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+def _intra_line(a_line: str, b_line: str, renaming: dict[str, str] | None) -> _Spans:
     """Changed character ranges of two lines, token by token; with a ``renaming``, SSA names
     compare through it (a renamed value is not a change)."""
     a_toks, b_toks = tokenize(a_line), tokenize(b_line)

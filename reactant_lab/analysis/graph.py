@@ -257,7 +257,7 @@ class _Graph:
         for op in self.func.ops:
             if keep is not None and op.id not in keep:
                 continue
-            where = self._cluster_of(op)
+            where: str | None = self._cluster_of(op)
             if op.id in self.labels:
                 own = f"cluster_{op.id}"
                 clusters.append(Cluster(own, op.name, where))
@@ -275,10 +275,10 @@ class _Graph:
         nodes += [Node(b, "region-args", ("block args",), cluster=f"cluster_{b[:-5]}")
                   for b in sorted(block_args)]
         for n, r in enumerate(results):
-            src = self.source(r)
-            if src:
-                edges.setdefault((src, f"res{n}"), Edge(
-                    src, f"res{n}", "alias, no copy" if r.index is None else "",
+            res_src = self.source(r)
+            if res_src:
+                edges.setdefault((res_src, f"res{n}"), Edge(
+                    res_src, f"res{n}", "alias, no copy" if r.index is None else "",
                     "alias" if r.index is None else ""))
         used = {e.src for e in edges.values()}
         args = [self._arg_node(a, f"arg{a.index}" in used) for a in self.sig.args
@@ -354,8 +354,8 @@ class _Graph:
                 edges.append(Edge(group_id("arg", bit_of[int(src[3:])], arg_groups), rid,
                                   "alias, no copy", "alias"))
         counts: dict[int, int] = {}
-        for k in ops:
-            m = masks.get(k, 0)
+        for op_id in ops:
+            m = masks.get(op_id, 0)
             while m:
                 low = m & -m
                 counts[low.bit_length() - 1] = counts.get(low.bit_length() - 1, 0) + 1

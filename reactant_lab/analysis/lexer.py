@@ -72,6 +72,7 @@ def _tokenize(line: str) -> list[tuple[str, str]]:
     op_slot = _op_slot(line) if '"' in line else -1
     for m in _TOKEN.finditer(line):
         kind, text = m.lastgroup, m.group(0)
+        assert kind is not None  # every alternative of _TOKEN is a named group
         if kind == "word":
             tokens += _word(text)
         elif kind == "str" and m.start() == op_slot and _OP_NAME.fullmatch(text[1:-1]):

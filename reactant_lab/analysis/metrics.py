@@ -57,12 +57,6 @@ class OpTable:
                                    for i, (c, w) in enumerate(zip(row, widths, strict=True)))
                          for row in rows)
 
-    def html(self) -> str:
-        """HTML table with changed cells highlighted."""
-        from reactant_lab.render.tables import op_table_html  # rendering lives in render/
-
-        return op_table_html(self)
-
 
 def op_table(stages: Iterable[Any]) -> OpTable:
     """The table of a StageTrace (or of any stages with ``name`` and ``op_counts``)."""

@@ -4,7 +4,9 @@ enough to follow SSA values from the arguments to the results. Pure text, no bin
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from reactant_lab.analysis.lexer import tokenize
 from reactant_lab.analysis.normalize import strip_locations
@@ -122,7 +124,7 @@ def _parse_at(lines: list[str], at: int, indent: int, name: str) -> ParsedFunc:
     return ParsedFunc(name, tuple(args), results, ops, labels)
 
 
-def _split_top(tokens: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+def _split_top(tokens: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     """Split a token list at commas outside brackets."""
     parts: list[list[tuple[str, str]]] = [[]]
     depth = 0
@@ -168,7 +170,7 @@ def _loc_name(loc: str) -> str | None:
     return _unquote(m.group(1)) if m else None
 
 
-def _arg_list(tokens: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], str]:
+def _arg_list(tokens: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], str]:
     """Tokens inside the parentheses after the function's symbol, and the text after them."""
     inside: list[tuple[str, str]] = []
     after: list[str] = []
@@ -198,7 +200,7 @@ def _arg_list(tokens: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], str
 def _signature(line: str) -> tuple[list[FuncArg], list[tuple[str, str | None]]]:
     """Arguments and (type, result_info) results from a ``func.func`` line."""
     inside, rest = _arg_list(tokenize(line))
-    args = []
+    args: list[FuncArg] = []
     for n, part in enumerate(_split_top(inside)):
         name = next((t for k, t in part if k == "ssa"), f"%arg{n}")
         typ = next((t for k, t in part if k == "type"), "?")
@@ -214,7 +216,7 @@ def _signature(line: str) -> tuple[list[FuncArg], list[tuple[str, str | None]]]:
         tail = tail[1:-1]
     for part in _split_top(tokenize(tail)):
         typ = next((t for k, t in part if k == "type"), "?")
-        info = None
+        info: str | None = None
         for i, (k, t) in enumerate(part):
             if k == "key" and t == "jax.result_info":
                 info = next((_unquote(v) for kk, v in part[i:] if kk == "str"), None)
@@ -235,7 +237,7 @@ def _op_type(rest: str, n_results: int = 0) -> str:
     return ", ".join(parts[-n_results:]) if 0 < n_results < len(parts) else typ
 
 
-def _count(results: re.Match | None) -> int:
+def _count(results: re.Match[str] | None) -> int:
     """Number of results an op line defines (``%0:2 = ...`` defines two)."""
     if results is None:
         return 0
@@ -243,16 +245,29 @@ def _count(results: re.Match | None) -> int:
     return sum(int(n) if n else 1 for n in packs)
 
 
+class _OpDraft(TypedDict):
+    """An op while its function is walked: ``type`` may be filled in when its regions close."""
+
+    id: str
+    name: str
+    inputs: list[str]
+    results: int
+    parent: str | None
+    region: int
+    line: int
+    type: str
+
+
 class _Walker:
     """Line-by-line state: open regions, SSA scopes, ops so far."""
 
-    def __init__(self, args: list[FuncArg]):
+    def __init__(self, args: list[FuncArg]) -> None:
         self.scopes: list[dict[str, str]] = [{a.name: f"arg{a.index}" for a in args}]
         self.stack: list[tuple[str, int]] = []
         self.last_op: dict[int, str] = {}
         self.pending: dict[str, list[str]] = {}
-        self.ops: list[dict] = []
-        self.by_id: dict[str, dict] = {}
+        self.ops: list[_OpDraft] = []
+        self.by_id: dict[str, _OpDraft] = {}
         self.labels: dict[str, list[str]] = {}
         self.returned: list[str | None] = []
 
@@ -296,10 +311,10 @@ class _Walker:
                 owner = self.stack[-1][0]
                 self.scopes[-1].update(dict.fromkeys(self.uses(s)[1], f"{owner}.args"))
         elif not self._op_line(line, number) and s.endswith("{"):
-            owner = self.last_op.get(len(self.stack))
-            if owner is not None:
+            last = self.last_op.get(len(self.stack))
+            if last is not None:
                 word = _WORD.match(s)
-                self._open(owner, word.group(0) if word else "region", self.uses(s)[1])
+                self._open(last, word.group(0) if word else "region", self.uses(s)[1])
 
     def _close(self, s: str) -> None:
         if not self.stack:
@@ -330,8 +345,9 @@ class _Walker:
             self.returned = uses
             return True
         opens = body.rstrip().endswith("{")
+        parent: str | None
         parent, region = self.stack[-1] if self.stack else (None, 0)
-        op = {"id": f"op{len(self.ops)}", "name": name, "inputs": [u for u in uses if u],
+        op: _OpDraft = {"id": f"op{len(self.ops)}", "name": name, "inputs": [u for u in uses if u],
               "results": _count(m),
               "parent": parent, "region": region, "line": number,
               "type": "" if body.rstrip().endswith("({") else _op_type(body, _count(m))}

@@ -133,10 +133,10 @@ def _renumber(lines: list[str]) -> list[str]:
     names: dict[str, str] = {}
     blocks: dict[str, str] = {}
 
-    def ssa(m: re.Match) -> str:
+    def ssa(m: re.Match[str]) -> str:
         return names.setdefault(m.group(0), f"%v{len(names)}")
 
-    def block(m: re.Match) -> str:
+    def block(m: re.Match[str]) -> str:
         return blocks.setdefault(m.group(0), f"^b{len(blocks)}")
 
     return [_BLOCK.sub(block, _SSA.sub(ssa, line)) for line in lines]

@@ -12,7 +12,15 @@ import jax
 import numpy as np
 
 from reactant_lab import backend
-from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds, round_robin, warm_up
+from reactant_lab.bench.measure import (
+    Inputs,
+    Variant,
+    copies,
+    copy_inputs,
+    plan_rounds,
+    round_robin,
+    warm_up,
+)
 from reactant_lab.bench.result import BenchResult, BenchRow, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
 from reactant_lab.errors import ReactantLabError
@@ -24,6 +32,9 @@ __all__ = ["BenchResult", "BenchRow", "Roofline", "bench", "calibrate"]
 
 BASELINES = ("numpy", "jax")
 _PROGRESS_AFTER_S = 2.0
+
+_Cost = tuple[float | None, float | None]
+"""(flops, bytes accessed) from a cost model; None where it gives none."""
 
 
 def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", "all"),
@@ -48,7 +59,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
             continue
         variant, c_s, cost = made
         variants.append(variant)
-        compile_s[name], costs[name] = c_s, cost
+        compile_s[name] = c_s
+        if cost is not None:
+            costs[name] = cost
     if costs.get("numpy") is None:  # NumPy has no cost model: it does the same work as ours
         costs["numpy"] = next((c for c in costs.values() if c is not None), (None, None))
     rows = _measure(variants, repeats, min_time, warmup, progress, compile_s, costs,
@@ -73,7 +86,8 @@ def _check_names(presets: Sequence[str], baselines: Sequence[str]) -> None:
         raise ReactantLabError("nothing to measure: give at least one preset or baseline")
 
 
-def _trace_for_device(fn: Callable, args: tuple, kwargs: dict, dev: Any) -> Traced:
+def _trace_for_device(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                      dev: Any) -> Traced:
     """Trace; JAX code gets device-resident inputs, so results stay on the device like jit's."""
     traced = trace(fn, *args, **kwargs)
     if traced.mode == "jax" and traced.layout.numpy_out:
@@ -89,20 +103,27 @@ def _place(traced: Traced, dev: Any) -> Callable[[Any], Any]:
     return lambda leaf: jax.device_put(np.array(leaf), dev)
 
 
-def _fresh(traced: Traced, inputs: tuple, place: Callable) -> Callable | None:
+def _fresh(traced: Traced, inputs: Inputs, place: Callable[[Any], Any]
+           ) -> Callable[[], Inputs] | None:
     if not traced.mutated:
         return None
     return lambda: copy_inputs(inputs, place)
 
 
-def _presets(traced: Traced, presets: Sequence[str], args: tuple, kwargs: dict, dev: Any):
-    variants, compile_s, costs, skipped = [], {}, {}, {}
+def _presets(traced: Traced, presets: Sequence[str], args: tuple[Any, ...], kwargs: dict[str, Any],
+             dev: Any) -> tuple[list[Variant], dict[str, float | None], dict[str, _Cost],
+                                dict[str, str]]:
+    variants: list[Variant] = []
+    compile_s: dict[str, float | None] = {}
+    costs: dict[str, _Cost] = {}
+    skipped: dict[str, str] = {}
     place = _place(traced, dev)
     with backend.x64_scope(traced.layout.x64):
         pool = copies((args, kwargs), place)
     for preset in presets:
         ex = build_from_trace(traced, ExploreOptions(optimize=preset, device=dev))
         compiled = ex.compiled
+        assert compiled is not None  # built from a trace
         cost = compiled.cost_analysis()
         compile_s[preset] = ex.stages.seconds + compiled.compile_seconds
         costs[preset] = (cost.get("flops"), cost.get("bytes accessed"))
@@ -110,7 +131,9 @@ def _presets(traced: Traced, presets: Sequence[str], args: tuple, kwargs: dict, 
     return variants, compile_s, costs, skipped
 
 
-def _baseline(name: str, fn: Callable, traced: Traced, args: tuple, kwargs: dict, dev: Any):
+def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any, ...],
+              kwargs: dict[str, Any], dev: Any
+              ) -> tuple[Variant, float | None, _Cost | None] | str:
     """(variant, compile seconds, (flops, bytes)) or the reason it cannot run."""
     if name == "numpy":
         if traced.mode != "numpy":
@@ -138,11 +161,11 @@ def _baseline(name: str, fn: Callable, traced: Traced, args: tuple, kwargs: dict
     return variant, seconds, (cost.get("flops"), cost.get("bytes accessed"))
 
 
-def _x64_call(compiled: Any, x64: bool) -> Callable:
+def _x64_call(compiled: Callable[..., Any], x64: bool) -> Callable[..., Any]:
     if not x64:
         return compiled
 
-    def call(*a, **k):
+    def call(*a: Any, **k: Any) -> Any:
         with backend.x64_scope(True):
             return compiled(*a, **k)
 
@@ -154,7 +177,9 @@ def _is_array_tree(value: Any) -> bool:
                for leaf in jax.tree_util.tree_leaves(value))
 
 
-def _measure(variants, repeats, min_time, warmup, progress, compile_s, costs, roof, presets):
+def _measure(variants: list[Variant], repeats: int | None, min_time: float, warmup: int,
+             progress: bool | None, compile_s: dict[str, float | None], costs: dict[str, _Cost],
+             roof: Roofline | None, presets: set[str]) -> list[BenchRow]:
     per_sample = [warm_up(v, warmup) for v in variants]
     rounds = plan_rounds(per_sample, min_time, repeats)
     expected = rounds * sum(per_sample)

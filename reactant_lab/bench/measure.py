@@ -11,7 +11,8 @@ from typing import Any
 import jax
 import numpy as np
 
-Inputs = tuple[tuple, dict]
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+"""(positional arguments, keyword arguments) of one call."""
 
 _SAMPLE_TARGET_S = 1e-3  # one sample spans at least this long: calls of microseconds are batched
 _ROTATE_BELOW_BYTES = 8 * 1024 * 1024  # inputs smaller than this are rotated among copies
@@ -59,7 +60,9 @@ def copies(inputs: Inputs, place: Callable[[Any], Any]) -> list[Inputs]:
 
 def copy_inputs(inputs: Inputs, place: Callable[[Any], Any]) -> Inputs:
     """A copy of the array leaves of ``inputs`` made by ``place`` (statics are kept as they are)."""
-    return jax.tree_util.tree_map(lambda leaf: place(leaf) if is_array(leaf) else leaf, inputs)
+    copied: Inputs = jax.tree_util.tree_map(lambda leaf: place(leaf) if is_array(leaf) else leaf,
+                                            inputs)
+    return copied
 
 
 def warm_up(variant: Variant, warmup: int) -> float:

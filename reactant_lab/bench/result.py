@@ -173,7 +173,8 @@ class BenchResult:
         try:
             ax.boxplot(data, orientation="horizontal", tick_labels=labels)
         except TypeError:  # matplotlib before 3.10
-            ax.boxplot(data, vert=False, labels=labels)
+            # its stubs are those of the installed matplotlib, which no longer takes labels=
+            ax.boxplot(data, vert=False, labels=labels)  # type: ignore[call-arg]  # see above
         ax.set_xscale("log")
         ax.set_xlabel("seconds per call")
         ax.set_title(f"{self.fn_name} on {self.device}")

@@ -24,8 +24,7 @@ class NoValue:
 def _rebinding(name: str, at: ast.stmt) -> ast.stmt:
     stmt = ast.parse(f"{name} = {WRAP}({name})").body[0]
     for node in ast.walk(stmt):
-        ast.copy_location(node, at)
-        node.end_lineno, node.end_col_offset = at.end_lineno, at.end_col_offset
+        ast.copy_location(node, at)  # end_lineno and end_col_offset too, where a node has them
     return stmt
 
 

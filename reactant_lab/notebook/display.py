@@ -91,11 +91,10 @@ def explorer_payload(ex: Exploration, *, bench: BenchResult | None = None,
                      labels: dict[str, str] | None = None) -> dict[str, Any]:
     """The explorer payload of ``ex`` (schema 1), with the benchmark under ``bench`` when given
     and file names relabelled."""
-    from reactant_lab import backend
     from reactant_lab.render.explorer import exploration_payload
 
     run = bench_run(bench, ex.stages.optimize) if bench is not None else None
-    payload = exploration_payload(ex, meta={"versions": backend.versions()}, run=run)
+    payload = exploration_payload(ex, run)
     if bench is not None:
         payload["bench"] = bench.to_dict()
     return relabel_files(payload, labels or {})

@@ -4,7 +4,7 @@ themselves."""
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from typing import Any
 
 from reactant_lab.analysis.diff import Diff
@@ -14,12 +14,8 @@ from reactant_lab.render.bench_chart import result_html
 from reactant_lab.render.diff_html import diff_html
 from reactant_lab.render.tables import op_table_html
 
-HTML_VIEWS: dict[type, Any] = {
-    BenchResult: result_html,
-    # a pass rewriting a huge module changes more lines than anyone reads in a cell's output
-    Diff: functools.partial(diff_html, max_rows=1_000),
-    OpTable: op_table_html,
-}
+HTML_VIEWS: dict[type, Callable[..., str]] = {BenchResult: result_html, Diff: diff_html,
+                                               OpTable: op_table_html}
 """Value type -> function giving its HTML view."""
 
 

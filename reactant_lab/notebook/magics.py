@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 import weakref
 from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
@@ -87,7 +90,7 @@ class ReactantMagics(Magics):
             _relabel_notes(exc, nbdisplay.cell_file_labels(self.shell))
             raise
         if value is not NoValue:
-            self.shell.displayhook(value)
+            self._shell().displayhook(value)
         self._finish(list(session.explored.values()), options, args.no_display)
         return None
 
@@ -170,21 +173,33 @@ class ReactantMagics(Magics):
                      baselines=_names(args.baselines), repeats=args.repeats,
                      min_time=args.min_time, device=args.device, **call_kwargs)
 
-    def _evaluate_call(self, call: str) -> tuple[Callable[..., Any], tuple, dict]:
+    def _shell(self) -> InteractiveShell:
+        shell = self.shell
+        assert shell is not None  # IPython registers magics with the shell that runs them
+        return shell
+
+    def _evaluate_call(self, call: str
+                       ) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
         """The function, positional and keyword arguments of a call written in the line."""
         __tracebackhide__ = True
-        filename = self.shell.compile.cache(call, self.shell.execution_count)
-        tree = self.shell.compile.ast_parse(call, filename=filename, symbol="eval")
-        if not isinstance(tree.body, ast.Call):
+        shell = self._shell()
+        filename = shell.compile.cache(call, shell.execution_count)
+        tree = shell.compile.ast_parse(call, filename=filename, symbol="eval")
+        if not isinstance(tree, ast.Expression) or not isinstance(tree.body, ast.Call):
             raise UsageError(f"expected a call such as f(x, y), not {call!r}")
-        ns = self.shell.user_ns
-        fn = eval(self.shell.compile(ast.Expression(tree.body.func), filename, "eval"), ns)
+        ns = shell.user_ns
+        fn = eval(_compile(shell, ast.Expression(tree.body.func), filename), ns)
         capture = ast.Call(ast.Name("__reactant_lab_args__", ast.Load()), tree.body.args,
                            tree.body.keywords)
-        code = self.shell.compile(ast.fix_missing_locations(ast.Expression(capture)), filename,
-                                  "eval")
+        code = _compile(shell, ast.fix_missing_locations(ast.Expression(capture)), filename)
         args, kwargs = eval(code, ns, {"__reactant_lab_args__": lambda *a, **k: (a, k)})
         return fn, args, kwargs
+
+
+def _compile(shell: InteractiveShell, tree: ast.Expression, filename: str) -> CodeType:
+    """Compile with the shell's compiler, so the code keeps the cell's ``__future__`` flags."""
+    # codeop.Compile hands its source to compile(), which takes an AST too; typeshed says str.
+    return shell.compile(tree, filename, "eval")  # type: ignore[arg-type]  # AST source, see above
 
 
 def split_call(line: str) -> tuple[str, str]:
@@ -215,7 +230,7 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in text.split(",") if n.strip())
 
 
-def _options(args: Any) -> CellOptions:
+def _options(args: argparse.Namespace) -> CellOptions:
     try:
         explore = ExploreOptions(optimize=args.optimize, pipeline=args.pipeline,
                                  granularity=args.granularity, device=args.device)
@@ -225,7 +240,8 @@ def _options(args: Any) -> CellOptions:
 
 
 def _bench(entry: Explored, options: CellOptions) -> BenchResult:
-    args, kwargs = entry.inputs  # type: ignore[misc]  # checked by the caller
+    assert entry.inputs is not None  # checked by the caller
+    args, kwargs = entry.inputs
     presets = tuple(dict.fromkeys(("none", options.explore.optimize)))
     return bench(entry.fn, *args, presets=presets, repeats=options.bench or None,
                  device=options.explore.device, **kwargs)
@@ -247,7 +263,7 @@ def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None) -> No
     display(widget)
 
 
-_PANELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PANELS: weakref.WeakKeyDictionary[Any, Callable[[], None]] = weakref.WeakKeyDictionary()
 
 
 def install_error_panel(shell: Any) -> None:
@@ -261,7 +277,8 @@ def install_error_panel(shell: Any) -> None:
     def handler(shell: Any, etype: type, value: BaseException, tb: Any,
                 tb_offset: int | None = None) -> list[str]:
         if not isinstance(value, ReactantLabError):
-            return previous(etype, value, tb, tb_offset)
+            shown: list[str] = previous(etype, value, tb, tb_offset)
+            return shown
         display(nbdisplay.error_bundle(value, nbdisplay.cell_file_labels(shell)), raw=True)
         first = str(value).strip().splitlines()[0] if str(value).strip() else ""
         return [f"{etype.__name__}: {first} (details in the panel above)"]

@@ -21,7 +21,14 @@ from typing import Any
 
 import jax
 
-from reactant_lab.trace.numpy_mode import ProxyArray, is_traced, new_array, proxy_for, stand_in
+from reactant_lab.trace.numpy_mode import (
+    ProxyArray,
+    is_traced,
+    new_array,
+    new_scalar,
+    proxy_for,
+    stand_in,
+)
 
 
 def _leaf(x: Any) -> bool:
@@ -32,7 +39,7 @@ def _dynamic(x: Any) -> bool:
     return isinstance(x, ProxyArray | jax.Array)
 
 
-def has_traced(args: tuple, kwargs: dict) -> bool:
+def has_traced(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """True when an argument holds a JAX tracer or a NumPy-mode proxy (a call made while some
     function is being traced)."""
     leaves = jax.tree_util.tree_leaves((args, kwargs), is_leaf=_leaf)
@@ -49,12 +56,12 @@ class _Callee:
 
     jitted: Callable[..., Any] | None = None
     """``jax.jit`` of the callee's body."""
-    out: tuple | None = None
+    out: tuple[Any, list[tuple[str, Any]], list[int]] | None = None
     """(result treedef, per-leaf plan, indices of arguments updated in place), set by tracing."""
     error: BaseException | None = None
 
 
-def call_nested(fn: Callable[..., Any], args: tuple, kwargs: dict,
+def call_nested(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
                 cache: dict[Any, _Callee]) -> Any:
     """``fn(*args, **kwargs)`` made while a traced cell function runs: traced as its own function
     when it has traced arguments (``cache`` lives as long as the outer trace)."""
@@ -76,8 +83,9 @@ def call_nested(fn: Callable[..., Any], args: tuple, kwargs: dict,
     callee = cache.get(key)
     if callee is None:
         callee = cache[key] = _make_callee(fn, treedef, dyn, statics, meta)
+    assert callee.jitted is not None  # set by _make_callee
     try:
-        flat_out = callee.jitted(*values)  # type: ignore[misc]  # set by _make_callee
+        flat_out = callee.jitted(*values)
         failed = None
     except _Abort:
         failed, callee.error = callee.error, None
@@ -95,7 +103,7 @@ def _static_key(x: Any) -> Any:
 
 
 def _make_callee(fn: Callable[..., Any], treedef: Any, dyn: list[int], statics: dict[int, Any],
-                 meta: dict[int, tuple]) -> _Callee:
+                 meta: dict[int, tuple[Any, ...]]) -> _Callee:
     callee = _Callee()
 
     def body(*values: Any) -> list[Any]:
@@ -130,7 +138,7 @@ def _plan(callee: _Callee, out: Any, mine: dict[int, ProxyArray]) -> list[Any]:
         if arg is not None:
             plan.append(("arg", arg))
         elif isinstance(x, ProxyArray) and x.mask is None:
-            plan.append(("proxy", len(traced)))
+            plan.append(("scalar" if x.is_scalar else "proxy", len(traced)))
             traced.append(x.value)
         elif isinstance(x, jax.Array):
             plan.append(("value", len(traced)))
@@ -143,7 +151,8 @@ def _plan(callee: _Callee, out: Any, mine: dict[int, ProxyArray]) -> list[Any]:
 
 
 def _results(callee: _Callee, flat_out: list[Any], leaves: list[Any]) -> Any:
-    out_tree, plan, updated = callee.out  # type: ignore[misc]  # set when the callee was traced
+    assert callee.out is not None  # set when the callee was traced
+    out_tree, plan, updated = callee.out
     n = len(flat_out) - len(updated)
     for i, new in zip(updated, flat_out[n:], strict=True):
         leaves[i].write(new)  # the caller's proxy (or view) takes the callee's update
@@ -153,6 +162,8 @@ def _results(callee: _Callee, flat_out: list[Any], leaves: list[Any]) -> Any:
             rebuilt.append(leaves[x])
         elif kind == "proxy":
             rebuilt.append(new_array(flat_out[x]))
+        elif kind == "scalar":  # a NumPy scalar in the callee stays one
+            rebuilt.append(new_scalar(flat_out[x]))
         elif kind == "value":
             rebuilt.append(flat_out[x])
         else:

@@ -42,7 +42,7 @@ class Explored:
     """Its trace, stages and executable (with the first compiled run's time)."""
     calls: int = 0
     """How many calls of the cell had this signature."""
-    inputs: tuple[tuple, dict] | None = None
+    inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None
     """Copies of the first call's arguments, taken before it ran (for --bench)."""
 
 
@@ -68,7 +68,7 @@ class CellSession:
 
     def __init__(self, options: CellOptions):
         self.options = options
-        self.explored = SignatureCache[Explored](lambda e: e.exploration.traced)
+        self.explored = SignatureCache[Explored](lambda e: e.exploration.traced_call)
         """The cell's entries, one per distinct call signature (per function)."""
         self._state = "idle"  # "tracing" / "plain" while a cell function runs, "closed" after
         self._nested: dict[Any, Any] = {}
@@ -87,7 +87,7 @@ class CellSession:
         """One exploration per distinct call signature, in the order they first ran."""
         return [e.exploration for e in self.explored.values()]
 
-    def call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """One call of a cell function."""
         __tracebackhide__ = True
         if self._state == "tracing":
@@ -109,11 +109,14 @@ class CellSession:
             with self._in("plain"):
                 return fn(*args, **kwargs)
         if not first:
-            return entry.exploration.compiled(*args, **kwargs)
+            compiled = entry.exploration.compiled
+            assert compiled is not None  # built from a trace
+            return compiled(*args, **kwargs)
         entry.exploration = ran(entry.exploration, args, kwargs)
         return entry.exploration.outputs
 
-    def _explore(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Explored:
+    def _explore(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> Explored:
         __tracebackhide__ = True
         inputs = _copy_inputs(args, kwargs) if self.options.bench is not None else None
         self._nested = {}
@@ -139,10 +142,12 @@ class CellSession:
             self._state = saved
 
 
-def _copy_inputs(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+def _copy_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """NumPy arrays copied (the call may update them in place); everything else shared."""
-    return jax.tree_util.tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x,
-                                  (args, kwargs))
+    copied: tuple[tuple[Any, ...], dict[str, Any]] = jax.tree_util.tree_map(
+        lambda x: x.copy() if isinstance(x, np.ndarray) else x, (args, kwargs))
+    return copied
 
 
 def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:

@@ -27,12 +27,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets
 
 from reactant_lab.errors import ReactantLabError
+from reactant_lab.render.explorer import graph_svg
+
+if TYPE_CHECKING:
+    from reactant_lab.bench import BenchResult
+    from reactant_lab.explore import Exploration
 
 __all__ = ["BUNDLE", "ExplorerWidget", "Rerun", "front_end_bundle"]
 
@@ -42,7 +47,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 MESSAGE_MAX = 6_000
 """Error messages longer than this are cut (MLIR diagnostics can run long)."""
 
-Rerun = Callable[[str, str, bool, str | None], Any]
+Rerun = Callable[[str, str, bool, str | None], "Exploration"]
 """``rerun(optimize, granularity, no_nan, pipeline) -> Exploration``."""
 
 
@@ -52,8 +57,7 @@ def front_end_bundle() -> str:
         raise ReactantLabError(
             f"the explorer widget's front end ({BUNDLE.name}) is missing from this installation "
             "of reactant_lab: it is built when the package is installed. Reinstall reactant_lab "
-            "(pip install --force-reinstall reactant_lab, or pip install -e . in a checkout; "
-            "building it needs Node.js 20 or newer)")
+            "(pip install --force-reinstall reactant_lab, or pip install -e . in a checkout).")
     return BUNDLE.read_text(encoding="utf-8")
 
 
@@ -78,8 +82,8 @@ class ExplorerWidget(anywidget.AnyWidget):
     result = traitlets.Dict().tag(sync=True)
     """The answer to the front end's last ``diff`` or ``slice`` request (or its error)."""
 
-    def __init__(self, exploration: Any, *, rerun: Rerun | None = None, bench: Any = None,
-                 labels: dict[str, str] | None = None):
+    def __init__(self, exploration: Exploration, *, rerun: Rerun | None = None,
+                 bench: BenchResult | None = None, labels: dict[str, str] | None = None) -> None:
         """``rerun`` re-explores for the controls (default: the exploration's own trace, staged
         and compiled again); ``bench`` a BenchResult shown in the timing panel; ``labels`` file
         name -> label for the texts (the magics' cell labels)."""
@@ -94,7 +98,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         self.payload = self._payload(exploration)
         self.on_msg(self._on_msg)
 
-    def _payload(self, exploration: Any) -> dict[str, Any]:
+    def _payload(self, exploration: Exploration) -> dict[str, Any]:
         from reactant_lab.notebook.display import explorer_payload
 
         return explorer_payload(exploration, bench=self._bench, labels=self._labels)
@@ -166,7 +170,7 @@ class ExplorerWidget(anywidget.AnyWidget):
                                    f"{result!r}")
         self.result = {"id": content.get("id", 0), "kind": "slice",
                        "data": {"stage": stage, "result": result,
-                                "svg": self.exploration.graph_svg(stage, result=result)}}
+                                "svg": graph_svg(self.exploration, stage, result=result)}}
 
     def _cmd_rerun(self, content: dict[str, Any]) -> None:
         optimize = str(content.get("optimize") or "all")

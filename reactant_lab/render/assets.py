@@ -1,4 +1,5 @@
-"""The report's inline CSS and its small, optional script (no network, no external assets)."""
+"""The report's inline CSS (no external assets). Its script is the explorer's front end, built from
+labextension/ with the package (reactant_lab/render/static/)."""
 
 from __future__ import annotations
 
@@ -43,111 +44,13 @@ font-size:12px;cursor:pointer}
 #lay-uni:checked~main .diff.sbs:not(.only),#lay-sbs:checked~main .diff.uni{display:none}
 #hide-same:checked~main section.stage.unchanged,#hide-same:checked~main tr.unchanged{display:none}
 .toggle{position:absolute;left:-9999px}
-#rl-jump{position:fixed;right:1em;bottom:1em;z-index:3}
 ul.stage-key{columns:3;color:var(--mute);font-size:.9em}
 """
 
-JS = """
-(function(){
-  const data = JSON.parse(document.getElementById('rl-data').textContent);
-  const cache = {};
-  async function gunzip(b64){
-    const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-    return await new Response(stream).text();
-  }
-  async function text(id){
-    if (id in cache) return cache[id];
-    const e = data.texts[id];
-    let out;
-    if (e.encoding === 'plain') out = e.data;
-    else if (e.encoding === 'gzip') out = await gunzip(e.data);
-    else {
-      const base = (await text(e.base)).split('\\n');
-      const ops = JSON.parse(await gunzip(e.data));
-      const lines = [];
-      for (const op of ops) {
-        if (Array.isArray(op)) lines.push(...base.slice(op[0], op[1]));
-        else lines.push(...op.split('\\n'));
-      }
-      out = lines.join('\\n');
-    }
-    cache[id] = out;
-    return out;
-  }
-  for (const el of document.querySelectorAll('[data-lazy-text]')) {
-    const btn = document.createElement('button');
-    btn.textContent = 'show this text';
-    btn.addEventListener('click', async () => {
-      btn.disabled = true;
-      const pre = document.createElement('pre');
-      pre.className = el.dataset.kind || 'mlir';
-      pre.textContent = await text(el.dataset.lazyText);
-      el.replaceChildren(pre);
-    });
-    el.appendChild(btn);
-  }
-  function line(cls, num, text, spans) {
-    const ln = document.createElement('span');
-    ln.className = 'ln';
-    ln.textContent = num === null ? '' : String(num);
-    const cd = document.createElement('span');
-    cd.className = 'cd ' + cls;
-    let pos = 0;
-    for (let k = 0; k + 1 < spans.length; k += 2) {
-      cd.append(text.slice(pos, spans[k]));
-      const x = document.createElement('span');
-      x.className = 'x';
-      x.textContent = text.slice(spans[k], spans[k + 1]);
-      cd.append(x);
-      pos = spans[k + 1];
-    }
-    cd.append(text.slice(pos));
-    return [ln, cd];
-  }
-  async function renderDiff(el, d) {
-    const a = (await text(d.a)).split('\\n'), b = (await text(d.b)).split('\\n');
-    const rows = JSON.parse(await gunzip(d.rows));
-    const box = document.createElement('div');
-    box.className = 'diff sbs only';
-    const row = cells => { const r = document.createElement('div'); r.className = 'r';
-      r.append(...cells); box.append(r); };
-    for (const r of rows) {
-      if (r[0] === '=') {
-        for (const [i, j] of r[2]) row([...line('', i, a[i - 1], []), ...line('', j, b[j - 1], [])]);
-        if (r[1]) { const f = document.createElement('div'); f.className = 'fold';
-          f.textContent = r[1] + ' unchanged lines'; box.append(f); }
-        for (const [i, j] of r[3]) row([...line('', i, a[i - 1], []), ...line('', j, b[j - 1], [])]);
-      } else if (r[0] === '-') row([...line('del', r[1], a[r[1] - 1], r[2]), ...line('', null, '', [])]);
-      else if (r[0] === '+') row([...line('', null, '', []), ...line('add', r[1], b[r[1] - 1], r[2])]);
-      else row([...line('del', r[1], a[r[1] - 1], r[3]), ...line('add', r[2], b[r[2] - 1], r[4])]);
-    }
-    const prev = el.previousElementSibling;
-    if (prev && prev.classList.contains('diff')) prev.remove();
-    el.replaceChildren(box);
-  }
-  for (const el of document.querySelectorAll('[data-lazy-diff]')) {
-    const btn = document.createElement('button');
-    btn.textContent = 'show the whole diff';
-    btn.addEventListener('click', () => { btn.disabled = true;
-      renderDiff(el, data.diffs[el.dataset.lazyDiff]); });
-    el.appendChild(btn);
-  }
-  const sel = document.createElement('select');
-  sel.id = 'rl-jump';
-  for (const s of data.stages) {
-    const o = document.createElement('option');
-    o.value = 'stage-' + s.index;
-    o.textContent = s.index + ': ' + s.name + (s.changed ? '' : ' (unchanged)');
-    sel.appendChild(o);
-  }
-  sel.addEventListener('change', () => { location.hash = sel.value; });
-  document.body.appendChild(sel);
-  document.addEventListener('keydown', ev => {
-    if (ev.target.closest('input,select,textarea') || !'jk'.includes(ev.key)) return;
-    const i = Math.max(0, Math.min(data.stages.length - 1,
-      sel.selectedIndex + (ev.key === 'j' ? 1 : -1)));
-    sel.selectedIndex = i; location.hash = sel.value;
-  });
-})();
+PAGE_CSS = """
+body{margin:0;background:#fff}
+.rl-report-explorer{margin:.6em 1em 2em}
+html.rl-explorer-on #rl-static{display:none}
 """
+"""The report page around its two renderings: once the explorer is drawn (report.ts marks
+``<html>`` with ``rl-explorer-on``), the script-free one (``#rl-static``) is hidden."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from reactant_lab.timing import format_seconds
 
 if TYPE_CHECKING:
-    from reactant_lab.bench.result import BenchResult
+    from reactant_lab.bench.result import BenchResult, BenchRow
 
 _ROW_H, _LEFT, _WIDTH, _TOP = 26, 110, 560, 24
 
@@ -60,7 +60,7 @@ def chart_svg(result: BenchResult) -> str:
     return "".join(parts)
 
 
-def _floor(result: BenchResult, row) -> float | None:
+def _floor(result: BenchResult, row: BenchRow) -> float | None:
     if result.roofline is None:
         return None
     return result.roofline.floor_s(row.flops, row.bytes_accessed)

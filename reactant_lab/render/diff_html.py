@@ -3,7 +3,7 @@ runs folded (with ``<details>``, so folding works without JavaScript)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reactant_lab.errors import RenderError
 from reactant_lab.render.highlight import esc, highlight_line
@@ -18,9 +18,11 @@ how many lines they hide, so a small change in a huge module stays a small fragm
 
 
 def diff_html(d: Diff, layout: str = "side-by-side", context: int = 3,
-              max_rows: int | None = None) -> str:
-    """HTML fragment for ``d`` (see ``Diff.html``); past ``max_rows`` changed lines it stops
-    with a note saying how many were left out."""
+              max_rows: int | None = 1_000) -> str:
+    """HTML fragment of ``d``: side by side or unified, unchanged runs folded beyond ``context``
+    lines. Past ``max_rows`` changed lines (None: all) it stops with a note saying how many were
+    left out: a pass rewriting a huge module changes more lines than anyone reads, and each
+    costs markup."""
     if layout not in LAYOUTS:
         raise RenderError(f"unknown diff layout {layout!r}; use one of {', '.join(LAYOUTS)}")
     sbs = layout == "side-by-side"
@@ -40,6 +42,7 @@ def diff_html(d: Diff, layout: str = "side-by-side", context: int = 3,
             continue
         for row in block.rows:
             if budget == 0:
+                assert max_rows is not None  # without a limit the budget never runs out
                 left = d.added + d.removed + d.changed - max_rows
                 parts.append(f'<div class="fold more">{left:,} more changed lines are not '
                              "shown here</div></div>")
@@ -109,12 +112,12 @@ def _equal_run(d: Diff, block: Block, sbs: bool, context: int, first: bool,
     return "".join(out)
 
 
-def diff_rows(d: Diff, context: int = 3, span_rows: int | None = None) -> list[list]:
+def diff_rows(d: Diff, context: int = 3, span_rows: int | None = None) -> list[list[Any]]:
     """A compact, JSON-able form of the diff for a front end (docs/explorer-schema.md): line
     numbers into the two modules' ``as_text()`` lines, character spans flattened (for the first
     ``span_rows`` changed rows only, when given: past them computing spans costs more than a
     reader gains)."""
-    out: list[list] = []
+    out: list[list[Any]] = []
     budget = span_rows if span_rows is not None else -1
     last = len(d.blocks) - 1
     for n, block in enumerate(d.blocks):

@@ -1,15 +1,28 @@
-"""What ``Exploration``'s viewing methods delegate to: graphs of a stage, payload, report."""
+"""Views of an ``Exploration``: a stage's dataflow graph (DOT, SVG), the explorer payload, the
+HTML report. Functions that take the exploration: the explore layer below knows nothing of
+rendering."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reactant_lab.analysis.graph import MAX_OPS, Dataflow, dataflow, signature_of
+from reactant_lab.render.graph_dot import to_dot
 from reactant_lab.render.payload import PayloadOptions, build_payload
 from reactant_lab.render.report import report_html
+from reactant_lab.render.svg import render_svg
+
+if TYPE_CHECKING:
+    from reactant_lab.explore import Exploration
+    from reactant_lab.trace import Traced
 
 
-def stage_graph(ex: Any, stage: int | str = -1, max_ops: int = MAX_OPS,
+def _traced(ex: Exploration) -> Traced | None:
+    """The exploration's trace; None for an exploration of module text."""
+    return None if ex.from_text else ex.traced_call
+
+
+def stage_graph(ex: Exploration, stage: int | str = -1, max_ops: int = MAX_OPS,
                 result: str | int | None = None) -> Dataflow:
     """Dataflow graph of one stage's ``main`` of an Exploration."""
     s = ex.stages[stage]
@@ -17,23 +30,43 @@ def stage_graph(ex: Any, stage: int | str = -1, max_ops: int = MAX_OPS,
     if ex.from_text:  # the signature comes from the module itself
         return dataflow(s.ir, max_ops=max_ops, result=result, title=title)
     compiled = ex.compiled
-    sig = signature_of(ex.traced, donated=bool(getattr(compiled, "donate", False)))
+    sig = signature_of(ex.traced, donated=compiled is not None and compiled.donate)
     return dataflow(s.ir, sig, max_ops=max_ops, result=result, title=title)
 
 
-def exploration_payload(ex: Any, meta: dict[str, Any] | None = None,
-                        run: dict[str, Any] | None = None,
+def graph_dot(ex: Exploration, stage: int | str = -1, *, max_ops: int = 300,
+              result: str | int | None = None) -> str:
+    """DOT source of the dataflow graph of a stage's ``main``: a summary of which results
+    depend on which arguments past ``max_ops`` ops; ``result=PATH`` draws one result's slice."""
+    return to_dot(stage_graph(ex, stage, max_ops, result))
+
+
+def graph_svg(ex: Exploration, stage: int | str = -1, *, max_ops: int = 300,
+              result: str | int | None = None) -> str:
+    """The graph of ``graph_dot`` laid out as SVG (graphviz-pure, else Graphviz's dot)."""
+    return render_svg(graph_dot(ex, stage, max_ops=max_ops, result=result))
+
+
+def exploration_payload(ex: Exploration, run: dict[str, Any] | None = None, *,
+                        meta: dict[str, Any] | None = None,
                         options: PayloadOptions | None = None) -> dict[str, Any]:
-    """The explorer payload of an Exploration (``run`` adds measured run times)."""
+    """The explorer payload of an Exploration (JSON-able; schema in
+    ``render/explorer.schema.json``); ``run`` adds measured run times."""
     timing = {"first_call_seconds": ex.run_seconds} if ex.run_seconds is not None else {}
     timing.update(run or {})
-    return build_payload(ex.stages, traced=None if ex.from_text else ex.traced,
-                         compiled=ex.compiled,
-                         run=timing or None, meta=meta, options=options)
+    return build_payload(ex.stages, traced=_traced(ex), compiled=ex.compiled, run=timing or None,
+                         meta={"versions": dict(ex.versions), **(meta or {})}, options=options)
 
 
-def exploration_html(ex: Any, meta: dict[str, Any] | None = None,
-                     run: dict[str, Any] | None = None,
+def exploration_html(ex: Exploration, run: dict[str, Any] | None = None, *,
                      options: PayloadOptions | None = None) -> str:
-    """The self-contained HTML report of an Exploration."""
-    return report_html(exploration_payload(ex, meta, run, options))
+    """A self-contained HTML report: stages, IR, diffs, graphs, op metrics, XLA HLO, timing
+    (``run`` adds measured run times, e.g. ``{"median_seconds": ...}``)."""
+    return report_html(exploration_payload(ex, run, options=options))
+
+
+def save_html(ex: Exploration, path: str, run: dict[str, Any] | None = None) -> str:
+    """Write ``exploration_html(ex, run)`` to ``path``; returns the path."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(exploration_html(ex, run))
+    return path

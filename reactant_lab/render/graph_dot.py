@@ -41,12 +41,15 @@ def _literal(text: str) -> str:
     """One label line with no special meaning left: backslashes doubled, entities escaped,
     control characters (invalid in SVG's XML) shown as ``\\xNN``."""
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
-    return graphviz.escape(text).replace("&", "&amp;")
+    escaped: str = graphviz.escape(text)
+    return escaped.replace("&", "&amp;")
 
 
 def label(lines: tuple[str, ...] | list[str]) -> str:
     """A DOT label of literal lines: backslashes, entities and <...> lose their special meaning."""
-    return graphviz.nohtml("\\n".join(_literal(line) for line in lines))
+    # a graphviz.NoHtml (a str), so that Graphviz never reads the label as an HTML-like one
+    literal: str = graphviz.nohtml("\\n".join(_literal(line) for line in lines))
+    return literal
 
 
 def _attrs(node: Node) -> dict[str, str]:
@@ -80,7 +83,8 @@ def to_dot(g: Dataflow) -> str:
         dot.node("static_args", label([f"static (skipped) args, {len(g.skipped)}:",
                                        *g.skipped[:20]] + (["…"] if len(g.skipped) > 20 else [])),
                  shape="note", color="#9ca3af", fontsize="9")
-    return dot.source
+    source: str = dot.source
+    return source
 
 
 def _fill(dot: graphviz.Digraph, cluster: str | None, by_cluster: dict[str | None, list[Node]],

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from reactant_lab.analysis.diff import diff
 from reactant_lab.analysis.graph import Signature, dataflow, signature_from_ir, signature_of
@@ -14,13 +15,21 @@ from reactant_lab.analysis.metrics import op_table
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.errors import AnalysisError, RenderError
-from reactant_lab.render.diff_html import diff_rows
+from reactant_lab.render.diff_html import diff_html, diff_rows
 from reactant_lab.render.graph_dot import to_dot
 from reactant_lab.render.svg import render_svg
 from reactant_lab.render.texts import TextStore
+from reactant_lab.stages.presets import PRESETS
+
+if TYPE_CHECKING:
+    from reactant_lab.compile import Compiled
+    from reactant_lab.stages.runner import Stage, StageTrace
+    from reactant_lab.trace import Traced
 
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change of the payload's layout."""
+SCHEMA_PATH = Path(__file__).with_name("explorer.schema.json")
+"""The payload's JSON Schema (draft 2020-12); the front end's types are generated from it."""
 MIME_TYPE = "application/vnd.reactant-lab.explorer+json"
 """The MIME type a notebook bundle carries the payload under."""
 UNIFIED_MAX = 262_144
@@ -47,13 +56,14 @@ class PayloadOptions:
     """Lay graphs out to SVG (needs graphviz-pure or dot); DOT source is always kept."""
 
 
-def build_payload(stages: Any, *, traced: Any = None, compiled: Any = None,
+def build_payload(stages: StageTrace, *, traced: Traced | None = None,
+                  compiled: Compiled | None = None,
                   run: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
                   options: PayloadOptions | None = None) -> dict[str, Any]:
     """The payload of a StageTrace (with its Traced, Compiled and run timings when known)."""
     opts = options or PayloadOptions()
     st = list(stages.stages)
-    traced = traced if traced is not None else getattr(stages, "traced", None)
+    traced = traced if traced is not None else stages.traced
     texts = TextStore(opts.compress_over)
     structure = _structures(st)
     sig = _signature(st[0].ir, traced, compiled)
@@ -61,9 +71,9 @@ def build_payload(stages: Any, *, traced: Any = None, compiled: Any = None,
     payload: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "meta": {"function": traced.fn_name if traced is not None else "module",
-                 "mode": getattr(traced, "mode", None), "optimize": stages.optimize,
+                 "mode": traced.mode if traced is not None else None, "optimize": stages.optimize,
                  "granularity": stages.granularity, "target": stages.target,
-                 **(meta or {})},
+                 "no_nan": bool(stages.no_nan), "presets": list(PRESETS), **(meta or {})},
         "signature": _sig_dict(sig),
         "texts": texts.entries,
         "stages": [_stage_entry(s, texts, structure[s.index], table.stage_delta(s.index))
@@ -78,12 +88,12 @@ def build_payload(stages: Any, *, traced: Any = None, compiled: Any = None,
     return payload
 
 
-def payload_title(traced: Any) -> str:
+def payload_title(traced: Traced | None) -> str:
     """Name shown for the function."""
     return traced.fn_name if traced is not None else "module"
 
 
-def _structures(st: list[Any]) -> list[int]:
+def _structures(st: list[Stage]) -> list[int]:
     """Per stage, the index of the first stage with the same structure (normalized text)."""
     out: list[int] = []
     seen: dict[str, int] = {}
@@ -96,9 +106,9 @@ def _structures(st: list[Any]) -> list[int]:
     return out
 
 
-def _signature(first_ir: str, traced: Any, compiled: Any) -> Signature:
+def _signature(first_ir: str, traced: Traced | None, compiled: Compiled | None) -> Signature:
     if traced is not None:
-        return signature_of(traced, donated=bool(getattr(compiled, "donate", False)))
+        return signature_of(traced, donated=compiled is not None and compiled.donate)
     try:
         return signature_from_ir(parse_function(first_ir))
     except AnalysisError:
@@ -114,7 +124,7 @@ def _sig_dict(sig: Signature) -> dict[str, Any]:
             "skipped": [list(s) for s in sig.skipped]}
 
 
-def _stage_entry(s: Any, texts: TextStore, structure: int,
+def _stage_entry(s: Stage, texts: TextStore, structure: int,
                  delta: dict[str, int]) -> dict[str, Any]:
     return {"index": s.index, "name": s.name, "group": s.group, "pipeline": s.pipeline,
             "seconds": s.seconds, "changed": bool(s.changed), "unavailable": s.unavailable,
@@ -122,20 +132,21 @@ def _stage_entry(s: Any, texts: TextStore, structure: int,
             "text": texts.add(strip_locations(s.ir)), "structure": structure}
 
 
-def _diff_entry(a: Any, b: Any, kind: str) -> dict[str, Any]:
+def _diff_entry(a: Stage, b: Stage, kind: str) -> dict[str, Any]:
     d = diff(a, b)
     rows = d.added + d.removed + d.changed
     truncated = rows > DIFF_ROWS
-    html = {"side-by-side": d.html("side-by-side", max_rows=DIFF_ROWS if truncated else None)}
+    html = {"side-by-side": diff_html(d, "side-by-side",
+                                      max_rows=DIFF_ROWS if truncated else None)}
     if not truncated and len(html["side-by-side"]) <= UNIFIED_MAX:
-        html["unified"] = d.html("unified")
+        html["unified"] = diff_html(d, "unified")
     return {"before": a.index, "after": b.index, "kind": kind, "empty": not d,
             "added": d.added, "removed": d.removed, "changed": d.changed,
             "summary": d.summary(), "html": html, "truncated": truncated,
             "rows": diff_rows(d, span_rows=DIFF_ROWS)}
 
 
-def _diffs(st: list[Any], structure: list[int], opts: PayloadOptions) -> list[dict[str, Any]]:
+def _diffs(st: list[Stage], structure: list[int], opts: PayloadOptions) -> list[dict[str, Any]]:
     """Each stage against the one before, then pairs of distinct stages."""
     out = []
     for s in st[1:]:
@@ -158,7 +169,7 @@ def _diffs(st: list[Any], structure: list[int], opts: PayloadOptions) -> list[di
     return out
 
 
-def _graphs(st: list[Any], structure: list[int], sig: Signature, name: str,
+def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
             opts: PayloadOptions) -> list[dict[str, Any]]:
     reps = sorted(set(structure))
     chosen = sorted({reps[0], reps[-1], *reps[1:-1][:max(opts.max_graphs - 2, 0)]})
@@ -182,7 +193,7 @@ def _graphs(st: list[Any], structure: list[int], sig: Signature, name: str,
     return out
 
 
-def _xla(compiled: Any, texts: TextStore) -> dict[str, Any] | None:
+def _xla(compiled: Compiled | None, texts: TextStore) -> dict[str, Any] | None:
     if compiled is None:
         return None
     return {"stage": compiled.stage, "device": str(compiled.device),
@@ -192,8 +203,3 @@ def _xla(compiled: Any, texts: TextStore) -> dict[str, Any] | None:
                      if isinstance(v, int | float)},
             "memory": {k: int(v) for k, v in (compiled.memory_analysis() or {}).items()
                        if isinstance(v, int | float)}}
-
-
-def graph_for(payload: dict[str, Any], stage: int) -> dict[str, Any] | None:
-    """The graph entry drawn for ``stage``'s structure, if any."""
-    return next((g for g in payload["graphs"] if stage in g["stages"]), None)

@@ -1,55 +1,103 @@
-"""The self-contained HTML report, built from an explorer payload. Everything essential (stage
-list, IR, diffs, graphs) is plain HTML; a small inline script adds a stage picker and unpacks
-texts too large to embed uncompressed. No external resource is referenced. Without the script it
-is also a fragment for a notebook's ``text/html`` output (``report_fragment``)."""
+"""The self-contained HTML report of an explorer payload: the explorer itself (the front end the
+notebook widget and JupyterLab show, built with the package) drawn from the payload, which the
+page carries inline, and a script-free rendering of the same (stage list, IR, diffs, graphs as
+plain HTML) for viewers that run no JavaScript. It references no external resource, and its CSP
+allows only its own inline script and styles, by hash. The script-free rendering alone is also a
+fragment for a notebook's ``text/html`` output (``report_fragment``)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from reactant_lab.errors import RenderError
-from reactant_lab.render.assets import CSS, JS
+from reactant_lab.render.assets import CSS, PAGE_CSS
 from reactant_lab.render.highlight import esc, highlight, plain
 from reactant_lab.render.payload import DIFF_ROWS
 from reactant_lab.render.svg import img_tag
 from reactant_lab.render.tables import op_table_html, signature_html, stage_table_html
-from reactant_lab.render.texts import decode_text, pack
+from reactant_lab.render.texts import decode_text
 
 HIGHLIGHT_LINES = 3_000
 """Texts up to this many lines are syntax-highlighted; longer ones are shown plain."""
 STATIC_BUDGET = 2_000_000
-"""Characters of text embedded uncompressed in all; texts beyond it are unpacked by the script."""
+"""Characters of text the script-free rendering of a report embeds in all (the explorer shows
+every text from the payload)."""
 TEXT_STATIC_MAX = 600_000
-"""A text longer than this (about 6,000 lines) is only unpacked by the script."""
+"""A text longer than this (about 6,000 lines) is left out of the script-free rendering."""
 FRAGMENT_BUDGET = 400_000
 """Characters of text a script-free fragment embeds in all (the payload beside it holds all)."""
-CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-       "script-src 'unsafe-inline'")
+EXPLORER_JS = Path(__file__).with_name("static") / "explorer.js"
+"""The explorer's front end for the report (labextension/src/report.ts, built with the package)."""
+EXPLORER_CSS = Path(__file__).with_name("static") / "explorer.css"
+"""The explorer's stylesheet (labextension/src/explorer/style.ts, built with the package)."""
+EXPLORER_STYLE_ID = "reactant-lab-explorer-style"
+"""The id the explorer looks for before installing its stylesheet itself."""
+STATIC_ID = "rl-static"
+"""The id of the report's script-free rendering (hidden once the explorer is drawn)."""
+
+
+def explorer_front_end() -> tuple[str, str]:
+    """The explorer's script and stylesheet for the report; a clear error when the package was
+    installed without them."""
+    if not (EXPLORER_JS.is_file() and EXPLORER_CSS.is_file()):
+        raise RenderError(
+            f"the explorer's front end ({EXPLORER_JS.name}, {EXPLORER_CSS.name}) is missing from "
+            "this installation of reactant_lab: it is built when the package is installed. "
+            "Reinstall reactant_lab (pip install --force-reinstall reactant_lab, or pip install "
+            "-e . in a checkout; building it needs Node.js 20 or newer), or write the report "
+            "without it: report_html(payload, script=False)")
+    js, css = (p.read_text(encoding="utf-8") for p in (EXPLORER_JS, EXPLORER_CSS))
+    if re.search(r"</script|<!--|<script", js, re.IGNORECASE) or "</style" in css.lower():
+        raise RenderError(f"{EXPLORER_JS.name} or {EXPLORER_CSS.name} holds a sequence that "
+                          "would end its element early; rebuild the front end")
+    return js, css
+
+
+def content_security_policy(scripts: list[str], styles: list[str]) -> str:
+    """A CSP that allows exactly these inline scripts and styles (by hash) and ``data:``
+    images, and nothing else: no network, no other script, no plugin, no form target."""
+    def hashes(texts: list[str]) -> str:
+        return " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(t.encode()).digest()).decode()}'"
+                        for t in texts) or "'none'"
+
+    return (f"default-src 'none'; script-src {hashes(scripts)}; style-src {hashes(styles)}; "
+            "img-src data:; base-uri 'none'; form-action 'none'")
 
 
 def report_html(payload: dict[str, Any], *, script: bool = True) -> str:
-    """The report as one HTML document (``script=False``: no script at all; texts too large to
-    embed uncompressed are then left out with a note)."""
-    r = _Report(payload, script=script)
-    meta = payload["meta"]
-    title = f"reactant_lab · {meta['function']}"
-    body = _body(payload, r)
-    scripts = ""
+    """The report as one HTML document: the explorer, drawn from the payload inline, and a
+    script-free rendering that shows when JavaScript does not run (``script=False``: only that
+    rendering, and no script at all)."""
+    title = f"reactant_lab · {payload['meta']['function']}"
+    r = _Report(payload, explorer=script)
+    body = (f'<div class="reactant-lab-report" id="{STATIC_ID}">{_TOGGLES}'
+            f"<main>{''.join(_body(payload, r))}</main></div>")
+    page_css = PAGE_CSS + _scoped_css(STATIC_ID, prefix_ids=False)
+    head, scripts, styles = f"<style>{page_css}</style>", [], [page_css]
     if script:
-        data = {"stages": [{"index": s["index"], "name": s["name"], "changed": s["changed"]}
-                           for s in payload["stages"]],
-                "texts": {str(t): payload["texts"][t] for t in sorted(r.lazy_texts())},
-                "diffs": r.lazy_diffs}
-        scripts = (f'<script type="application/json" id="rl-data">{_json(data)}</script>'
-                   f"<script>{JS}</script>")
-    csp = CSP if script else CSP.replace("script-src 'unsafe-inline'", "script-src 'none'")
+        js, css = explorer_front_end()
+        scripts, styles = [js], [page_css, css]
+        head += f'<style id="{EXPLORER_STYLE_ID}">{css}</style>'
+        # Before the script-free rendering: the explorer is drawn before that is laid out.
+        body = (f'<script type="application/json" class="reactant-lab-payload">'
+                f"{_json(embedded_payload(payload))}</script><script>{js}</script>{body}")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+            '<meta http-equiv="Content-Security-Policy" '
+            f'content="{content_security_policy(scripts, styles)}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
-            f"{_TOGGLES}<main>{''.join(body)}</main>{scripts}</body></html>\n")
+            f"<title>{esc(title)}</title>{head}</head><body>{body}</body></html>\n")
+
+
+def embedded_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as a report carries it for its explorer: without the diffs' HTML, which the
+    explorer does not read and the page's script-free rendering already holds."""
+    return {**payload, "diffs": [{k: v for k, v in d.items() if k != "html"}
+                                 for d in payload["diffs"]]}
 
 
 def report_fragment(payload: dict[str, Any], scope: str, *,
@@ -60,7 +108,7 @@ def report_fragment(payload: dict[str, Any], scope: str, *,
     if not re.fullmatch(r"[A-Za-z][\w-]*", scope):
         raise RenderError(f"scope must be an HTML id (a letter, then letters, digits, - or _), "
                           f"not {scope!r}")
-    r = _Report(payload, script=False, budget=budget)
+    r = _Report(payload, explorer=False, budget=budget)
     inner = f"{_TOGGLES}<main>{''.join(_body(payload, r))}</main>"
     inner = _ID_ATTR.sub(lambda m: f"{m.group(0)}{scope}-", inner)
     return (f'<div class="reactant-lab-report" id="{scope}"><style>{_scoped_css(scope)}</style>'
@@ -76,11 +124,14 @@ _ID_ATTR = re.compile(r'\s(?:id|for|name)="|\shref="#')
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 
 
-def _scoped_css(scope: str) -> str:
-    """The report's CSS limited to ``#scope``: page-level rules apply to the div instead, and the
-    toggles' ids carry the prefix."""
+def _scoped_css(scope: str, *, prefix_ids: bool = True) -> str:
+    """The report's CSS limited to ``#scope``: page-level rules apply to the div instead (so
+    nothing of it touches the explorer beside it), and with ``prefix_ids`` the toggles' ids
+    carry the prefix, as ``report_fragment`` writes them."""
     def selector(sel: str) -> str:
-        sel = re.sub(r"#(lay-sbs|lay-uni|hide-same)\b", rf"#{scope}-\1", sel.strip())
+        sel = sel.strip()
+        if prefix_ids:
+            sel = re.sub(r"#(lay-sbs|lay-uni|hide-same)\b", rf"#{scope}-\1", sel)
         if sel in (":root", "body"):
             return f"#{scope}"
         return f"#{scope} {sel}"
@@ -117,16 +168,15 @@ def _json(obj: Any) -> str:
 class _Report:
     """Decides, text by text, what is embedded, and renders the sections."""
 
-    def __init__(self, payload: dict[str, Any], *, script: bool = True,
+    def __init__(self, payload: dict[str, Any], *, explorer: bool = True,
                  budget: int | None = None):
         self.p = payload
-        self.script = script
+        self.explorer = explorer
+        """Whether the explorer, which shows everything, is on the same page."""
         self.first_use: dict[int, int] = {}
         for s in payload["stages"]:
             self.first_use.setdefault(s["text"], s["index"])
         self.budget = STATIC_BUDGET if budget is None else budget
-        self._lazy: set[int] = set()
-        self.lazy_diffs: dict[str, dict[str, Any]] = {}
         self.prev = {d["after"]: d for d in payload["diffs"] if d["kind"] == "previous"}
 
     def meta_line(self) -> str:
@@ -137,28 +187,16 @@ class _Report:
             parts.append(", ".join(f"{k} {v}" for k, v in m["versions"].items()))
         return esc(" · ".join(str(p) for p in parts))
 
-    def lazy_texts(self) -> set[int]:
-        """Texts the script must unpack, with the texts their deltas are based on."""
-        out, todo = set(), list(self._lazy)
-        while todo:
-            t = todo.pop()
-            if t not in out:
-                out.add(t)
-                base = self.p["texts"][t].get("base")
-                if base is not None:
-                    todo.append(base)
-        return out
+    def where_all_is(self) -> str:
+        """Where what this rendering leaves out can be seen."""
+        return ("the explorer shows it when JavaScript runs" if self.explorer
+                else "the explorer and reactant_lab.save_html show it")
 
     def text_block(self, tid: int, kind: str = "mlir") -> str:
         entry = self.p["texts"][tid]
         if entry["chars"] > min(self.budget, TEXT_STATIC_MAX):
-            if not self.script:
-                return (f'<p class="note">{entry["lines"]:,} lines: too long for this static '
-                        "view (the explorer and Exploration.save_html show it).</p>")
-            self._lazy.add(tid)
-            return (f'<div class="lazy" data-lazy-text="{tid}" data-kind="{kind}"><p class="note">'
-                    f"{entry['lines']:,} lines, stored compressed; shown when JavaScript is on."
-                    "</p></div>")
+            return (f'<p class="note">{entry["lines"]:,} lines: too long for this static view '
+                    f"({self.where_all_is()}).</p>")
         self.budget -= entry["chars"]
         text = decode_text(self.p["texts"], tid)
         if kind == "mlir" and entry["lines"] <= HIGHLIGHT_LINES:
@@ -166,27 +204,19 @@ class _Report:
         return plain(text).replace('class="mlir"', f'class="{kind}"', 1)
 
     def diff(self, entry: dict[str, Any] | None) -> str:
-        """A diff's HTML; for a long one, the first rows and a placeholder the script fills."""
+        """A diff's HTML (for a long one, its first rows and a note)."""
         if entry is None:
             return ""
         if entry["html"] is None:
             return f'<p class="note">{esc(entry["summary"])}.</p>'
-        html = entry["html"]
+        html: dict[str, str] = entry["html"]
         if "unified" in html:
             return html["side-by-side"] + html["unified"]
         out = html["side-by-side"].replace('class="diff sbs"', 'class="diff sbs only"', 1)
-        if entry.get("truncated") and not self.script:
+        if entry.get("truncated"):
             out += (f'<p class="note">The first {DIFF_ROWS} changed lines of '
-                    f"{entry['added'] + entry['removed'] + entry['changed']:,}.</p>")
-        elif entry.get("truncated"):
-            k = len(self.lazy_diffs)
-            texts = [self.p["stages"][entry[side]]["text"] for side in ("before", "after")]
-            self.lazy_diffs[str(k)] = {"a": texts[0], "b": texts[1],
-                                       "rows": pack(json.dumps(entry["rows"]).encode())}
-            self._lazy.update(texts)
-            out += (f'<div class="lazy" data-lazy-diff="{k}"><p class="note">All '
-                    f"{entry['added'] + entry['removed'] + entry['changed']:,} changed lines are "
-                    "shown when JavaScript is on.</p></div>")
+                    f"{entry['added'] + entry['removed'] + entry['changed']:,} "
+                    f"({self.where_all_is()}).</p>")
         return out
 
     def metrics(self) -> str:
@@ -273,10 +303,3 @@ class _Report:
 
 def _time(seconds: float) -> str:
     return f"{seconds * 1e6:,.1f} µs" if seconds < 1e-3 else f"{seconds * 1e3:,.2f} ms"
-
-
-def save_report(payload: dict[str, Any], path: str) -> str:
-    """Write the report to ``path``; returns the path."""
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(report_html(payload))
-    return path

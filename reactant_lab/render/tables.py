@@ -57,7 +57,9 @@ def _short(pipeline: str, limit: int = 80) -> str:
 
 
 def _top_level(pipeline: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in pipeline:
         depth += (ch in "{(") - (ch in "})")
         if ch == "," and depth == 0:

@@ -73,7 +73,8 @@ def decode_text(texts: list[dict[str, Any]], tid: int) -> str:
     entry = texts[tid]
     enc = entry.get("encoding")
     if enc == "plain":
-        return entry["data"]
+        text: str = entry["data"]
+        return text
     if enc == "gzip":
         return unpack(entry["data"]).decode()
     if enc == "delta":

@@ -48,18 +48,18 @@ def _describe(stage: str, failing: str, ir: str, error: backend.PassRunFailure) 
     reproducer = (f"Reproducer: {where} (python {where}/rerun.py; the newest {KEEP_NEWEST} are "
                   "kept)" if where else
                   "No reproducer could be written.")
-    fields = {"stage": stage, "pass_name": failing, "diagnostics": diagnostics,
-              "last_good_ir": ir, "reproducer": where}
     if isinstance(error, backend.PassCrash):
         what = "MLIR's parser" if failing == PARSER else f"pass {failing[:200]!r}"
         message = (f"{what} crashed the pass worker ({error.signal}) in stage {stage!r}; this "
                    "Python process is unharmed and the next pipeline starts a new worker.\n"
                    f"MLIR diagnostics:\n  {diagnostics.strip()[:2000] or '(it printed nothing)'}"
                    f"\n{reproducer}")
-        return PassCrashedError(message, signal=error.signal, **fields)
+        return PassCrashedError(message, signal=error.signal, stage=stage, pass_name=failing,
+                                diagnostics=diagnostics, last_good_ir=ir, reproducer=where)
     message = (f"pass {failing[:200]!r} failed in stage {stage!r}.\nMLIR diagnostics:\n"
                f"  {diagnostics.strip()[:2000]}\n{reproducer}")
-    return PassFailedError(message, **fields)
+    return PassFailedError(message, stage=stage, pass_name=failing, diagnostics=diagnostics,
+                           last_good_ir=ir, reproducer=where)
 
 
 def check_parses(text: str) -> None:

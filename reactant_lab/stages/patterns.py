@@ -1,22 +1,27 @@
 """Reactant's enzyme-hlo pattern list (data shipped with the package), fitted to the installed
 enzyme-ad: the ``${patterns}`` of the optimize stages and the note naming what was left out.
 
-Set ``REACTANT_LAB_PATTERNS=enzyme-ad`` to use the installed enzyme-ad's own (longer) default
-list instead, as reactant_lab did before.
+Patterns measured to give wrong results are left out (the table with its evidence is data:
+``pattern_exclusions.json``). Set ``REACTANT_LAB_PATTERNS=reactant-exact`` to run Reactant's list
+untouched, or ``REACTANT_LAB_PATTERNS=enzyme-ad`` to use the installed enzyme-ad's own (longer)
+default list instead, as reactant_lab did before.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reactant_lab import backend
 from reactant_lab.errors import PipelineError
 
 _DATA = Path(__file__).with_name("reactant_patterns.txt")
+_EXCLUSIONS = Path(__file__).with_name("pattern_exclusions.json")
 _NO_NAN = ("no_nan", "no_nan_self_sub_simplify", "no_nan_add_sub_simplify(1)")
 _WITH_NAN = ("no_nan_add_sub_simplify(0)",)
 
@@ -32,7 +37,9 @@ class PatternList:
     wanted: int
     """How many patterns Reactant's list has (with the no_nan entries)."""
     source: str
-    """'reactant' or 'enzyme-ad': where the list comes from."""
+    """'reactant', 'reactant-exact' or 'enzyme-ad': where the list comes from."""
+    excluded: tuple[str, ...] = ()
+    """Reactant's patterns left out because the exclusion table says so (see ``exclusions``)."""
 
     @property
     def text(self) -> str:
@@ -41,12 +48,17 @@ class PatternList:
 
     @property
     def note(self) -> str | None:
-        """What a stage running these patterns should say about the missing ones, or None."""
-        if not self.missing:
-            return None
-        return (f"{len(self.missing)} of Reactant's {self.wanted} enzyme-hlo patterns are not in "
-                f"the installed enzyme-ad ({backend.versions()['enzyme-ad']}) and were left "
-                f"out: {', '.join(self.missing)}")
+        """What a stage running these patterns should say about the ones left out, or None."""
+        notes = []
+        if self.excluded:
+            notes.append(f"left out as measured wrong: {', '.join(self.excluded)} (the evidence "
+                         "is in reactant_lab/stages/pattern_exclusions.json; "
+                         "REACTANT_LAB_PATTERNS=reactant-exact runs them)")
+        if self.missing:
+            notes.append(f"{len(self.missing)} of Reactant's {self.wanted} enzyme-hlo patterns "
+                         f"are not in the installed enzyme-ad ({backend.versions()['enzyme-ad']}) "
+                         f"and were left out: {', '.join(self.missing)}")
+        return "; ".join(notes) or None
 
 
 def reactant_patterns(*, no_nan: bool) -> tuple[str, ...]:
@@ -56,19 +68,34 @@ def reactant_patterns(*, no_nan: bool) -> tuple[str, ...]:
     return listed + (_NO_NAN if no_nan else _WITH_NAN)
 
 
-@functools.lru_cache(maxsize=4)
-def pattern_list(*, no_nan: bool) -> PatternList:
-    """The pattern list for this process (probed once against the installed enzyme-ad)."""
-    if os.environ.get("REACTANT_LAB_PATTERNS") == "enzyme-ad":
+@functools.cache
+def exclusions() -> tuple[dict[str, Any], ...]:
+    """The exclusion table: pattern, targets ('*' for all), kind, why, evidence."""
+    return tuple(json.loads(_EXCLUSIONS.read_text(encoding="utf-8"))["exclusions"])
+
+
+def excluded_for(target: str) -> frozenset[str]:
+    """The patterns the table leaves out on ``target`` ('cpu', 'cuda', ...)."""
+    return frozenset(e["pattern"] for e in exclusions()
+                     if "*" in e["targets"] or target in e["targets"])
+
+
+@functools.lru_cache(maxsize=16)
+def pattern_list(*, no_nan: bool, target: str = "cpu") -> PatternList:
+    """The pattern list for this process and target (probed once against enzyme-ad; after
+    changing REACTANT_LAB_PATTERNS, call ``pattern_list.cache_clear()``)."""
+    choice = os.environ.get("REACTANT_LAB_PATTERNS", "")
+    if choice == "enzyme-ad":
         own = tuple(p for p in backend.transform_patterns(no_nan=no_nan).split(";") if p)
         return PatternList(own, (), len(own), "enzyme-ad")
     wanted = reactant_patterns(no_nan=no_nan)
-    if not backend.enzyme_available():
-        return PatternList(wanted, (), len(wanted), "reactant")
-    missing = set(unparsable_patterns(wanted))
-    return PatternList(tuple(p for p in wanted if p not in missing),
+    exact = choice == "reactant-exact"
+    left_out = frozenset() if exact else excluded_for(target)
+    missing = set(unparsable_patterns(wanted)) if backend.enzyme_available() else set()
+    return PatternList(tuple(p for p in wanted if p not in missing and p not in left_out),
                        tuple(dict.fromkeys(p for p in wanted if p in missing)), len(wanted),
-                       "reactant")
+                       "reactant-exact" if exact else "reactant",
+                       tuple(p for p in wanted if p in left_out))
 
 
 def unparsable_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
@@ -77,7 +104,8 @@ def unparsable_patterns(patterns: tuple[str, ...]) -> tuple[str, ...]:
     One probe of the whole list, then per rejected pattern one more: enzyme-ad names the first
     pattern it cannot build (when the name is ambiguous, bisection finds the entry).
     """
-    left, bad = list(patterns), []
+    left = list(patterns)
+    bad: list[str] = []
     while (error := backend.pattern_error(left)) is not None:
         if len(bad) > len(patterns) // 2:
             raise PipelineError(

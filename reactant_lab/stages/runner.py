@@ -153,11 +153,15 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
     if granularity not in GRANULARITIES:
         raise PipelineError(f"granularity must be one of {GRANULARITIES}, not {granularity!r}")
     if pipeline is not None:
+        if not isinstance(pipeline, str):
+            raise PipelineError(f"pipeline must be a str of comma-separated passes such as "
+                                f"'inline,canonicalize,cse', not {type(pipeline).__name__} "
+                                f"({pipeline!r})")
         split_passes(pipeline)
         stages = [("custom", pipeline.strip())]
     else:
         check_preset(optimize)
-        patterns = pattern_list(no_nan=no_nan).text if PRESETS[optimize] else ""
+        patterns = pattern_list(no_nan=no_nan, target=target).text if PRESETS[optimize] else ""
         stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=patterns, target=target))
                   for k in PRESETS[optimize]]
     if granularity == "stage":
@@ -193,7 +197,7 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
                   MappingProxyType(op_counts(text)))
     stages = [first]
     current, current_norm = text, normalize(text)
-    note = pattern_list(no_nan=no_nan).note if pipeline is None else None
+    note = pattern_list(no_nan=no_nan, target=target).note if pipeline is None else None
     for name, group, step in steps:
         stage = _run_step(len(stages), name, group, step, current, current_norm,
                           note if TRANSFORM_TRIO[0] in step else None, stages[-1].ops)

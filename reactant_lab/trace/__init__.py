@@ -73,8 +73,8 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         seconds=time.perf_counter() - start, layout=layout, text=lowered.text, fn=fn)
 
 
-def _lower(fn: Callable, flat: FlatCall, mode: str,
-           call: tuple[tuple, dict, bool]) -> tuple[Lowered, str, FlatCall]:
+def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
+           call: tuple[tuple[Any, ...], dict[str, Any], bool]) -> tuple[Lowered, str, FlatCall]:
     """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
     Returns the lowering, the mode used and the flattened call it was traced for."""
     if mode == "numpy" or (mode == "auto" and flat.all_numpy):
@@ -94,7 +94,7 @@ def _lower(fn: Callable, flat: FlatCall, mode: str,
     return trace_jax(fn, flat), "jax", flat
 
 
-def flatten_for(fn: Callable, args: tuple, kwargs: dict, *,
+def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
                 trace_scalars: bool = False) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
     module's globals as further linear arguments (paths ``fn.NAME``)."""

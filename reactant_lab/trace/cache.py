@@ -20,11 +20,11 @@ class SignatureCache(Generic[T]):
 
     def __init__(self, traced_of: Callable[[T], Traced]):
         self._traced_of = traced_of
-        self._by_key: dict[tuple, list[T]] = {}
+        self._by_key: dict[tuple[Hashable, ...], list[T]] = {}
         self._order: list[T] = []
 
     @staticmethod
-    def _key(flat: FlatCall, prefix: Hashable) -> tuple:
+    def _key(flat: FlatCall, prefix: Hashable) -> tuple[Hashable, ...]:
         return (prefix, flat.signature(), flat.all_numpy)
 
     def get(self, flat: FlatCall, prefix: Hashable = None) -> T | None:

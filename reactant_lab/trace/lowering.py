@@ -17,6 +17,7 @@ from reactant_lab.trace.paths import FlatCall, is_none, result_path
 from reactant_lab.trace.specs import (
     ArgView,
     Computed,
+    OutSlot,
     Preserved,
     ResultSpec,
     Static,
@@ -31,14 +32,20 @@ class CallOutput:
 
     treedef: Any
     """Tree structure of the result (None is a leaf)."""
-    leaves: list[tuple[str, Any, int | ArgView | None]]
-    """Per result leaf: its path, its value (traced array or static), and the linear index of
-    the argument it is when it is an argument updated in place, or the ArgView it is when it is
-    a view of an argument (else None)."""
+    leaves: list[tuple[str, Any, UpdatedArg | Preserved | ArgView | None]]
+    """Per result leaf: its path, its value (traced array or static), and what argument it is
+    when it is one (updated in place, returned unchanged) or a view of one (else None)."""
     extras: list[tuple[str, Any, int]] = field(default_factory=list)
     """Per mutated argument: its ``resargs`` path, its final traced value, its linear index."""
     layout_deps: tuple[tuple[int, Any], ...] = ()
     """(linear index, memory layout) of each argument whose layout the trace depends on."""
+    scalars: frozenset[str] | None = None
+    """Paths of the 0-d computed leaves that are NumPy scalars (the rest are 0-d arrays);
+    None: every 0-d leaf is one."""
+    preserved_by_value: bool = True
+    """Whether a leaf whose value is an argument's own traced value is that argument returned
+    unchanged (JAX: arrays are immutable). NumPy mode names such leaves itself: a copy of an
+    argument has its value but is a new array."""
 
 
 def output_of(out: Any) -> CallOutput:
@@ -55,7 +62,7 @@ class Lowered:
     """StableHLO module text with locations; block arguments carry their paths."""
     out_treedef: Any
     """Tree structure of the result (None is a leaf)."""
-    out_slots: tuple[Computed | Preserved | UpdatedArg | ArgView | Static, ...]
+    out_slots: tuple[OutSlot, ...]
     """Per result leaf: computed, preserved argument, updated argument, or static value."""
     results: tuple[ResultSpec, ...]
     """Specs of the array leaves of the result, then of the ``resargs`` results."""
@@ -76,7 +83,7 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
     lower it to StableHLO."""
     captured: dict[str, CallOutput] = {}
 
-    def flat_fn(*linear):
+    def flat_fn(*linear: Any) -> list[Any]:
         out = call(*linear)
         captured["out"] = out
         return ([leaf for _, leaf, updated in out.leaves if updated is None and is_array(leaf)]
@@ -90,7 +97,7 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
     by_index = {r.index: r.path for r in results if r.index is not None}  # resargs win
     evaluate = jcore.jaxpr_as_fun(closed)
 
-    def lowered_fn(*linear):
+    def lowered_fn(*linear: Any) -> list[Any]:
         outs = evaluate(*linear)
         return [outs[k] for k in keep]
 
@@ -102,7 +109,8 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
     return Lowered(text, out.treedef, slots, results, writeback, out.layout_deps)
 
 
-def _plan_results(closed: Any, out: CallOutput, flat: FlatCall):
+def _plan_results(closed: Any, out: CallOutput, flat: FlatCall) -> tuple[
+        tuple[OutSlot, ...], tuple[ResultSpec, ...], list[int], tuple[tuple[int, int], ...]]:
     """Decide, per result leaf, whether the module computes it, it is a preserved argument, an
     argument updated in place, or a static Python value; then add the ``resargs`` results.
     Returns (slots, result specs, kept jaxpr output indices, writeback pairs)."""
@@ -120,35 +128,41 @@ def _plan_results(closed: Any, out: CallOutput, flat: FlatCall):
     return tuple(slots), tuple(results), keep, tuple(writeback)
 
 
-def _plan_leaves(closed: Any, out: CallOutput, flat: FlatCall):
+def _plan_leaves(closed: Any, out: CallOutput, flat: FlatCall) -> tuple[
+        list[OutSlot], list[ResultSpec], list[int], list[tuple[int, int]]]:
     invar_index = {v: i for i, v in enumerate(closed.jaxpr.invars)}
-    slots: list[Computed | Preserved | UpdatedArg | ArgView | Static] = []
+    slots: list[OutSlot] = []
     results: list[ResultSpec] = []
     keep: list[int] = []
     updated: list[tuple[int, int]] = []  # (position in results, argument) of updated arguments
     k = 0
-    for path, leaf, arg in out.leaves:
-        if isinstance(arg, ArgView):
-            slots.append(arg)
+    for path, leaf, kind in out.leaves:
+        if isinstance(kind, ArgView):
+            slots.append(kind)
             results.append(ResultSpec(path, tuple(leaf.shape), np.dtype(leaf.dtype), None,
-                                      flat.linear[arg.arg].path, view=True))
+                                      flat.linear[kind.arg].path, view=True))
             continue
-        if arg is not None:
-            slots.append(UpdatedArg(arg))
-            updated.append((len(results), arg))
-            results.append(ResultSpec(path, flat.linear[arg].shape, flat.linear[arg].dtype, None))
+        if isinstance(kind, UpdatedArg | Preserved):
+            arg = flat.linear[kind.arg]
+            slots.append(kind)
+            if isinstance(kind, UpdatedArg):
+                updated.append((len(results), kind.arg))
+            results.append(ResultSpec(path, arg.shape, arg.dtype, None,
+                                      None if isinstance(kind, UpdatedArg) else arg.path))
             continue
         if not is_array(leaf):
             slots.append(Static(leaf))
             continue
         var, aval = closed.jaxpr.outvars[k], closed.out_avals[k]
         shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
-        same = invar_index.get(var) if isinstance(var, jcore.Var) else None
+        same = (invar_index.get(var) if out.preserved_by_value and isinstance(var, jcore.Var)
+                else None)
         if same is not None:
             slots.append(Preserved(same))
             results.append(ResultSpec(path, shape, dtype, None, flat.linear[same].path))
         else:
-            slots.append(Computed(len(keep)))
+            scalar = not shape and (out.scalars is None or path in out.scalars)
+            slots.append(Computed(len(keep), scalar))
             results.append(ResultSpec(path, shape, dtype, len(keep)))
             keep.append(k)
         k += 1

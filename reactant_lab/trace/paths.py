@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import math
 import types
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,17 +51,18 @@ class FlatCall:
         return bool(self.linear_values) and not any(
             isinstance(v, jax.Array) for v in self.linear_values)
 
-    def signature(self) -> tuple:
+    def signature(self) -> tuple[Hashable, ...]:
         """Hashable key: structure, shapes, dtypes and static values (a compiled cache key)."""
         statics = tuple(static_key(s.value) for s in self.slots if isinstance(s, Static))
         avals = tuple((a.shape, a.dtype.str, a.weak_type) for a in self.linear)
         return (self.treedef, avals, statics)
 
-    def rebuild(self, linear_values: list[Any] | tuple[Any, ...]) -> tuple:
+    def rebuild(self, linear_values: Sequence[Any]) -> tuple[Any, ...]:
         """``(args, kwargs)`` (and ``captured``, when the call has captured arrays) with the
         linear leaves replaced by ``linear_values``."""
         leaves = [s.value if isinstance(s, Static) else linear_values[s] for s in self.slots]
-        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+        rebuilt: tuple[Any, ...] = jax.tree_util.tree_unflatten(self.treedef, leaves)
+        return rebuilt
 
 
 def is_none(x: Any) -> bool:
@@ -68,7 +70,7 @@ def is_none(x: Any) -> bool:
     return x is None
 
 
-def call_path(keypath: tuple) -> str:
+def call_path(keypath: tuple[Any, ...]) -> str:
     """``args[0]['w']`` / ``kwargs['bias']`` / ``fn.G`` from a key path into
     ``(args, kwargs[, captured])``."""
     if keypath[0].idx == 2:
@@ -77,12 +79,12 @@ def call_path(keypath: tuple) -> str:
     return root + jax.tree_util.keystr(tuple(keypath[1:]))
 
 
-def result_path(keypath: tuple) -> str:
+def result_path(keypath: tuple[Any, ...]) -> str:
     """``result[1]['loss']`` from a key path into the result."""
     return "result" + jax.tree_util.keystr(tuple(keypath))
 
 
-def flatten_call(args: tuple, kwargs: dict, *, trace_scalars: bool = False,
+def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars: bool = False,
                  captured: dict[str, Any] | None = None) -> FlatCall:
     """Split ``(args, kwargs)`` into linear and skipped leaves, checking every leaf's type.
 
@@ -132,12 +134,13 @@ def element_strides(a: np.ndarray) -> tuple[int, ...]:
                  for s, n in zip(a.strides, a.shape, strict=True))
 
 
-def layouts_hold(deps: tuple[tuple[int, Any], ...], linear_values: tuple | list) -> bool:
+def layouts_hold(deps: tuple[tuple[int, Any], ...], linear_values: Sequence[Any]) -> bool:
     """Whether every argument a trace's view semantics depend on is laid out as it was traced."""
     return all(memory_layout(linear_values[i]) == layout for i, layout in deps)
 
 
-def _traced_aval(leaf: Any, path: str, trace_scalars: bool) -> tuple | None:
+def _traced_aval(leaf: Any, path: str,
+                 trace_scalars: bool) -> tuple[tuple[int, ...], np.dtype, bool] | None:
     """(shape, dtype, weak_type) if ``leaf`` is traced, None if it is static."""
     if isinstance(leaf, jax.core.Tracer):
         raise UnsupportedArgumentError(
@@ -151,6 +154,7 @@ def _traced_aval(leaf: Any, path: str, trace_scalars: bool) -> tuple | None:
                 "(donate=True) and deleted. Pass a fresh array, or compile without donate=True.")
         return tuple(leaf.shape), np.dtype(leaf.dtype), bool(getattr(leaf, "weak_type", False))
     if isinstance(leaf, np.ndarray | np.generic):
+        _check_plain_numpy(leaf, path)
         dtype = np.dtype(leaf.dtype)
         if dtype.kind in _BAD_DTYPE_KINDS and not _is_ml_dtype(dtype):
             raise UnsupportedArgumentError(
@@ -161,6 +165,30 @@ def _traced_aval(leaf: Any, path: str, trace_scalars: bool) -> tuple | None:
     if trace_scalars and isinstance(leaf, bool | int | float | complex):
         return (), np.dtype(jax.dtypes.canonicalize_dtype(type(leaf))), True
     return None
+
+
+def _check_plain_numpy(leaf: np.ndarray | np.generic, path: str) -> None:
+    """Refuse NumPy arrays that a traced value cannot stand for faithfully: subclasses with
+    their own semantics (np.matrix's ``*``, a masked array's mask), dtypes with no XLA
+    equivalent (long double) and non-native byte order."""
+    kind = type(leaf)
+    if isinstance(leaf, np.ndarray) and kind is not np.ndarray:
+        raise UnsupportedArgumentError(
+            f"{path} is a {kind.__module__}.{kind.__qualname__}, a NumPy array subclass whose "
+            "operations mean something else than a plain array's (np.matrix's * is a matrix "
+            "product, a masked array has a mask); reactant_lab would compute them as plain "
+            f"arrays. Pass np.asarray({path}) (and handle the mask yourself) instead.",
+            path, kind)
+    dtype = np.dtype(leaf.dtype)
+    if dtype.kind in "fc" and dtype.itemsize > 8 * (2 if dtype.kind == "c" else 1):
+        raise UnsupportedArgumentError(
+            f"{path} has dtype {dtype} (extended precision), which XLA cannot compute in. "
+            f"Pass {path}.astype(np.float64) (or complex128) if that precision is enough.",
+            path, kind)
+    if not dtype.isnative and dtype.itemsize > 1:
+        raise UnsupportedArgumentError(
+            f"{path} has non-native byte order ({dtype.str}); XLA computes in native order. "
+            f"Pass {path}.astype({path}.dtype.newbyteorder('=')).", path, kind)
 
 
 def _check_static(leaf: Any, path: str) -> None:

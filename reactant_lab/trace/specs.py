@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -77,6 +77,9 @@ class Computed:
 
     index: int
     """Result index of ``@main``."""
+    scalar: bool = False
+    """Handed back as a NumPy scalar, not a 0-d array, when results are NumPy values (NumPy
+    gives scalars for reductions and ``a[i, j]``, 0-d arrays for ``a[i, ...]``)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,10 @@ class ArgView:
     """The view ops, applied in order to the caller's array (each has ``get``)."""
 
 
+OutSlot: TypeAlias = Computed | Preserved | UpdatedArg | ArgView | Static
+"""What one result leaf of a call is (see ``CallLayout.out_slots``)."""
+
+
 @dataclass(frozen=True)
 class CallLayout:
     """How a Python call maps onto the module: what compile needs to run it and rebuild results."""
@@ -120,7 +127,7 @@ class CallLayout:
     """Per linear argument: shape, dtype, weak_type."""
     out_treedef: Any
     """Tree structure of the result, None counted as a leaf."""
-    out_slots: tuple[Computed | Preserved | UpdatedArg | ArgView | Static, ...]
+    out_slots: tuple[OutSlot, ...]
     """Per result leaf: computed by the module, an argument returned unchanged, an argument
     updated in place, a view of an argument, or static."""
     x64: bool

@@ -18,9 +18,9 @@ import jax
 from reactant_lab.errors import ControlFlowError, ReactantLabError, TraceError
 
 _LIBRARY_DIRS = tuple(
-    os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+    os.path.dirname(os.path.abspath(file)) + os.sep
     for m in (jax, sys.modules["numpy"], sys.modules["reactant_lab"])
-    if getattr(m, "__file__", None))
+    if (file := getattr(m, "__file__", None)))
 # Installed packages and the standard library count as library code too when deciding whose call
 # NumPy mode intercepts (opt_einsum, called by JAX, must get real NumPy arrays).
 _INSTALLED_DIRS = _LIBRARY_DIRS + tuple(sorted({

@@ -2,7 +2,7 @@
 // re-running the cell) and the status line that shows a run's progress or error.
 
 import { button, el } from './dom';
-import { PRESETS, type ExplorerCommand, type ExplorerPayload, type ExplorerStatus } from './types';
+import type { ExplorerCommand, ExplorerPayload, ExplorerStatus } from './types';
 
 export class Controls {
   readonly node: HTMLFormElement;
@@ -16,9 +16,6 @@ export class Controls {
     this.node = el('form', 'rl-controls');
     this.preset = el('select', 'rl-preset');
     this.preset.setAttribute('aria-label', 'optimize preset');
-    for (const p of PRESETS) {
-      this.preset.appendChild(new Option(p, p));
-    }
     this.granularity = el('select', 'rl-granularity');
     this.granularity.setAttribute('aria-label', 'granularity');
     for (const g of ['stage', 'pass']) {
@@ -58,10 +55,15 @@ export class Controls {
     });
   }
 
-  /** Reflect what the payload was made with. */
+  /** Reflect what the payload was made with; the presets offered are the payload's. */
   sync(payload: ExplorerPayload): void {
     const m = payload.meta;
-    if ((PRESETS as readonly string[]).includes(m.optimize)) {
+    const presets = m.presets ?? [];
+    const offered = Array.from(this.preset.options, o => o.value);
+    if (offered.join('\n') !== presets.join('\n')) {
+      this.preset.replaceChildren(...presets.map(p => new Option(p, p)));
+    }
+    if (presets.includes(m.optimize)) {
       this.preset.value = m.optimize;
     }
     this.granularity.value = m.granularity === 'pass' ? 'pass' : 'stage';
@@ -87,7 +89,7 @@ export class StatusLine {
     this.bar.max = 1;
     this.text = el('span', 'rl-status-text');
     this.node.append(this.bar, this.text);
-    this.set({ state: 'idle' });
+    this.set({ state: 'idle', message: '', progress: null });
   }
 
   set(status: ExplorerStatus): void {

@@ -27,8 +27,7 @@ import type {
   ExplorerOptions,
   ExplorerPayload,
   ExplorerResult,
-  ExplorerStatus,
-  SliceData
+  ExplorerStatus
 } from './types';
 
 export * from './types';
@@ -145,17 +144,17 @@ class Explorer implements ExplorerHandle {
   showResult(kind: string, data: unknown): void {
     const result = data as ExplorerResult;
     const asked = this.pending.get(result?.id);
-    if (!asked || !this.payload) {
+    if (!asked || !this.payload || result.kind !== kind) {
       return;
     }
     this.pending.delete(result.id);
-    if (kind === 'diff' && asked.kind === 'diff') {
-      this.liveDiffs.push(result.data as DiffEntry);
+    if (result.kind === 'diff' && asked.kind === 'diff') {
+      this.liveDiffs.push(result.data);
       void this.render();
-    } else if (kind === 'slice' && asked.kind === 'slice' && result.id === this.sliceRequest) {
-      this.graphView.showSlice(result.data as SliceData);
-    } else if (kind === 'error') {
-      const message = String((result.data as { message?: string })?.message ?? result.data);
+    } else if (result.kind === 'slice' && asked.kind === 'slice' && result.id === this.sliceRequest) {
+      this.graphView.showSlice(result.data);
+    } else if (result.kind === 'error') {
+      const message = String(result.data?.message ?? result.data);
       if (asked.kind === 'slice') {
         this.graphView.showError(message);
       } else {

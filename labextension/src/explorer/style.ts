@@ -1,7 +1,7 @@
 // The explorer's stylesheet, installed once per document by both front ends (JupyterLab's theme
 // variables when present, the report's colours otherwise).
 
-const CSS = `
+export const CSS = `
 .rl-explorer{--rl-fg:var(--jp-ui-font-color1,#1f2328);--rl-mute:var(--jp-ui-font-color2,#656d76);
 --rl-line:var(--jp-border-color2,#d0d7de);--rl-bg:var(--jp-layout-color0,#fff);
 --rl-bg2:var(--jp-layout-color2,#f6f8fa);--rl-add:rgba(46,160,67,.15);--rl-del:rgba(248,81,73,.15);

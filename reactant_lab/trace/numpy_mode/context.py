@@ -11,10 +11,11 @@ from typing import Any
 _STATE = threading.local()
 
 
-def _stack() -> list[tuple[str, dict]]:
+def _stack() -> list[tuple[str, dict[Any, Any]]]:
     if not hasattr(_STATE, "stack"):
         _STATE.stack = []
-    return _STATE.stack
+    stack: list[tuple[str, dict[Any, Any]]] = _STATE.stack
+    return stack
 
 
 def current() -> str | None:

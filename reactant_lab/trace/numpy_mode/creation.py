@@ -17,7 +17,8 @@ import operator
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeGuard
 
 import jax
 import jax.numpy as jnp
@@ -26,13 +27,13 @@ import numpy as np
 from reactant_lab.errors import DynamicShapeError
 from reactant_lab.trace.numpy_mode import context, errors
 from reactant_lab.trace.numpy_mode.proxy import (
-    IMMUTABLE,
     ProxyArray,
     concrete_array,
     concrete_of,
     new_array,
     unwrap,
 )
+from reactant_lab.trace.numpy_mode.storage import IMMUTABLE, Order, OrderKACF
 from reactant_lab.trace.user_errors import calling_user_frame, describe, is_user_file
 
 # Made from static values: the result becomes a concrete proxy the kernel may write into.
@@ -41,6 +42,8 @@ _STATIC_MAKERS = ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "
                   "tri", "indices", "diag", "meshgrid", "copy", "tile", "repeat", "concatenate",
                   "stack", "vstack", "hstack")
 _CONVERTERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
+# The converters that lay out in one memory order (and give at least one dimension).
+_ORDERED: dict[str, Order] = {"ascontiguousarray": "C", "asfortranarray": "F"}
 # Parameters that decide the shape of the result: they must be static (NumPy functions on
 # proxies are checked too, see functions.apply).
 _SHAPE_PARAMS = {
@@ -69,7 +72,7 @@ def _owned(result: Any) -> Any:
     return result
 
 
-def _is_proxy(x: Any) -> bool:
+def _is_proxy(x: Any) -> TypeGuard[ProxyArray]:
     return isinstance(x, ProxyArray)
 
 
@@ -90,14 +93,15 @@ def _concrete(tree: Any) -> Any:
 
 
 @functools.cache
-def _signature(original: Callable) -> inspect.Signature | None:
+def _signature(original: Callable[..., Any]) -> inspect.Signature | None:
     try:
         return inspect.signature(original)
     except (TypeError, ValueError):  # no signature to read (a NumPy built before 2.x)
         return None
 
 
-def _bind(original: Callable, args: tuple, kwargs: dict) -> dict[str, Any] | None:
+def bind(original: Callable[..., Any], args: tuple[Any, ...],
+         kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """The call's arguments by parameter name (None when NumPy gives no signature, or the call
     does not fit it: NumPy then raises its own error)."""
     signature = _signature(original)
@@ -107,11 +111,12 @@ def _bind(original: Callable, args: tuple, kwargs: dict) -> dict[str, Any] | Non
         return None
 
 
-def check_static_shape(func: Callable, args: tuple, kwargs: dict) -> None:
+def check_static_shape(func: Callable[..., Any], args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> None:
     """Raise DynamicShapeError when an argument of ``func(*args, **kwargs)`` that decides the
     result's shape (see SHAPE_PARAMS) is traced."""
     params = SHAPE_PARAMS.get(func, ())
-    bound = _bind(func, args, kwargs) if params else None
+    bound = bind(func, args, kwargs) if params else None
     for param in params:
         if bound is not None and _holds_traced(bound.get(param)):
             raise _traced_shape(func.__name__, param, bound[param])
@@ -144,17 +149,17 @@ def _shape(shape: Any) -> tuple[int, ...]:
     return tuple(operator.index(d) for d in dims)
 
 
-def _fortran(order: str | None, like: Any = None) -> bool:
-    """Whether a new array is laid out in Fortran order: asked for, or (order 'K' / 'A') like
-    ``like``, as NumPy's ``*_like`` and ``np.copy`` do."""
-    if order == "F":
-        return True
-    if order not in ("K", "A") or like is None:
-        return False
-    if _is_proxy(like):
-        return not like._ops and like.root.order == "F"
-    return (isinstance(like, np.ndarray) and like.flags.f_contiguous
-            and not like.flags.c_contiguous)
+def _fortran(order: str | None) -> bool:
+    """Whether a new array is laid out in Fortran order (it matters for later reshapes)."""
+    return order == "F"
+
+
+def _like_layout(proto: Any, order: OrderKACF, shape: tuple[int, ...]) -> np.ndarray:
+    """Bytes laid out as NumPy lays out ``np.empty_like(proto, order=order, shape=shape)``
+    (order 'K': like ``proto``, a transposed view or a Fortran-order array included)."""
+    model: np.ndarray = proto.shadow() if _is_proxy(proto) else proto if isinstance(
+        proto, np.ndarray) else np.empty(np.shape(proto), np.uint8)
+    return np.empty_like(model, dtype=np.uint8, order=order, shape=shape)
 
 
 def _new(value: Any, fortran: bool) -> ProxyArray:
@@ -166,27 +171,28 @@ def _new(value: Any, fortran: bool) -> ProxyArray:
     return made
 
 
-def _convert(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def _convert(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """np.array / np.asarray / ...: proxies stay proxies (copied when NumPy would copy), nested
     sequences of traced values are stacked, static data becomes a concrete proxy."""
-    bound = _bind(original, args, kwargs)
+    bound = bind(original, args, kwargs)
     obj = bound.get("object", bound.get("a")) if bound else None
     if bound is None or not _holds_proxy(obj):
         return _owned(original(*args, **kwargs))
     name, dtype = original.__name__, bound.get("dtype")
-    order = {"ascontiguousarray": "C", "asfortranarray": "F"}.get(name, bound.get("order"))
+    order = _ORDERED.get(name, bound.get("order"))
     if _is_proxy(obj):
         copy = bound.get("copy", True if name == "array" else None)
         made = _convert_proxy(obj, dtype, copy, order)
     else:
         made = from_nested(obj, dtype, _fortran(order))
-    ndmin = 1 if name in ("ascontiguousarray", "asfortranarray") else bound.get("ndmin", 0)
+    ndmin = 1 if name in _ORDERED else bound.get("ndmin", 0)
     if made.ndim < ndmin:
         made = made[(None,) * (ndmin - made.ndim)]
     return made
 
 
-def _convert_proxy(a: ProxyArray, dtype: Any, copy: bool | None, order: str | None) -> Any:
+def _convert_proxy(a: ProxyArray, dtype: Any, copy: bool | None,
+                   order: OrderKACF | None) -> Any:
     """``a`` itself when NumPy would hand it back, else a copy of the dtype and order asked."""
     cast = dtype is not None and np.dtype(dtype) != a.dtype
     # A NumPy (or Python) scalar is not an array: converting it always makes a new one.
@@ -200,15 +206,13 @@ def _convert_proxy(a: ProxyArray, dtype: Any, copy: bool | None, order: str | No
 
 def _laid_out(a: ProxyArray, order: str) -> bool:
     """Whether ``a`` is contiguous in ``order`` (what decides view-or-copy of np.asarray)."""
-    from reactant_lab.trace.numpy_mode.views import shadow
-
-    flags = shadow(a).flags
+    flags = a.shadow().flags
     return bool(flags.c_contiguous if order == "C" else flags.f_contiguous)
 
 
-def _full(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def _full(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """np.full with a traced fill value: NumPy's dtype is the fill value's (np.array(fill))."""
-    bound = _bind(original, args, kwargs)
+    bound = bind(original, args, kwargs)
     fill = bound.get("fill_value") if bound else None
     if bound is None or not _holds_traced(fill):
         return _owned(original(*_concrete(args), **_concrete(kwargs)))
@@ -225,22 +229,25 @@ def _like_maker(kind: str) -> Callable[..., Any]:
     original = getattr(np, f"{kind}_like")
 
     def like(*args: Any, **kwargs: Any) -> ProxyArray:
-        bound = _bind(original, args, kwargs)
+        bound = bind(original, args, kwargs)
         if bound is None:
             raise TypeError(f"np.{kind}_like{_signature(original)} cannot take these "
                             f"arguments: {args!r}, {kwargs!r}")
-        proto = bound.get("a", bound.get("prototype"))
+        proto = bound["a"] if "a" in bound else bound["prototype"]  # required: bound has it
         fill = {"zeros": 0, "empty": 0, "ones": 1}.get(kind, bound.get("fill_value"))
         shape = _shape(np.shape(proto) if bound.get("shape") is None else bound["shape"])
         dtype = bound.get("dtype")
         dtype = np.dtype(proto.dtype if _is_proxy(proto) else np.asarray(proto).dtype
                          ) if dtype is None else np.dtype(dtype)
-        fortran = len(shape) > 1 and _fortran(bound.get("order", "K"), proto)
+        order = bound.get("order", "K")
         if _holds_traced(fill):
             fill = fill if _is_proxy(fill) else from_nested(fill, None)
-            return _new(jnp.full(shape, unwrap(fill), dtype), fortran)
-        static = concrete_of(fill) if _is_proxy(fill) else fill
-        return concrete_array(np.full(shape, static, dtype, order="F" if fortran else "C"))
+            made = new_array(jnp.full(shape, unwrap(fill), dtype))
+            made.root.follow(lambda: _like_layout(proto, order, shape))
+            return made
+        data = np.empty_like(_like_layout(proto, order, shape), dtype=dtype)
+        data[...] = concrete_of(fill) if _is_proxy(fill) else fill
+        return concrete_array(data)
 
     like.__name__ = like.__qualname__ = f"{kind}_like"
     return like
@@ -251,8 +258,8 @@ LIKE: dict[Callable[..., Any], Callable[..., Any]] = {
 """The ``*_like`` functions on proxies (dispatched through ``__array_function__``)."""
 
 
-def _like(original: Callable, *args: Any, **kwargs: Any) -> Any:
-    bound = _bind(original, args, kwargs) or {}
+def _like(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    bound = bind(original, args, kwargs) or {}
     if _holds_proxy(bound.get("a", bound.get("prototype"))) or _holds_traced(
             bound.get("fill_value")):
         return LIKE[original](*args, **kwargs)
@@ -260,10 +267,10 @@ def _like(original: Callable, *args: Any, **kwargs: Any) -> Any:
     return _owned(maker(*_concrete(args), **_concrete(kwargs)))
 
 
-def _eye_tri(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def _eye_tri(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """np.eye / np.tri with a traced diagonal offset ``k``: ones where ``j - i == k`` (eye) or
     ``j - i <= k`` (tri)."""
-    bound = _bind(original, args, kwargs)
+    bound = bind(original, args, kwargs)
     k = bound.get("k", 0) if bound else 0
     if bound is None or not _holds_traced(k):
         return _owned(original(*args, **kwargs))
@@ -278,23 +285,24 @@ def _eye_tri(original: Callable, *args: Any, **kwargs: Any) -> Any:
     return _new(hit.astype(dtype), _fortran(bound.get("order", "C")))
 
 
-def _fromfunction(original: Callable, function: Callable, shape: Any, *, dtype: Any = float,
-                  like: Any = None, **kwargs: Any) -> Any:
+def _fromfunction(original: Callable[..., Any], function: Callable[..., Any], shape: Any, *,
+                  dtype: Any = float, like: Any = None, **kwargs: Any) -> Any:
     """np.fromfunction: the index arrays are concrete, so a static function stays static."""
     index = [concrete_array(i) for i in np.indices(shape, dtype=dtype)]
     return function(*index, **kwargs)
 
 
-def _empty(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def _empty(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """np.empty: zeros, so no uninitialized memory is baked into the module."""
     return _owned(np.zeros(*args, **kwargs))
 
 
-def _random(original: Callable, *args: Any, **kwargs: Any) -> Any:
+def _random(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     raise errors.random_in_kernel(f"np.random.{original.__name__}")
 
 
-def _overlay(original: Callable, special: Callable | None) -> Callable:
+def _overlay(original: Callable[..., Any],
+             special: Callable[..., Any] | None) -> Callable[..., Any]:
     @functools.wraps(original)
     def overlay(*args: Any, **kwargs: Any) -> Any:
         if context.current() is None or not is_user_file(sys._getframe(1).f_code.co_filename):
@@ -306,7 +314,7 @@ def _overlay(original: Callable, special: Callable | None) -> Callable:
             return special(original, *args, **kwargs)
         return _owned(original(*args, **kwargs))
 
-    overlay.__wrapped_original__ = original  # type: ignore[attr-defined]
+    overlay.__wrapped_original__ = original  # type: ignore[attr-defined]  # a function attribute of ours
     return overlay
 
 
@@ -315,12 +323,12 @@ def _random_names() -> list[str]:
             and callable(getattr(np.random, n))]
 
 
-_SPECIAL: dict[str, Callable] = {"full": _full, "fromfunction": _fromfunction, "empty": _empty,
+_SPECIAL: dict[str, Callable[..., Any]] = {"full": _full, "fromfunction": _fromfunction, "empty": _empty,
                                  "eye": _eye_tri, "tri": _eye_tri,
                                  **dict.fromkeys(("zeros_like", "ones_like", "empty_like",
                                                   "full_like"), _like),
                                  **dict.fromkeys(_CONVERTERS, _convert)}
-_OVERLAYS: list[tuple[Any, str, Callable, Callable]] = [
+_OVERLAYS: list[tuple[ModuleType, str, Callable[..., Any], Callable[..., Any]]] = [
     (np, name, getattr(np, name), _overlay(getattr(np, name), _SPECIAL.get(name)))
     for name in (*_STATIC_MAKERS, *_CONVERTERS, "fromfunction")
 ] + [(np.random, name, getattr(np.random, name), _overlay(getattr(np.random, name), _random))

@@ -18,6 +18,11 @@ _DATA_DEPENDENT = frozenset({
     "setdiff1d", "intersect1d", "union1d", "setxor1d", "where"})
 
 
+class ImmutableError(TraceError, TypeError):
+    """A write into something NumPy cannot write into either (a NumPy scalar, a JAX array, a
+    Python number): a TypeError, as NumPy raises."""
+
+
 class JaxCodeError(TraceError):
     """A JAX function was handed a NumPy-mode proxy array: the function is JAX code."""
 
@@ -77,13 +82,19 @@ def array_conversion(what: str) -> TraceError:
         "the kernel cannot be indexed by traced values (pass them in as arguments instead).")
 
 
-def immutable(path: str | None, reason: str) -> TraceError:
-    """A write into an argument that cannot be updated in place."""
-    where = path or "a kernel array"
-    return TraceError(
-        f"{where} is {reason}, so it cannot be updated in place, at "
-        f"{describe(calling_user_frame())}\nPass a writable NumPy array to have it updated, or "
-        "work on a copy (x = x.copy()).")
+def immutable(path: str | None, reason: str, dtype: Any = None) -> ImmutableError:
+    """A write into an argument that cannot be updated in place, or into a NumPy scalar the
+    kernel computed (``dtype`` its type)."""
+    where = describe(calling_user_frame())
+    if path is None and dtype is not None:
+        return ImmutableError(
+            f"'numpy.{dtype.name}' object does not support item assignment, at {where}: it is "
+            f"{reason}; NumPy's reductions (a.sum(), a.max(axis=None)), a[i, j] with an index "
+            "per axis, and arithmetic on such scalars give scalars, not arrays.\nWrite into an "
+            "array instead, e.g. t = np.asarray(t) for a 0-d array, or keepdims=True.")
+    return ImmutableError(
+        f"{path or 'a kernel array'} is {reason}, so it cannot be updated in place, at {where}"
+        "\nPass a writable NumPy array to have it updated, or work on a copy (x = x.copy()).")
 
 
 def dynamic_shape(what: str) -> DynamicShapeError:

@@ -19,15 +19,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.trace.numpy_mode import errors, masks
-from reactant_lab.trace.numpy_mode.creation import LIKE, check_static_shape, from_nested
+from reactant_lab.trace.numpy_mode.creation import LIKE, bind, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
+from reactant_lab.trace.numpy_mode.layouts import like_operands, like_reduction
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
     concrete_array,
     concrete_of,
     new_array,
+    new_result,
+    new_scalar,
     unwrap,
 )
+from reactant_lab.trace.numpy_mode.storage import is_traced, no_memory
 from reactant_lab.trace.numpy_mode.views import VIEWS
 
 _PROMOTE = (
@@ -71,7 +75,8 @@ class Entry:
     """``fn`` works on the proxies (views, in-place updates) rather than traced values."""
 
 
-def _entries(np_ns: Any, jnp_ns: Any, names: tuple[str, ...], promote: bool) -> dict:
+def _entries(np_ns: Any, jnp_ns: Any, names: tuple[str, ...],
+             promote: bool) -> dict[Callable[..., Any], Entry]:
     return {getattr(np_ns, n): Entry(getattr(jnp_ns, n), promote) for n in names
             if hasattr(np_ns, n) and hasattr(jnp_ns, n)}
 
@@ -83,6 +88,19 @@ TABLE: dict[Callable[..., Any], Entry] = {
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
     **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE, **LIKE}.items()},
 }
+# NumPy lays these functions' results out like their array operands (order='K'), or like their
+# first argument without the reduced axes; the others' results are C order.
+ELEMENTWISE = frozenset(getattr(np, n) for n in (
+    "clip", "round", "around", "fix", "nan_to_num", "sort", "partition", "cumsum", "cumprod",
+    "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod", "isclose", "sinc", "angle",
+    "i0", "isposinf", "isneginf", "real_if_close", "unwrap", "gradient", "piecewise")
+    if hasattr(np, n))
+REDUCTIONS = frozenset(getattr(np, n) for n in (
+    "sum", "prod", "mean", "std", "var", "max", "min", "amax", "amin", "nansum", "nanprod",
+    "nanmean", "nanstd", "nanvar", "nanmax", "nanmin", "ptp", "any", "all", "average", "median",
+    "nanmedian", "count_nonzero") if hasattr(np, n))
+# Functions that call the user's functions: never run on stand-ins (that would run them twice).
+_CALLBACKS = frozenset({np.apply_along_axis, np.apply_over_axes, np.piecewise})
 # Functions returning several arrays as a tuple in this NumPy (a list in NumPy 1 and jax.numpy).
 _TUPLE_RESULTS = frozenset(f for f, result in (
     (np.meshgrid, np.meshgrid(np.zeros(1))),
@@ -95,12 +113,13 @@ _ARRAY_SEQUENCES = frozenset(
                              "column_stack") if hasattr(np, n))
 
 
-def apply(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def apply(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` where some argument is a proxy array."""
     entry = TABLE.get(func)
     if entry is None:
         raise errors.unsupported(func)
     check_static_shape(func, args, kwargs)
+    check_static_indices(func, args, kwargs)
     if func in (np.tril, np.triu) and _traced_offset(args, kwargs):
         return _triangle(func, *args, **kwargs)
     if entry.proxy:
@@ -110,14 +129,32 @@ def apply(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     selected = [x for x in _leaves((args, kwargs)) if isinstance(x, ProxyArray)
                 and x.mask is not None]
     if selected:
-        return new_array(masks.reduce(func.__name__, entry.fn, selected[0], dict(kwargs)))
+        return new_result(masks.reduce(func.__name__, entry.fn, selected[0], dict(kwargs)))
     if all(concrete_of(x) is not None for x in _leaves((args, kwargs))
            if isinstance(x, ProxyArray)):
         return _eager(func, args, kwargs)
     return _call(func, entry, args, dict(kwargs))
 
 
-def _traced_offset(args: tuple, kwargs: dict) -> bool:
+def check_static_indices(func: Callable[..., Any], args: tuple[Any, ...],
+                         kwargs: dict[str, Any]) -> None:
+    """NumPy's IndexError when static indices of np.take / np.take_along_axis are out of range
+    (NumPy itself takes them from memory-free bytes of the array's shape); traced ones are
+    clamped when the code runs, as in JAX."""
+    bound = bind(func, args, kwargs) if func in (np.take, np.take_along_axis) else None
+    if bound is None:
+        return
+    a, indices = next(iter(bound.values())), bound["indices"]
+    static = concrete_of(indices) if isinstance(indices, ProxyArray) else indices
+    if not isinstance(a, ProxyArray) or a.mask is not None or static is None or any(
+            is_traced(x) for x in _leaves(static)):
+        return
+    probe = {k: v for k, v in bound.items() if k != "out"}
+    probe[next(iter(bound))], probe["indices"] = no_memory(a.shape), static
+    func(**probe)
+
+
+def _traced_offset(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     k = args[1] if len(args) > 1 else kwargs.get("k", 0)
     return isinstance(k, ProxyArray) and concrete_of(k) is None
 
@@ -148,7 +185,7 @@ def _is_proxy(x: Any) -> bool:
     return isinstance(x, ProxyArray)
 
 
-def _leaves(tree: Any) -> list:
+def _leaves(tree: Any) -> list[Any]:
     return jax.tree_util.tree_leaves(tree, is_leaf=_is_proxy)
 
 
@@ -156,9 +193,12 @@ def _map(fn: Callable[[Any], Any], tree: Any) -> Any:
     return jax.tree_util.tree_map(fn, tree, is_leaf=_is_proxy)
 
 
-def _call(func: Callable[..., Any], entry: Entry, args: tuple, kwargs: dict) -> Any:
+def _call(func: Callable[..., Any], entry: Entry, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> Any:
     out = kwargs.pop("out", None)
-    dtypes = numpy_dtypes(func, args, kwargs) if entry.promote else None
+    given = (args, kwargs)  # before any cast: the layout of the result follows these
+    reference = None if func in _CALLBACKS else numpy_result(func, args, kwargs)
+    dtypes = _dtypes(reference) if entry.promote else None
     if dtypes:
         target = np.result_type(*dtypes)
         where = kwargs.pop("where", True)  # a mask: stays boolean
@@ -170,23 +210,46 @@ def _call(func: Callable[..., Any], entry: Entry, args: tuple, kwargs: dict) -> 
     leaves, tree = jax.tree_util.tree_flatten(result)
     if dtypes and len(dtypes) == len(leaves):
         leaves = [jnp.asarray(r).astype(d) for r, d in zip(leaves, dtypes, strict=True)]
-    result = jax.tree_util.tree_unflatten(tree, [_wrap(r) for r in leaves])
+    scalars = ([isinstance(r, np.generic) for r in reference] if reference is not None
+               and len(reference) == len(leaves) else [True] * len(leaves))
+    made = [_wrap(r, s) for r, s in zip(leaves, scalars, strict=True)]
+    result = jax.tree_util.tree_unflatten(tree, [_laid_out(func, r, *given) for r in made])
     if out is not None:
         out.write(result)
         return out
     return tuple(result) if func in _TUPLE_RESULTS and isinstance(result, list) else result
 
 
-def _wrap(r: Any) -> Any:
-    return new_array(r) if isinstance(r, jax.Array) else r
+def _wrap(r: Any, scalar: bool) -> Any:
+    """A jax.numpy result as NumPy gives it: a NumPy scalar where NumPy's own result is one
+    (0-d results of reductions, ``np.dot`` of vectors...), else an array."""
+    if not isinstance(r, jax.Array):
+        return r
+    return new_scalar(r) if scalar and r.ndim == 0 else new_array(r)
 
 
-def numpy_dtypes(func: Callable[..., Any], args: tuple, kwargs: dict) -> list[np.dtype] | None:
-    """The dtypes of NumPy's own result on one-element stand-ins; None when NumPy cannot say
-    (the stand-ins do not fit the call)."""
-    def stand_in(x):
+def _laid_out(func: Callable[..., Any], made: Any, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:
+    """``made`` laid out as NumPy lays out ``func``'s result (C order unless it follows its
+    operands: see ELEMENTWISE and REDUCTIONS)."""
+    if func in ELEMENTWISE:
+        return like_operands(made, _leaves((args, kwargs)))
+    if func in REDUCTIONS:
+        bound = bind(func, args, kwargs) or {}
+        source = next(iter(bound.values()), None)
+        return like_reduction(made, source, bound.get("axis"), bool(bound.get("keepdims")))
+    return made
+
+
+def numpy_result(func: Callable[..., Any], args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> list[Any] | None:
+    """The leaves of NumPy's own result of the call on one-element stand-ins (their dtypes and
+    whether each is a NumPy scalar are NumPy's); None when the stand-ins do not fit the call.
+    NumPy's AxisError for an axis out of range is raised as NumPy raises it."""
+    def stand_in(x: Any) -> Any:
         if isinstance(x, ProxyArray):
-            return np.ones((1,) * len(x._shape), x.dtype)
+            one = np.ones((1,) * len(x._shape), x.dtype)
+            return one[()] if x.is_scalar else one
         if isinstance(x, np.ndarray | jax.Array):
             return np.ones((1,) * x.ndim, x.dtype)
         return x
@@ -195,11 +258,18 @@ def numpy_dtypes(func: Callable[..., Any], args: tuple, kwargs: dict) -> list[np
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = func(*_map(stand_in, args), **_map(stand_in, kwargs))
+    except np.exceptions.AxisError:
+        raise
     except Exception:  # the call needs real shapes: keep jax.numpy's dtypes
         return None
-    leaves = jax.tree_util.tree_leaves(result)
-    dtypes = [np.dtype(r.dtype) for r in leaves if isinstance(r, np.ndarray | np.generic)]
-    return dtypes if dtypes and len(dtypes) == len(leaves) else None
+    return jax.tree_util.tree_leaves(result)
+
+
+def _dtypes(reference: list[Any] | None) -> list[np.dtype] | None:
+    if not reference:
+        return None
+    dtypes = [np.dtype(r.dtype) for r in reference if isinstance(r, np.ndarray | np.generic)]
+    return dtypes if len(dtypes) == len(reference) else None
 
 
 def _cast_up(x: Any, target: np.dtype) -> Any:
@@ -214,7 +284,7 @@ def _cast_up(x: Any, target: np.dtype) -> Any:
     return new_array(jnp.asarray(unwrap(x)).astype(target))
 
 
-def _eager(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+def _eager(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy itself on concrete data; results become concrete arrays the kernel owns."""
     plain = _map(lambda x: concrete_of(x) if isinstance(x, ProxyArray) else x, (args, kwargs))
     sources = [x for x in _leaves(plain) if isinstance(x, np.ndarray)]
@@ -224,7 +294,7 @@ def _eager(func: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         out.root.touched()
         return out
 
-    def own(r):
+    def own(r: Any) -> Any:
         if not isinstance(r, np.ndarray):
             return r
         shared = any(np.may_share_memory(r, s) for s in sources)

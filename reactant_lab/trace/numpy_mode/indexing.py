@@ -1,5 +1,6 @@
 """``a[key]`` and ``a[key] = v`` on proxy arrays: basic keys make views that write through, other
-keys gather and scatter, a traced boolean mask makes a selection (see masks)."""
+keys gather and scatter, a traced boolean mask makes a selection (see masks). Static indices are
+checked as NumPy checks them; traced ones are clamped into range when the code runs, as in JAX."""
 
 from __future__ import annotations
 
@@ -12,41 +13,47 @@ import numpy as np
 
 from reactant_lab.trace.numpy_mode import masks
 from reactant_lab.trace.numpy_mode.proxy import (
-    IMMUTABLE,
     ProxyArray,
     concrete_array,
     concrete_of,
     new_array,
+    new_scalar,
     unwrap,
 )
-from reactant_lab.trace.numpy_mode.storage import Index, Root, is_traced, write_concrete
+from reactant_lab.trace.numpy_mode.storage import (
+    Index,
+    fit,
+    indexed_shape,
+    is_traced,
+    write_concrete,
+)
 
 _BASIC = (int, slice, type(None), types.EllipsisType)
 
 
 def getitem(proxy: ProxyArray, key: Any) -> Any:
-    """``proxy[key]``: a view for a basic key, a new array otherwise."""
+    """``proxy[key]``: a view for a basic key, a new array otherwise, a NumPy scalar for an
+    index per axis; a static index out of range raises NumPy's IndexError."""
     key = normalize_key(key)
     mask = masks.find(key, proxy)
     if mask is not None:
         return masks.select(proxy, mask)
-    if is_basic(key):
-        if len(key) == len(proxy._shape) and not any(k is None or k is Ellipsis or
-                                                      isinstance(k, slice) for k in key):
-            return _element(proxy, key)
-        return proxy.view_of(Index(key))
+    if proxy.is_scalar:  # s[()] is s; any other key makes a new array, as NumPy's does
+        indexed_shape(proxy._shape, key)
+        return proxy if not key else new_array(proxy.value[key])
+    if is_basic(key) and not is_element(key, proxy._shape):
+        return proxy.view_of(Index(key))  # its shape, found by NumPy, checks the indices
+    indexed_shape(proxy._shape, key)
     data = proxy.concrete
     if data is not None and not any(is_traced(k) for k in key):
-        return concrete_array(data[key])
-    return new_array(proxy.value[key])
+        return data[key] if is_basic(key) else concrete_array(data[key])
+    return new_scalar(proxy.value[key]) if is_basic(key) else new_array(proxy.value[key])
 
 
-def _element(proxy: ProxyArray, key: tuple) -> Any:
-    """``a[i, j]`` with an index per axis: a scalar copy in NumPy, not a view."""
-    data = proxy.concrete
-    if data is not None and not any(is_traced(k) for k in key):
-        return data[key]
-    return ProxyArray(Root(proxy.value[key], frozen=IMMUTABLE[0]))
+def is_element(key: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
+    """``a[i, j]`` with an integer per axis: a NumPy scalar (a copy), not a view."""
+    return len(key) == len(shape) and not any(
+        k is None or k is Ellipsis or isinstance(k, slice) for k in key)
 
 
 def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
@@ -54,21 +61,36 @@ def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
     key = normalize_key(key)
     mask = masks.find(key, proxy)
     if mask is not None:
-        masks.assign(proxy, mask, value)
-        return
-    if is_basic(key):
-        proxy.write(value, key)
+        masks.assign(proxy, mask, value, whole=len(key) == 1)
         return
     proxy.check_writable()
+    if is_basic(key):
+        if is_element(key, proxy._shape) and masks.value_ndim(value):
+            raise ValueError(f"setting an array element with a sequence: a[{_text(key)}] is one "
+                             f"element, the value has shape {np.shape(unwrap(value))}. Assign a "
+                             "scalar, or index a slice (a[i:i+1]) to assign an array.")
+        proxy.write(value, key)
+        return
+    shape = indexed_shape(proxy._shape, key)
+    if len(key) == 1 and _static_mask(key[0]) and key[0].ndim == len(proxy._shape):
+        masks.check_whole_mask_value(value, int(key[0].sum()))
     data = concrete_of(value)
     if (data is not None and not any(is_traced(k) for k in key)
             and write_concrete(proxy.root, proxy._ops, data, key)):
         return
-    new = jnp.asarray(unwrap(value)).astype(proxy.dtype)
+    new = fit(jnp.asarray(unwrap(value)).astype(proxy.dtype), shape)
     proxy.write(proxy.value.at[key].set(new))
 
 
-def normalize_key(key: Any) -> tuple:
+def _static_mask(k: Any) -> bool:
+    return isinstance(k, np.ndarray) and k.dtype == np.bool_
+
+
+def _text(key: tuple[Any, ...]) -> str:
+    return ", ".join("<traced>" if is_traced(k) else repr(k) for k in key)
+
+
+def normalize_key(key: Any) -> tuple[Any, ...]:
     """The key as a tuple of ints, slices, None, Ellipsis and (NumPy or traced) index arrays."""
     items = key if isinstance(key, tuple) else (key,)
     return tuple(_item(k) for k in items)
@@ -95,7 +117,7 @@ def _item(k: Any) -> Any:
     return k
 
 
-def is_basic(key: tuple) -> bool:
+def is_basic(key: tuple[Any, ...]) -> bool:
     """True when ``key`` is basic indexing (a view in NumPy)."""
     return all((isinstance(k, _BASIC) and type(k) is not bool) or _traced_int(k) for k in key)
 

@@ -3,12 +3,14 @@ or make a new one shaped like another (zeros_like, ...): they work on the proxie
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.trace.numpy_mode import errors
+from reactant_lab.trace.numpy_mode.layouts import like_operands
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
     concrete_array,
@@ -16,6 +18,7 @@ from reactant_lab.trace.numpy_mode.proxy import (
     new_array,
     unwrap,
 )
+from reactant_lab.trace.numpy_mode.storage import Casting, indexed_shape, is_traced
 from reactant_lab.trace.numpy_mode.ufuncs import dtype_key
 
 
@@ -34,7 +37,7 @@ def _stand_in(x: Any) -> Any:
     return key(0) if isinstance(key, type) else np.empty(0, key)
 
 
-def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+def copyto(dst: Any, src: Any, casting: Casting = "same_kind", where: Any = True) -> None:
     """``np.copyto``: NumPy's casting check, then a write (masked by ``where``)."""
     dst = _target(dst, "copyto")
     np.copyto(np.empty(0, dst.dtype), _stand_in(src), casting=casting)
@@ -48,6 +51,9 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
 def put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     """``np.put``: flat indices, values repeated as needed."""
     a = _target(a, "put")
+    static = concrete_of(ind) if isinstance(ind, ProxyArray) else None if is_traced(ind) else ind
+    if mode == "raise" and static is not None:  # NumPy's IndexError for one out of range
+        indexed_shape((a.size,), (np.asarray(static).reshape(-1),))
     flat = a.value.reshape(-1)
     index = jnp.asarray(unwrap(ind)).reshape(-1)
     if mode == "wrap":
@@ -103,8 +109,9 @@ def where(condition: Any, *xy: Any) -> Any:
         return concrete_array(np.asarray(np.where(*plain)))
     dtype = np.result_type(*[_stand_in(v) for v in (x, y)])
     cond = jnp.asarray(unwrap(condition)).astype(bool)
-    return new_array(jnp.where(cond, jnp.asarray(unwrap(x)).astype(dtype),
+    made = new_array(jnp.where(cond, jnp.asarray(unwrap(x)).astype(dtype),
                                jnp.asarray(unwrap(y)).astype(dtype)))
+    return like_operands(made, (condition, x, y))
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
@@ -115,5 +122,6 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     return new_array(jnp.select(conds, choices, jnp.asarray(unwrap(default)).astype(dtype)))
 
 
-INPLACE = {np.copyto: copyto, np.put: put, np.place: place, np.putmask: putmask,
-           np.fill_diagonal: fill_diagonal, np.where: where, np.select: select}
+INPLACE: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.copyto: copyto, np.put: put, np.place: place, np.putmask: putmask,
+    np.fill_diagonal: fill_diagonal, np.where: where, np.select: select}

@@ -15,12 +15,12 @@ import numpy as np
 
 from reactant_lab.trace.numpy_mode import errors
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray, unwrap
-from reactant_lab.trace.numpy_mode.storage import Root, is_traced
+from reactant_lab.trace.numpy_mode.storage import Root, fit, is_traced
 
 # Reductions of a selection: NumPy function name -> the fill that leaves the result unchanged.
-REDUCTIONS = {"sum": None, "prod": None, "mean": None, "std": None, "var": None, "any": None,
-              "all": None, "count_nonzero": None, "max": "min", "amax": "min", "min": "max",
-              "amin": "max"}
+REDUCTIONS: dict[str, str | None] = {
+    "sum": None, "prod": None, "mean": None, "std": None, "var": None, "any": None, "all": None,
+    "count_nonzero": None, "max": "min", "amax": "min", "min": "max", "amin": "max"}
 
 
 class Selection:
@@ -30,14 +30,14 @@ class Selection:
 
     def __init__(self, value: Any):
         self.value = value
-        self.lead = value.ndim
+        self.lead: int = value.ndim
 
     def full(self, ndim: int) -> Any:
         """The mask broadcastable against data of ``ndim`` dimensions."""
         return self.value.reshape(self.value.shape + (1,) * (ndim - self.lead))
 
 
-def find(key: tuple, proxy: ProxyArray) -> Any:
+def find(key: tuple[Any, ...], proxy: ProxyArray) -> Any:
     """The traced boolean mask of ``key`` (``a[m]``, ``a[m, :]``, ``a[m, ...]``), or None."""
     flags = [is_traced(k) and np.dtype(k.dtype) == np.bool_ for k in key]
     if not any(flags):
@@ -58,20 +58,57 @@ def select(proxy: ProxyArray, mask: Any) -> ProxyArray:
     return ProxyArray(Root(proxy.value), mask=Selection(mask))
 
 
-def assign(proxy: ProxyArray, mask: Any, value: Any) -> None:
-    """``proxy[mask] = value``."""
+def assign(proxy: ProxyArray, mask: Any, value: Any, whole: bool) -> None:
+    """``proxy[mask] = value`` (``whole``: the key is the mask alone, no ``...`` or ``:``)."""
     proxy.check_writable()
     sel = Selection(mask)
     shape = proxy._shape
-    trail = len(shape) - sel.lead
+    if whole and sel.lead == len(shape):
+        check_whole_mask_value(value, None)
     if isinstance(value, ProxyArray) and value.mask is not None:
         data = realign(value, sel, shape)
     else:
-        data = jnp.asarray(unwrap(value))
-        if data.ndim > trail:  # one row per selected element, in order, as NumPy assigns them
-            data = place_rows(data.reshape((-1, *shape[sel.lead:])), sel, shape)
+        data = _rows_or_trail(jnp.asarray(unwrap(value)), sel, shape)
     new = jnp.where(sel.full(len(shape)), data.astype(proxy.dtype), proxy.value)
     proxy.write(new)
+
+
+def _rows_or_trail(data: Any, sel: Selection, shape: tuple[int, ...]) -> Any:
+    """A plain value for ``a[mask] = value``, broadcast as NumPy does (leading length-1 axes
+    dropped): one row per selected element, placed in order, or one row for all of them."""
+    trail = shape[sel.lead:]
+    while data.ndim > len(trail) + 1 and data.shape[0] == 1:
+        data = data[0]
+    if data.ndim <= len(trail):
+        return fit(data, trail)
+    return place_rows(fit(data, (data.shape[0], *trail)), sel, shape)
+
+
+def value_ndim(value: Any) -> int:
+    """The number of dimensions NumPy sees in an assigned value (a selection ``b[m]`` has one
+    for its selected elements, then ``b``'s axes after the mask's)."""
+    if isinstance(value, ProxyArray):
+        if value.mask is not None:
+            return 1 + len(value._shape) - value.mask.lead
+        return len(value._shape)
+    return int(np.ndim(unwrap(value)))
+
+
+def check_whole_mask_value(value: Any, count: int | None) -> None:
+    """NumPy's rule for ``a[mask] = value`` with one mask over every axis of ``a``: the value is
+    0-d or 1-D with one element, or one per True (``count``, when the mask is static)."""
+    ndim = value_ndim(value)
+    if ndim > 1:
+        raise TypeError(
+            "NumPy boolean array indexing assignment requires a 0 or 1-dimensional input, input "
+            f"has {ndim} dimensions. Pass one value per selected element (value.ravel()), or "
+            "index a[mask, ...] to broadcast a value over the selection.")
+    size = np.size(unwrap(value)) if ndim and not (
+        isinstance(value, ProxyArray) and value.mask is not None) else 1
+    if count is not None and size not in (1, count):
+        raise ValueError(
+            f"NumPy boolean array indexing assignment cannot assign {size} input values to the "
+            f"{count} output values where the mask is true. Pass one value, or one per True.")
 
 
 def place_rows(rows: Any, sel: Selection, shape: tuple[int, ...]) -> Any:
@@ -83,6 +120,7 @@ def place_rows(rows: Any, sel: Selection, shape: tuple[int, ...]) -> Any:
 def realign(value: ProxyArray, sel: Selection, shape: tuple[int, ...]) -> Any:
     """The data of selection ``value`` placed at the positions ``sel`` selects."""
     src = value.mask
+    assert src is not None  # a selection
     data = value.value
     if src.value is sel.value and tuple(data.shape) == tuple(shape):
         return data
@@ -91,16 +129,17 @@ def realign(value: ProxyArray, sel: Selection, shape: tuple[int, ...]) -> Any:
     return place_rows(rows[picked], sel, shape)
 
 
-def align(inputs: tuple, outs: tuple) -> tuple[Selection | None, tuple]:
+def align(inputs: tuple[Any, ...], outs: tuple[ProxyArray | None, ...]
+          ) -> tuple[Selection | None, tuple[Any, ...]]:
     """For an elementwise call: the selection its result carries, and the inputs with every
     selection lined up with it; (None, inputs) when no input is a selection."""
-    selected = [x for x in inputs if isinstance(x, ProxyArray) and x.mask is not None]
+    selected = [(x, x.mask) for x in inputs if isinstance(x, ProxyArray) and x.mask is not None]
     if not selected:
         if any(isinstance(o, ProxyArray) and o.mask is not None for o in outs):
             raise errors.dynamic_shape("An array was written into a[mask] through out=")
         return None, inputs
-    ref = selected[0]
-    shape, sel = ref._shape, ref.mask
+    ref, sel = selected[0]
+    shape = ref._shape
     trail = len(shape) - sel.lead
     aligned = []
     for x in inputs:
@@ -114,16 +153,19 @@ def align(inputs: tuple, outs: tuple) -> tuple[Selection | None, tuple]:
     return sel, tuple(aligned)
 
 
-def reduce(name: str, fn: Any, value: ProxyArray, kwargs: dict) -> Any:
+def reduce(name: str, fn: Any, value: ProxyArray, kwargs: dict[str, Any]) -> Any:
     """A reduction of a selection over all its elements: the full data with ``where=mask``."""
     if kwargs.get("axis") is not None or name not in REDUCTIONS:
         raise errors.dynamic_shape(f"np.{name} of a[mask]" + (
             " along an axis" if name in REDUCTIONS else ""))
+    sel = value.mask
+    assert sel is not None  # a selection
     data = value.value
-    where = jnp.broadcast_to(value.mask.full(data.ndim), data.shape)
-    if REDUCTIONS[name] is not None:
+    where = jnp.broadcast_to(sel.full(data.ndim), data.shape)
+    fill = REDUCTIONS[name]
+    if fill is not None:
         info = jnp.finfo if jnp.issubdtype(data.dtype, jnp.inexact) else jnp.iinfo
-        kwargs = {**kwargs, "initial": getattr(info(data.dtype), REDUCTIONS[name])}
+        kwargs = {**kwargs, "initial": getattr(info(data.dtype), fill)}
     if name == "count_nonzero":
         return jnp.sum((data != 0) & where)
     return fn(data, where=where, **kwargs)

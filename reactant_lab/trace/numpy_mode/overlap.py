@@ -25,7 +25,8 @@ def overlap(a: np.ndarray, b: np.ndarray) -> str | None:
     if not np.may_share_memory(a, b):  # a bounds check: cheap, and exact when they are apart
         return None
     try:
-        shared = np.shares_memory(a, b, max_work=MAX_WORK)
+        # NumPy takes any positive bound; its stub types only the special values -1 and 0.
+        shared = np.shares_memory(a, b, max_work=MAX_WORK)  # type: ignore[arg-type]  # see above
     except np.exceptions.TooHardError:
         return (f"may share memory with (np.shares_memory could not decide it within max_work="
                 f"{MAX_WORK})")

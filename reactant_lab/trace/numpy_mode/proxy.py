@@ -4,25 +4,36 @@ on it to a jax.numpy equivalent; in-place updates rebind the traced value (see s
 
 from __future__ import annotations
 
-import functools
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.trace.numpy_mode import context, errors
+from reactant_lab.trace.numpy_mode.operators import install_operators
 from reactant_lab.trace.numpy_mode.storage import (
+    IMMUTABLE,
+    SCALAR,
+    Casting,
     Index,
+    Order,
+    OrderACF,
+    OrderKACF,
     Part,
     Reshape,
     Root,
+    ViewOp,
     fit,
     view_value,
     write,
     write_concrete,
 )
 
-IMMUTABLE = ("a NumPy scalar (immutable)", "a JAX array (immutable)", "a Python scalar")
+if TYPE_CHECKING:
+    from reactant_lab.trace.numpy_mode.masks import Selection
+
+_T = TypeVar("_T")
 _CONCRETE_SCALARS = (bool, int, float, complex, np.generic, np.ndarray)
 
 
@@ -33,8 +44,9 @@ class ProxyArray:
     __array_priority__ = 1000.0
     __hash__ = None  # type: ignore[assignment]  # arrays compare elementwise, like ndarray
 
-    def __init__(self, root: Root, ops: tuple = (), shape: tuple[int, ...] | None = None,
-                 dtype: Any = None, mask: Any = None):
+    def __init__(self, root: Root, ops: tuple[ViewOp, ...] = (),
+                 shape: tuple[int, ...] | None = None, dtype: Any = None,
+                 mask: Selection | None = None):
         self._root, self._ops = root, ops
         self._shape = tuple(shape) if shape is not None else root.shape
         self._dtype = np.dtype(dtype) if dtype is not None else root.dtype
@@ -69,9 +81,26 @@ class ProxyArray:
         """The storage this array (or view) lives in."""
         return self._root
 
-    def view_of(self, op: Any) -> ProxyArray:
-        """A view of this array through one more view op."""
+    @property
+    def is_scalar(self) -> bool:
+        """Whether this stands for a NumPy scalar (immutable), not an array: what NumPy's
+        reductions, ``a[i, j]`` and arithmetic on scalars give."""
+        return self._root.frozen == SCALAR and not self._ops
+
+    def shadow(self) -> np.ndarray:
+        """Bytes laid out like this array in memory, for NumPy to judge view-or-copy and the
+        layout of results computed from it."""
+        s = self._root.shadow()
+        for op in self._ops:
+            s = op.on_shadow(s)
+        return s
+
+    def view_of(self, op: ViewOp) -> ProxyArray:
+        """A view of this array through one more view op (of a NumPy scalar, which has no
+        memory to view: a new scalar, or a new array when not 0-d, as NumPy gives)."""
         shape, dtype = op.shape(self._shape, self._dtype)
+        if self.is_scalar:
+            return new_result(op.get(self.value))
         return ProxyArray(self._root, (*self._ops, op), shape, dtype)
 
     def check_writable(self) -> None:
@@ -80,7 +109,7 @@ class ProxyArray:
         if frozen is None:
             return
         if frozen in IMMUTABLE:
-            raise errors.immutable(self._root.arg, frozen)
+            raise errors.immutable(self._root.arg, frozen, self._dtype)
         raise ValueError(f"assignment destination is read-only ({frozen})")
 
     def write(self, new: Any, key: Any = Ellipsis) -> None:
@@ -122,11 +151,11 @@ class ProxyArray:
 
     @property
     def T(self) -> ProxyArray:
-        return np.transpose(self)
+        return views.transpose(self)
 
     @property
     def mT(self) -> ProxyArray:
-        return np.swapaxes(self, -1, -2)
+        return views.swapaxes(self, -1, -2)
 
     @property
     def real(self) -> ProxyArray:
@@ -137,15 +166,21 @@ class ProxyArray:
         self.real.write(value)
 
     @property
-    def imag(self) -> ProxyArray:
+    def imag(self) -> ProxyArray | np.generic:
         if self._dtype.kind == "c":
             return self.view_of(Part(imag=True))
+        if self.is_scalar:
+            zero: np.generic = self._dtype.type(0)
+            return zero
         return ProxyArray(Root(concrete=np.zeros(self.shape, self._dtype),
                                frozen="the imaginary part of a real array"))
 
     @imag.setter
     def imag(self, value: Any) -> None:
-        self.imag.write(value)
+        part = self.imag
+        if not isinstance(part, ProxyArray):  # a real NumPy scalar's: a new 0, as in NumPy
+            raise AttributeError("attribute 'imag' of 'numpy.generic' objects is not writable")
+        part.write(value)
 
     @property
     def flat(self) -> FlatIter:
@@ -159,7 +194,8 @@ class ProxyArray:
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return ufuncs.apply(ufunc, method, inputs, kwargs)
 
-    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+    def __array_function__(self, func: Any, types: Any, args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
         return functions.apply(func, args, kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -183,13 +219,13 @@ class ProxyArray:
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
         return (self[i] for i in range(self.shape[0]))
 
     # ------------------------------------------------------------------ Python values
-    def _python(self, kind: type) -> Any:
+    def _python(self, kind: Callable[[Any], _T]) -> _T:
         data = self.concrete
         return kind(data) if data is not None else kind(self.value)  # JAX explains why not
 
@@ -231,20 +267,20 @@ class ProxyArray:
     def __copy__(self) -> Any:
         return np.copy(self)
 
-    def __deepcopy__(self, memo: dict) -> Any:
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return np.copy(self)
 
     # ------------------------------------------------------------------ methods with own signatures
-    def reshape(self, *shape: Any, order: str = "C", copy: bool | None = None) -> Any:
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
-        return np.reshape(self, shape, order=order, copy=copy)
+    def reshape(self, *shape: Any, order: OrderACF = "C", copy: bool | None = None) -> Any:
+        target = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        return np.reshape(self, target, order=order, copy=copy)
 
     def transpose(self, *axes: Any) -> Any:
-        axes = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list | None) else axes
-        return np.transpose(self, axes or None)
+        perm = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list | None) else axes
+        return np.transpose(self, perm or None)
 
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
-               copy: bool = True) -> Any:
+    def astype(self, dtype: Any, order: OrderKACF = "K", casting: Casting = "unsafe",
+               subok: bool = True, copy: bool = True) -> Any:
         dtype = np.dtype(dtype)
         if dtype == self._dtype and not copy:
             return self
@@ -253,13 +289,17 @@ class ProxyArray:
                             f"according to the rule {casting!r}")
         data = self.concrete
         if data is not None:
-            return concrete_array(data.astype(dtype))
-        return new_array(self.value.astype(dtype))
+            return concrete_array(data.astype(dtype, order=order))
+        if self.is_scalar:
+            return new_scalar(self.value.astype(dtype))
+        made = new_array(self.value.astype(dtype))
+        made.root.follow(lambda: np.empty_like(self.shadow(), order=order))
+        return made
 
-    def copy(self, order: str = "C") -> Any:
-        return np.copy(self, order=order)
+    def copy(self, order: OrderKACF = "C") -> Any:
+        return self if self.is_scalar else np.copy(self, order=order)
 
-    def flatten(self, order: str = "C") -> Any:
+    def flatten(self, order: OrderKACF = "C") -> Any:
         return np.copy(np.ravel(self, order=order))
 
     def fill(self, value: Any) -> None:
@@ -289,7 +329,7 @@ class FlatIter:
     def __setitem__(self, key: Any, value: Any) -> None:
         self._flat[key] = value
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._flat)
 
     def __len__(self) -> int:
@@ -318,7 +358,18 @@ def new_array(value: Any) -> ProxyArray:
     return ProxyArray(Root(value))
 
 
-def stand_in(p: ProxyArray) -> tuple:
+def new_scalar(value: Any) -> ProxyArray:
+    """A new NumPy scalar the kernel computed (0-d, immutable)."""
+    return ProxyArray(Root(value, frozen=SCALAR))
+
+
+def new_result(value: Any) -> ProxyArray:
+    """A computed result as NumPy's ufuncs and reductions give it: a NumPy scalar when 0-d,
+    else a new array."""
+    return new_scalar(value) if jnp.ndim(value) == 0 else new_array(value)
+
+
+def stand_in(p: ProxyArray) -> tuple[str | None, str | None, bool, Order]:
     """What a proxy for ``p``'s value in another traced function must keep of ``p``: who may
     write to it, the argument it stands for, its promotion, and its memory order (a view's
     value crosses as a new C-order array)."""
@@ -327,7 +378,7 @@ def stand_in(p: ProxyArray) -> tuple:
     return (root.frozen, root.arg, root.weak, root.order if whole else "C")
 
 
-def proxy_for(value: Any, kept: tuple) -> ProxyArray:
+def proxy_for(value: Any, kept: tuple[str | None, str | None, bool, Order]) -> ProxyArray:
     """A proxy of the traced ``value`` that behaves as the proxy ``stand_in`` described."""
     frozen, arg, weak, order = kept
     root = Root(value, frozen=frozen, arg=arg, weak=weak)
@@ -340,48 +391,7 @@ def concrete_array(data: np.ndarray, frozen: str | None = None) -> ProxyArray:
     return ProxyArray(Root(concrete=np.asarray(data), frozen=frozen))
 
 
-def _binary(ufunc: np.ufunc):
-    def op(self, other):
-        return ufunc(self, other)
-
-    def rop(self, other):
-        return ufunc(other, self)
-
-    def iop(self, other):
-        if self._root.frozen in IMMUTABLE:
-            return NotImplemented  # NumPy scalars and JAX arrays: `x += 1` rebinds the name
-        return ufunc(self, other, out=(self,))
-
-    return op, rop, iop
-
-
-_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
-           "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
-           "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
-           "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
-_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-            "gt": np.greater, "ge": np.greater_equal}
-_UNARY = {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}
-# ndarray methods that are the NumPy function of the same meaning with the array first.
-_METHODS = {name: getattr(np, name) for name in (
-    "all", "any", "argmax", "argmin", "argpartition", "argsort", "choose", "clip", "compress",
-    "conj", "conjugate", "cumprod", "cumsum", "diagonal", "dot", "max", "mean", "min",
-    "nonzero", "partition", "prod", "ptp", "put", "ravel", "repeat", "round", "searchsorted",
-    "squeeze", "std", "sum", "swapaxes", "take", "trace", "var")}
-
-for _name, _uf in _BINARY.items():
-    _op, _rop, _iop = _binary(_uf)
-    setattr(ProxyArray, f"__{_name}__", _op)
-    setattr(ProxyArray, f"__r{_name}__", _rop)
-    setattr(ProxyArray, f"__i{_name}__", _iop)
-for _name, _uf in _COMPARE.items():
-    setattr(ProxyArray, f"__{_name}__", _binary(_uf)[0])
-for _name, _uf in _UNARY.items():
-    setattr(ProxyArray, f"__{_name}__", functools.partialmethod(_uf))
-for _name, _fn in _METHODS.items():
-    setattr(ProxyArray, _name, functools.partialmethod(_fn))
-ProxyArray.__divmod__ = functools.partialmethod(np.divmod)  # type: ignore[attr-defined]
-ProxyArray.__rdivmod__ = lambda self, other: np.divmod(other, self)  # type: ignore[attr-defined]
+install_operators(ProxyArray)
 
 # The dispatch modules import ProxyArray; they are looked up when a method runs.
-from reactant_lab.trace.numpy_mode import functions, indexing, ufuncs  # noqa: E402
+from reactant_lab.trace.numpy_mode import functions, indexing, ufuncs, views  # noqa: E402

@@ -10,7 +10,8 @@ until a traced value is written into it, so Python can still loop over it or ind
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -20,7 +21,21 @@ from jax import lax
 from reactant_lab.trace.paths import element_strides
 from reactant_lab.trace.user_errors import calling_user_frame
 
-_ANY = np.empty((), np.uint8)  # broadcast to any shape without memory: shapes of basic indexing
+_ANY = np.empty((), np.uint8)
+
+Order = Literal["C", "F"]
+"""A memory order: what NumPy's order='A' and 'K' resolve to for one array."""
+OrderACF = Literal["A", "C", "F"]
+"""NumPy's ``order=`` of reshapes."""
+OrderKACF = Literal["K", "A", "C", "F"]
+"""NumPy's ``order=`` of copies, ``ravel`` and ``*_like``."""
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+"""NumPy's ``casting=`` rules."""
+
+IMMUTABLE = ("a NumPy scalar (immutable)", "a JAX array (immutable)", "a Python scalar")
+"""``Root.frozen`` of the arrays that are values, not memory: a write rebinds the name."""
+SCALAR = IMMUTABLE[0]
+"""``Root.frozen`` of a NumPy scalar (an argument, or a reduction's result)."""
 
 
 def is_traced(x: Any) -> bool:
@@ -41,15 +56,15 @@ def to_jax(concrete: np.ndarray) -> jax.Array:
 class Root:
     """One array's storage: a traced value, or concrete NumPy data, and who may write to it."""
 
-    __slots__ = ("_order", "_shadow", "_value", "arg", "concrete", "first_write", "frozen",
-                 "layout_read", "strides", "version", "weak")
+    __slots__ = ("_model", "_order", "_shadow", "_strides", "_value", "arg", "concrete",
+                 "first_write", "frozen", "layout_read", "version", "weak")
 
     def __init__(self, value: Any = None, concrete: np.ndarray | None = None, *,
                  frozen: str | None = None, arg: str | None = None, weak: bool = False,
                  memory: np.ndarray | None = None):
-        if concrete is not None and not (concrete.flags.c_contiguous or
-                                         concrete.flags.f_contiguous):
-            concrete = np.ascontiguousarray(concrete)
+        if concrete is not None and concrete.base is not None and not (
+                concrete.flags.c_contiguous or concrete.flags.f_contiguous):
+            concrete = np.ascontiguousarray(concrete)  # its own dense memory, not a view's
         self._value = value
         self.concrete = concrete
         """Concrete data while no traced value has been written in (kernel-made arrays only)."""
@@ -59,13 +74,9 @@ class Root:
         """Path of the argument it stands for, or None for an array the kernel made."""
         self.weak = weak
         """A traced Python scalar: promotes like one."""
-        laid_out = memory if memory is not None else concrete
-        self._order = "F" if laid_out is not None and laid_out.flags.f_contiguous and not (
-            laid_out.flags.c_contiguous) else "C"
-        self.strides = None if memory is None or memory.flags.c_contiguous or (
-            memory.flags.f_contiguous) else element_strides(memory)
-        """Element strides of an argument that is neither C- nor F-contiguous (a strided or
-        reversed view), else None: NumPy's view-or-copy rule depends on them."""
+        self._model: Callable[[], np.ndarray | None] | None = None
+        self._shadow: np.ndarray | None = None
+        self._lay_out(memory if memory is not None else concrete)
         self.layout_read = False
         """Whether tracing looked at the memory layout (order, strides): the trace then holds
         only for arguments laid out the same way."""
@@ -73,22 +84,53 @@ class Root:
         """Bumped on every write; views compare it to know their cached value is stale."""
         self.first_write: traceback.FrameSummary | None = None
         """Where the user's code first updated this argument in place (arguments only)."""
-        self._shadow: np.ndarray | None = None
+
+    def _lay_out(self, memory: np.ndarray | None) -> None:
+        """Take the layout of ``memory`` (C order when None)."""
+        self._order: Order = "C"
+        self._strides: tuple[int, ...] | None = None
+        if memory is not None:
+            c, f = memory.flags.c_contiguous, memory.flags.f_contiguous
+            self._order = "F" if f and not c else "C"
+            self._strides = None if c or f else element_strides(memory)
+        self._shadow = None
+
+    def follow(self, model: Callable[[], np.ndarray | None]) -> None:
+        """Lay this array out like the NumPy array ``model()`` returns (C order for None), as
+        NumPy lays out a result like its operands. ``model`` runs when the layout is first read,
+        so an argument's layout counts as read only when a result's layout derived from it is."""
+        self._model = model
+
+    def _settle(self) -> None:
+        if self._model is not None:
+            model, self._model = self._model, None
+            self._lay_out(model())
 
     @property
-    def order(self) -> str:
+    def order(self) -> Order:
         """'F' for a Fortran-contiguous array, else 'C' (what order='A' / 'K' resolve to)."""
+        self._settle()
         self.layout_read = True
         return self._order
 
     @order.setter
-    def order(self, order: str) -> None:
-        self._order = order
+    def order(self, order: Order) -> None:
+        self._model, self._order, self._strides, self._shadow = None, order, None, None
+
+    @property
+    def strides(self) -> tuple[int, ...] | None:
+        """Element strides of an array that is neither C- nor F-contiguous (a strided or
+        reversed argument, a result laid out like one), else None: NumPy's view-or-copy rule
+        depends on them."""
+        self._settle()
+        self.layout_read = True
+        return self._strides
 
     @property
     def value(self) -> Any:
         """The traced value (made from the concrete data on first use)."""
         if self._value is None:
+            assert self.concrete is not None  # a root holds a traced value or concrete data
             self._value = to_jax(self.concrete)
         return self._value
 
@@ -115,10 +157,10 @@ class Root:
     def shadow(self) -> np.ndarray:
         """An uninitialized byte array with this array's shape and memory layout: NumPy itself
         then tells which reshapes of a view are views and which are copies."""
-        self.layout_read = True
+        strides = self.strides
         if self._shadow is None:
             self._shadow = (np.empty(self.shape, np.uint8, order=self._order)
-                            if self.strides is None else strided_shadow(self.shape, self.strides))
+                            if strides is None else strided_shadow(self.shape, strides))
         return self._shadow
 
 
@@ -132,29 +174,69 @@ def strided_shadow(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarr
     return np.lib.stride_tricks.as_strided(buffer[-low:], shape, strides)
 
 
+def probe(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``key`` with each traced index standing in as zeros of its shape and dtype: NumPy can
+    index with it, and checks every static index."""
+    return tuple(np.zeros(k.shape, k.dtype) if is_traced(k) else k for k in key)
+
+
+def no_memory(shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only byte array of ``shape`` without memory, for NumPy to index: the result's
+    shape, and NumPy's own IndexError for a static index out of range."""
+    return np.broadcast_to(_ANY, shape)
+
+
+def indexed_shape(shape: tuple[int, ...], key: tuple[Any, ...]) -> tuple[int, ...]:
+    """The shape of ``a[key]`` for an array of ``shape``, found by NumPy (see ``no_memory``); a
+    traced index is only known when the compiled code runs, where it is clamped into range as
+    in JAX."""
+    indexed: np.ndarray = no_memory(shape)[probe(key)]
+    return indexed.shape
+
+
+class ViewOp(Protocol):
+    """One step from an array to a view of it, replayed alike on traced values, concrete data,
+    the caller's arrays (``ArgView``) and shadows."""
+
+    static: bool
+    """Whether the op holds no traced value (a concrete view stays concrete)."""
+
+    def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
+        """The view's shape and dtype for a parent of ``shape`` and ``dtype``."""
+
+    def get(self, x: Any) -> Any:
+        """The view of ``x`` (a traced value or a NumPy array)."""
+
+    def put(self, parent: Any, new: Any) -> Any:
+        """The traced ``parent`` with its view replaced by ``new``."""
+
+    def on_shadow(self, s: np.ndarray) -> np.ndarray:
+        """The view of the shadow ``s`` (see ``Root.shadow``)."""
+
+
 class Index:
     """Basic indexing (ints, slices, None, Ellipsis; traced integer scalars allowed)."""
 
     __slots__ = ("idx", "static")
 
-    def __init__(self, idx: tuple):
+    def __init__(self, idx: tuple[Any, ...]):
         self.idx = idx
         self.static = not any(is_traced(i) for i in idx)
 
-    def _probe(self) -> tuple:
-        return tuple(0 if is_traced(i) else i for i in self.idx)
-
     def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
-        return np.broadcast_to(_ANY, shape)[self._probe()].shape, dtype
+        return indexed_shape(shape, self.idx), dtype
 
     def get(self, x: Any) -> Any:
-        return x[self.idx]
+        # With ``...`` an integer per axis still makes a view of a NumPy array (a 0-d one), not
+        # a scalar: replaying the op on the caller's array gives what NumPy gave.
+        return x[self.idx if any(i is Ellipsis for i in self.idx) else (*self.idx, Ellipsis)]
 
     def put(self, parent: Any, new: Any) -> Any:
         return set_basic(parent, self.idx, new)
 
     def on_shadow(self, s: np.ndarray) -> np.ndarray:
-        return s[self._probe()]
+        view: np.ndarray = s[probe(self.idx)]
+        return view
 
 
 class Reshape:
@@ -162,19 +244,19 @@ class Reshape:
 
     __slots__ = ("order", "src", "static", "target")
 
-    def __init__(self, src: tuple[int, ...], target: tuple[int, ...], order: str):
+    def __init__(self, src: tuple[int, ...], target: tuple[int, ...], order: Order):
         self.src, self.target, self.order, self.static = src, target, order, True
 
-    def shape(self, shape, dtype):
+    def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
         return self.target, dtype
 
-    def get(self, x):
+    def get(self, x: Any) -> Any:
         return x.reshape(self.target, order=self.order)
 
-    def put(self, parent, new):
+    def put(self, parent: Any, new: Any) -> Any:
         return new.reshape(self.src, order=self.order)
 
-    def on_shadow(self, s):
+    def on_shadow(self, s: np.ndarray) -> np.ndarray:
         return s.reshape(self.target, order=self.order)
 
 
@@ -186,16 +268,16 @@ class Transpose:
     def __init__(self, axes: tuple[int, ...]):
         self.axes, self.static = axes, True
 
-    def shape(self, shape, dtype):
+    def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
         return tuple(shape[a] for a in self.axes), dtype
 
-    def get(self, x):
+    def get(self, x: Any) -> Any:
         return x.transpose(self.axes)
 
-    def put(self, parent, new):
+    def put(self, parent: Any, new: Any) -> Any:
         return new.transpose(tuple(int(i) for i in np.argsort(self.axes)))
 
-    def on_shadow(self, s):
+    def on_shadow(self, s: np.ndarray) -> np.ndarray:
         return s.transpose(self.axes)
 
 
@@ -207,20 +289,20 @@ class Part:
     def __init__(self, imag: bool):
         self.imag, self.static = imag, True
 
-    def shape(self, shape, dtype):
+    def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
         return shape, np.dtype(np.empty(0, dtype).real.dtype)
 
-    def get(self, x):
+    def get(self, x: Any) -> Any:
         return x.imag if self.imag else x.real
 
-    def put(self, parent, new):
+    def put(self, parent: Any, new: Any) -> Any:
         return lax.complex(parent.real, new) if self.imag else lax.complex(new, parent.imag)
 
-    def on_shadow(self, s):
+    def on_shadow(self, s: np.ndarray) -> np.ndarray:
         return s
 
 
-def view_value(root: Root, ops: tuple) -> Any:
+def view_value(root: Root, ops: tuple[ViewOp, ...]) -> Any:
     """The traced value of a view: the chain applied to the root's current value."""
     value = root.value
     for op in ops:
@@ -228,7 +310,7 @@ def view_value(root: Root, ops: tuple) -> Any:
     return value
 
 
-def write(root: Root, ops: tuple, new: Any) -> None:
+def write(root: Root, ops: tuple[ViewOp, ...], new: Any) -> None:
     """Write the traced value ``new`` (already of the view's shape and dtype) through ``ops``."""
     if not ops:
         root.set_traced(new)
@@ -241,7 +323,7 @@ def write(root: Root, ops: tuple, new: Any) -> None:
     root.set_traced(new)
 
 
-def write_concrete(root: Root, ops: tuple, new: Any, key: Any = Ellipsis) -> bool:
+def write_concrete(root: Root, ops: tuple[ViewOp, ...], new: Any, key: Any = Ellipsis) -> bool:
     """``view[key] = new`` with NumPy itself when the view and ``new`` are concrete data; False
     when the write cannot stay concrete."""
     if root.concrete is None or not all(op.static for op in ops):
@@ -256,7 +338,7 @@ def write_concrete(root: Root, ops: tuple, new: Any, key: Any = Ellipsis) -> boo
     return True
 
 
-def set_basic(parent: Any, idx: tuple, new: Any) -> Any:
+def set_basic(parent: Any, idx: tuple[Any, ...], new: Any) -> Any:
     """``parent`` with the basic index ``idx`` set to ``new`` (of the indexed shape): a
     dynamic_update_slice for a block, a scatter otherwise."""
     block = _block(idx, tuple(parent.shape))
@@ -266,7 +348,7 @@ def set_basic(parent: Any, idx: tuple, new: Any) -> Any:
     return lax.dynamic_update_slice(parent, jnp.reshape(new, sizes), starts)
 
 
-def _block(idx: tuple, shape: tuple[int, ...]) -> tuple[list[int], list[int]] | None:
+def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[int], list[int]] | None:
     """(starts, sizes) when ``idx`` is static ints and unit-step slices; else None."""
     if any(i is None or is_traced(i) for i in idx) or sum(i is Ellipsis for i in idx) > 1:
         return None
@@ -295,9 +377,13 @@ def fit(new: Any, shape: tuple[int, ...]) -> Any:
     """``new`` broadcast to ``shape`` the way NumPy assignment does (leading 1s dropped)."""
     while new.ndim > len(shape) and new.shape[0] == 1:
         new = new[0]
-    if tuple(new.shape) != tuple(shape):
-        if new.ndim > len(shape):
-            raise ValueError(f"could not broadcast input array from shape {tuple(new.shape)} "
-                             f"into shape {tuple(shape)}")
+    have = tuple(new.shape)
+    if have != tuple(shape):
+        if len(have) > len(shape) or any(h not in (1, n) for h, n in zip(
+                have[::-1], shape[::-1], strict=False)):
+            raise ValueError(f"could not broadcast input array from shape {have} into shape "
+                             f"{tuple(shape)}: the value must broadcast to the shape it is "
+                             "assigned to (length-1 axes of the value stretch)")
         new = jnp.broadcast_to(new, shape)
     return new
+

@@ -18,10 +18,10 @@ from reactant_lab.trace.lowering import CallOutput, Lowered, lower_call
 from reactant_lab.trace.numpy_mode import context, errors
 from reactant_lab.trace.numpy_mode.creation import overlays
 from reactant_lab.trace.numpy_mode.overlap import check_independent
-from reactant_lab.trace.numpy_mode.proxy import IMMUTABLE, ProxyArray
-from reactant_lab.trace.numpy_mode.storage import Root
+from reactant_lab.trace.numpy_mode.proxy import ProxyArray
+from reactant_lab.trace.numpy_mode.storage import IMMUTABLE, Root
 from reactant_lab.trace.paths import FlatCall, is_none, memory_layout, result_path
-from reactant_lab.trace.specs import ArgView
+from reactant_lab.trace.specs import ArgView, Preserved, UpdatedArg
 from reactant_lab.trace.user_errors import called_jax, describe, user_frame
 
 _RANDOM_STATE = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
@@ -34,7 +34,7 @@ def resargs_path(arg_path: str) -> str:
     return "res" + arg_path
 
 
-def trace_numpy(fn: Callable, flat: FlatCall) -> Lowered:
+def trace_numpy(fn: Callable[..., Any], flat: FlatCall) -> Lowered:
     """Trace the NumPy kernel ``fn`` on proxy arrays; Python runs it exactly once.
 
     Raises JaxCodeError when the kernel hands a proxy to JAX (it is JAX code).
@@ -42,7 +42,7 @@ def trace_numpy(fn: Callable, flat: FlatCall) -> Lowered:
     name = fn_name(fn)
     _check_static_args(fn, flat)
 
-    def call(*linear):
+    def call(*linear: Any) -> CallOutput:
         roots = [_argument_root(flat, i, value) for i, value in enumerate(linear)]
         proxies = [ProxyArray(root) for root in roots]
         args, kwargs, *captured = flat.rebuild(proxies)
@@ -73,27 +73,33 @@ def _argument_root(flat: FlatCall, i: int, traced: Any) -> Root:
 def _output(out: Any, proxies: list[ProxyArray], flat: FlatCall) -> CallOutput:
     mutated = [i for i, p in enumerate(proxies) if p.root.version > 0]
     with_path, treedef = jax.tree_util.tree_flatten_with_path(out, is_leaf=is_none)
-    leaves = []
+    leaves, scalars = [], set()
     for keypath, leaf in with_path:
         path = result_path(keypath)
-        if isinstance(leaf, ProxyArray):
-            if leaf.mask is not None:
-                raise errors.dynamic_shape(f"{path} is a[mask]")
-            arg = next((i for i in mutated if proxies[i] is leaf), None)
-            view = None if arg is not None else _argument_view(leaf, flat)
-            if view is not None:
-                leaves.append((path, leaf, view))
-            else:
-                leaves.append((path, None if arg is not None else leaf.value, arg))
-        elif isinstance(leaf, np.ndarray | np.generic):
-            leaves.append((path, jnp.asarray(leaf), None))
-        else:
-            leaves.append((path, leaf, None))
+        leaves.append(_result_leaf(path, leaf, proxies, mutated, flat))
+        if isinstance(leaf, np.generic) or (isinstance(leaf, ProxyArray) and leaf.is_scalar):
+            scalars.add(path)
     _check_overlap(flat, mutated)
     extras = [(resargs_path(flat.linear[i].path), proxies[i].value, i) for i in mutated]
     deps = tuple((i, memory_layout(flat.linear_values[i])) for i, p in enumerate(proxies)
                  if p.root.layout_read)
-    return CallOutput(treedef, leaves, extras, deps)
+    return CallOutput(treedef, leaves, extras, deps, frozenset(scalars),
+                      preserved_by_value=False)
+
+
+def _result_leaf(path: str, leaf: Any, proxies: list[ProxyArray], mutated: list[int],
+                 flat: FlatCall) -> tuple[str, Any, UpdatedArg | Preserved | ArgView | None]:
+    """(path, value, what argument it is) of one result leaf: an argument itself (updated in
+    place or not), a view of one, or a new value (a copy of an argument is one)."""
+    if not isinstance(leaf, ProxyArray):
+        return path, jnp.asarray(leaf) if isinstance(leaf, np.ndarray | np.generic) else leaf, None
+    if leaf.mask is not None:
+        raise errors.dynamic_shape(f"{path} is a[mask]")
+    arg = next((i for i, p in enumerate(proxies) if leaf.root is p.root and not leaf._ops), None)
+    if arg is not None:
+        return path, None, UpdatedArg(arg) if arg in mutated else Preserved(arg)
+    view = _argument_view(leaf, flat)
+    return (path, leaf, view) if view is not None else (path, leaf.value, None)
 
 
 def _argument_view(leaf: ProxyArray, flat: FlatCall) -> ArgView | None:
@@ -114,7 +120,7 @@ def _check_overlap(flat: FlatCall, mutated: list[int]) -> None:
     check_independent(flat.linear_values, [a.path for a in flat.linear], mutated)
 
 
-def _check_static_args(fn: Callable, flat: FlatCall) -> None:
+def _check_static_args(fn: Callable[..., Any], flat: FlatCall) -> None:
     for s, slot in zip(flat.skipped, (x for x in flat.slots if not isinstance(x, int)),
                        strict=True):
         if isinstance(slot.value, _RANDOM_STATE):
@@ -130,5 +136,5 @@ def _jax_code(name: str, exc: BaseException, updated: list[Root]) -> errors.JaxC
     error = errors.JaxCodeError(
         f"{name} hands a NumPy-mode array to JAX at {describe(frame)}\nIt is JAX code: trace it "
         "with mode='jax' (mode='auto', the default, does so), or use NumPy functions only.")
-    error.updated = tuple((r.arg, describe(r.first_write)) for r in updated)
+    error.updated = tuple((r.arg, describe(r.first_write)) for r in updated if r.arg is not None)
     return error

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -14,14 +15,16 @@ import numpy as np
 from jax import lax
 
 from reactant_lab.trace.numpy_mode import context, errors, indexing, masks
+from reactant_lab.trace.numpy_mode.layouts import like_operands, like_reduction
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
     concrete_array,
     concrete_of,
     new_array,
+    new_result,
     unwrap,
 )
-from reactant_lab.trace.numpy_mode.storage import Root
+from reactant_lab.trace.numpy_mode.storage import Root, indexed_shape
 
 # Every NumPy ufunc with a jax.numpy function of the same name (all but np.isnat).
 UFUNCS: dict[np.ufunc, Any] = {
@@ -31,7 +34,7 @@ _CALL_OPTIONS = {"dtype", "signature", "casting", "order", "subok"}
 _INT_DIVISION = {np.floor_divide, np.remainder, np.fmod, np.divmod}
 
 
-def apply(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+def apply(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``ufunc.<method>(*inputs, **kwargs)`` where some input or output is a proxy array."""
     impl = _METHODS.get(method)
     if ufunc not in UFUNCS or impl is None:
@@ -42,7 +45,7 @@ def apply(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     return impl(ufunc, inputs, dict(kwargs))
 
 
-def _call(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     outs = _outs(kwargs.pop("out", None), ufunc.nout)
     where = kwargs.pop("where", True)
     extra = set(kwargs) - _CALL_OPTIONS
@@ -52,14 +55,14 @@ def _call(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
     in_dtypes, out_dtypes = resolve(ufunc, inputs, outs, kwargs)
     key = _mask_key(ufunc, inputs, outs, where, sel, out_dtypes)
     if key is not None and key in context.memo():
-        return new_array(context.memo()[key][0])
+        return _deliver([context.memo()[key][0]], outs, where, sel, inputs)
     values = [cast(x, dt) for x, dt in zip(inputs, in_dtypes, strict=True)]
     exponent = _small_exponent(ufunc, inputs, in_dtypes)
     if exponent is not None:  # x**2 is x*x, as NumPy's own fast path computes it
-        result = lax.integer_pow(jnp.asarray(values[0]), exponent)
+        result: Any = lax.integer_pow(jnp.asarray(values[0]), exponent)
     else:
         result = UFUNCS[ufunc](*values)
-    results = result if ufunc.nout > 1 else (result,)
+    results: Sequence[Any] = result if ufunc.nout > 1 else (result,)
     if ufunc in _INT_DIVISION and in_dtypes[1].kind in "iub":
         # NumPy gives 0 for an integer division by zero; XLA does not.
         results = [jnp.where(values[1] == 0, jnp.zeros_like(r), r) for r in results]
@@ -67,10 +70,11 @@ def _call(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
     if key is not None:
         # The input values stay referenced, so their ids cannot be reused within the trace.
         context.memo()[key] = (results[0], [unwrap(x) for x in inputs])
-    return _deliver(results, outs, where, sel)
+    return _deliver(results, outs, where, sel, inputs)
 
 
-def _small_exponent(ufunc: np.ufunc, inputs: tuple, in_dtypes: tuple) -> int | None:
+def _small_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
+                    in_dtypes: tuple[np.dtype, ...]) -> int | None:
     """The exponent of ``x ** n`` for a static integral ``n`` in [-4, 4] (not negative for
     integers), else None."""
     if ufunc is not np.power or in_dtypes[0].kind not in "iufc":
@@ -83,14 +87,15 @@ def _small_exponent(ufunc: np.ufunc, inputs: tuple, in_dtypes: tuple) -> int | N
     return int(n)
 
 
-def _mask_key(ufunc: np.ufunc, inputs: tuple, outs: tuple, where: Any, sel: Any,
-              out_dtypes: tuple) -> tuple | None:
+def _mask_key(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[ProxyArray | None, ...],
+              where: Any, sel: masks.Selection | None,
+              out_dtypes: tuple[np.dtype, ...]) -> tuple[object, ...] | None:
     """A key under which a boolean result is remembered for the rest of the trace, so that
     ``a[a > 0] = f(a[a > 0])`` selects with one mask, not two equal ones lined up at run time."""
     if (ufunc.nout != 1 or out_dtypes[0] != np.bool_ or where is not True or sel is not None
             or outs[0] is not None):
         return None
-    parts = []
+    parts: list[tuple[object, object]] = []
     for x in inputs:
         if isinstance(x, ProxyArray):
             parts.append(("traced", id(x.value)))
@@ -101,7 +106,8 @@ def _mask_key(ufunc: np.ufunc, inputs: tuple, outs: tuple, where: Any, sel: Any,
     return (ufunc, *parts)
 
 
-def resolve(ufunc: np.ufunc, inputs: tuple, outs: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+def resolve(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[ProxyArray | None, ...],
+            kwargs: dict[str, Any]) -> tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]]:
     """NumPy's loop dtypes (inputs, outputs) for these operands; NumPy's own error when none."""
     keys = tuple(dtype_key(x) for x in inputs) + tuple(
         o.dtype if o is not None else None for o in outs)
@@ -142,14 +148,18 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     return value if np.dtype(value.dtype) == dtype else value.astype(dtype)
 
 
-def _deliver(results: list, outs: tuple, where: Any, sel: Any) -> Any:
+def _deliver(results: Sequence[Any], outs: tuple[ProxyArray | None, ...], where: Any,
+             sel: masks.Selection | None, inputs: tuple[Any, ...]) -> Any:
+    """Each result written into its ``out=`` array, or as a new one: a NumPy scalar when 0-d,
+    else an array laid out like the inputs, as NumPy's ufuncs return them."""
     delivered = []
     for result, out in zip(results, outs, strict=True):
         value = result
         if out is None:
             if where is not True:  # NumPy leaves those elements uninitialized
                 value = jnp.where(unwrap(where), value, jnp.zeros_like(value))
-            delivered.append(ProxyArray(Root(value), mask=sel) if sel else new_array(value))
+            delivered.append(ProxyArray(Root(value), mask=sel) if sel else
+                             like_operands(new_result(value), inputs))
             continue
         if where is not True:
             value = jnp.where(unwrap(where), value, out.value)
@@ -158,14 +168,15 @@ def _deliver(results: list, outs: tuple, where: Any, sel: Any) -> Any:
     return delivered[0] if len(delivered) == 1 else tuple(delivered)
 
 
-def _outs(out: Any, nout: int) -> tuple:
-    out = (None,) * nout if out is None else out if isinstance(out, tuple) else (out,)
-    for o in out:
+def _outs(out: Any, nout: int) -> tuple[ProxyArray | None, ...]:
+    given: tuple[Any, ...] = ((None,) * nout if out is None else out if isinstance(out, tuple)
+                              else (out,))
+    for o in given:
         if o is not None and not isinstance(o, ProxyArray):
             raise errors.array_conversion("a traced result written into a NumPy array with out=")
         if o is not None:
             o.check_writable()
-    return out
+    return given
 
 
 def _dummy(x: Any) -> Any:
@@ -176,13 +187,14 @@ def _dummy(x: Any) -> Any:
     return x
 
 
-def _numpy_dtype(method: Any, a: Any, kwargs: dict) -> np.dtype:
+def _numpy_dtype(method: Any, a: Any, kwargs: dict[str, Any]) -> np.dtype:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return np.asarray(method(_dummy(a), **kwargs)).dtype
 
 
-def _reduce_like(ufunc: np.ufunc, inputs: tuple, kwargs: dict, method: str) -> Any:
+def _reduce_like(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+                 method: str) -> Any:
     (a,) = inputs
     out = kwargs.pop("out", None)
     out = out[0] if isinstance(out, tuple) else out
@@ -202,32 +214,35 @@ def _reduce_like(ufunc: np.ufunc, inputs: tuple, kwargs: dict, method: str) -> A
         out.check_writable()
         out.write(result)
         return out
-    return new_array(result)
+    if method == "accumulate":
+        return like_operands(new_array(result), (a,))
+    return like_reduction(new_result(result), a, ask.get("axis", 0), ask.get("keepdims", False))
 
 
-def _reduce(ufunc, inputs, kwargs):
+def _reduce(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return _reduce_like(ufunc, inputs, kwargs, "reduce")
 
 
-def _accumulate(ufunc, inputs, kwargs):
+def _accumulate(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return _reduce_like(ufunc, inputs, kwargs, "accumulate")
 
 
-def _outer(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     a, b = inputs
     a = a if isinstance(a, ProxyArray) else concrete_array(np.asarray(a))
     expanded = indexing.getitem(a, (Ellipsis,) + (None,) * np.ndim(unwrap(b)))
     return _call(ufunc, (expanded, b), kwargs)
 
 
-def _at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
+def _at(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     a, key, *rest = inputs
     if not isinstance(a, ProxyArray):
         raise errors.array_conversion("a traced value written into a NumPy array with ufunc.at")
     a.check_writable()
     key = indexing.normalize_key(key)
+    indexed_shape(a.shape, key)  # NumPy's IndexError for a static index out of range
     key = key[0] if len(key) == 1 else key
-    values = []
+    values: list[Any] = []
     if rest:
         in_dtypes, _ = resolve(ufunc, (a, rest[0]), (a,), {"casting": "unsafe"})
         values = [cast(rest[0], in_dtypes[1])]
@@ -244,12 +259,12 @@ def _jnp_ufunc(ufunc: np.ufunc) -> Any:
     return jnp.frompyfunc(fn, ufunc.nin, ufunc.nout, identity=ufunc.identity)
 
 
-def _all_concrete(inputs: tuple, kwargs: dict) -> bool:
+def _all_concrete(inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     leaves = [*inputs, *(kwargs.get("out") or ()), kwargs.get("where")]
     return all(concrete_of(x) is not None for x in leaves if isinstance(x, ProxyArray))
 
 
-def _eager(method: Any, inputs: tuple, kwargs: dict) -> Any:
+def _eager(method: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run NumPy itself: every proxy operand holds concrete data (written in place for out=)."""
     outs = kwargs.get("out")
     outs = outs if isinstance(outs, tuple) else (outs,) if outs is not None else ()
@@ -265,7 +280,7 @@ def _eager(method: Any, inputs: tuple, kwargs: dict) -> Any:
     return _wrap_eager(result, pairs)
 
 
-def _wrap_eager(result: Any, pairs: list) -> Any:
+def _wrap_eager(result: Any, pairs: list[tuple[Any, Any]]) -> Any:
     if isinstance(result, tuple):
         return tuple(_wrap_eager(r, pairs) for r in result)
     for proxy, data in pairs:
@@ -274,5 +289,5 @@ def _wrap_eager(result: Any, pairs: list) -> Any:
     return concrete_array(result) if isinstance(result, np.ndarray) else result
 
 
-_METHODS = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer,
-            "at": _at}
+_METHODS: dict[str, Callable[[np.ufunc, tuple[Any, ...], dict[str, Any]], Any]] = {
+    "__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer, "at": _at}

@@ -4,22 +4,21 @@ and dtypes: they work on the proxies themselves, so writes through a view reach 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray, concrete_array, new_array, unwrap
-from reactant_lab.trace.numpy_mode.storage import Index, Reshape, Transpose
+from reactant_lab.trace.numpy_mode.storage import (
+    Index,
+    Order,
+    OrderACF,
+    OrderKACF,
+    Reshape,
+    Transpose,
+)
 from reactant_lab.trace.numpy_mode.ufuncs import dtype_key
-
-
-def shadow(a: ProxyArray) -> np.ndarray:
-    """Bytes laid out like ``a`` in memory, for NumPy to judge view-or-copy."""
-    s = a.root.shadow()
-    for op in a._ops:
-        s = op.on_shadow(s)
-    return s
 
 
 def _target_shape(shape: Any, size: int) -> tuple[int, ...]:
@@ -35,25 +34,28 @@ def _target_shape(shape: Any, size: int) -> tuple[int, ...]:
     return tuple(target)
 
 
-def reshape(a: ProxyArray, shape: Any = None, order: str = "C", *, newshape: Any = None,
+def reshape(a: ProxyArray, shape: Any = None, order: OrderACF = "C", *, newshape: Any = None,
             copy: bool | None = None) -> ProxyArray:
     """``np.reshape``: a view when NumPy would make one, else a copy."""
     target = _target_shape(newshape if shape is None else shape, a.size)
-    order = "C" if order == "A" and a.root.order == "C" else "F" if order == "A" else order
+    read = a.root.order if order == "A" else order
     view = copy is not True and _makes_view(
-        a, order, lambda s: np.reshape(s, target, order=order))
-    return _reshaped(a, target, order, view, copy)
+        a, read, lambda s: np.reshape(s, target, order=read))
+    return _reshaped(a, target, read, view, copy)
 
 
-def ravel(a: ProxyArray, order: str = "C") -> ProxyArray:
+def ravel(a: ProxyArray, order: OrderKACF = "C") -> ProxyArray:
     """``np.ravel``: a 1-D view when the array is contiguous in that order, else a copy."""
-    order = "C" if order in ("A", "K") and a.root.order == "C" else "F" if order in (
-        "A", "K") else order
-    return _reshaped(a, (a.size,), order,
-                     _makes_view(a, order, lambda s: np.ravel(s, order=order)), None)
+    match order:
+        case "A" | "K":
+            read = a.root.order
+        case _:
+            read = order
+    return _reshaped(a, (a.size,), read,
+                     _makes_view(a, read, lambda s: np.ravel(s, order=read)), None)
 
 
-def _reshaped(a: ProxyArray, target: tuple[int, ...], order: str, view: bool,
+def _reshaped(a: ProxyArray, target: tuple[int, ...], order: Order, view: bool,
               copy: bool | None) -> ProxyArray:
     if view:
         return a.view_of(Reshape(a.shape, target, order))
@@ -62,20 +64,25 @@ def _reshaped(a: ProxyArray, target: tuple[int, ...], order: str, view: bool,
     data = a.concrete
     if data is not None:
         return concrete_array(np.array(data.reshape(target, order=order)))
-    return new_array(a.value.reshape(target, order=order))
+    made = new_array(a.value.reshape(target, order=order))
+    if order == "F":  # NumPy copies in the order it reads, then reshapes that copy
+        made.root.order = "F"
+    return made
 
 
-def _makes_view(a: ProxyArray, order: str, numpy_op: Any) -> bool:
+def _makes_view(a: ProxyArray, order: Order,
+                numpy_op: Callable[[np.ndarray], np.ndarray]) -> bool:
     """Whether NumPy's own ``numpy_op`` returns a view for an array laid out like ``a``."""
     if not a._ops and a.root.strides is None and a.root.order == order:
         return True  # a whole contiguous array, read in its own order
-    s = shadow(a)
+    s = a.shadow()
     return s.size == 0 or bool(np.may_share_memory(numpy_op(s), s))
 
 
-def _axis(axis: int, ndim: int) -> int:
+def _axis(axis: int, ndim: int, what: str | None = None) -> int:
+    """``axis`` in ``range(ndim)``; NumPy's AxisError (its message names ``what``) if out of it."""
     if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim)
+        raise np.exceptions.AxisError(axis, ndim, what)
     return axis % ndim
 
 
@@ -90,7 +97,7 @@ def transpose(a: ProxyArray, axes: Any = None) -> ProxyArray:
 
 def swapaxes(a: ProxyArray, axis1: int, axis2: int) -> ProxyArray:
     perm = list(range(a.ndim))
-    i, j = _axis(axis1, a.ndim), _axis(axis2, a.ndim)
+    i, j = _axis(axis1, a.ndim, "axis1"), _axis(axis2, a.ndim, "axis2")
     perm[i], perm[j] = perm[j], perm[i]
     return a.view_of(Transpose(tuple(perm)))
 
@@ -100,8 +107,8 @@ def matrix_transpose(x: ProxyArray) -> ProxyArray:
 
 
 def moveaxis(a: ProxyArray, source: Any, destination: Any) -> ProxyArray:
-    src = [_axis(s, a.ndim) for s in np.atleast_1d(source)]
-    dst = [_axis(d, a.ndim) for d in np.atleast_1d(destination)]
+    src = [_axis(s, a.ndim, "source") for s in np.atleast_1d(source)]
+    dst = [_axis(d, a.ndim, "destination") for d in np.atleast_1d(destination)]
     order = [n for n in range(a.ndim) if n not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
@@ -122,14 +129,13 @@ def expand_dims(a: ProxyArray, axis: Any) -> ProxyArray:
     return a.view_of(Index(tuple(None if i in new else slice(None) for i in range(ndim))))
 
 
-def copy(a: ProxyArray, order: str = "K", subok: bool = False) -> ProxyArray:
+def copy(a: ProxyArray, order: OrderKACF = "K", subok: bool = False) -> ProxyArray:
     """``np.copy`` / ``a.copy()``: a new array with the same value (memory order as asked)."""
     data = a.concrete
     if data is not None:
         return concrete_array(np.array(data, order=order))
     made = new_array(unwrap(a))
-    keep_f = order == "F" or (order in ("K", "A") and a.root.order == "F" and not a._ops)
-    made.root.order = "F" if keep_f else "C"
+    made.root.follow(lambda: np.empty_like(a.shadow(), order=order))
     return made
 
 
@@ -137,7 +143,7 @@ def real(val: ProxyArray) -> ProxyArray:
     return val.real
 
 
-def imag(val: ProxyArray) -> ProxyArray:
+def imag(val: ProxyArray) -> ProxyArray | np.generic:
     return val.imag
 
 
@@ -166,8 +172,9 @@ def isrealobj(x: ProxyArray) -> bool:
     return x.dtype.kind != "c"
 
 
-VIEWS = {np.reshape: reshape, np.ravel: ravel, np.transpose: transpose, np.swapaxes: swapaxes,
-         np.matrix_transpose: matrix_transpose, np.permute_dims: transpose,
-         np.moveaxis: moveaxis, np.squeeze: squeeze, np.expand_dims: expand_dims,
-         np.copy: copy, np.real: real, np.imag: imag, np.shape: shape, np.ndim: ndim, np.size: size,
-         np.result_type: result_type, np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj}
+VIEWS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.reshape: reshape, np.ravel: ravel, np.transpose: transpose, np.swapaxes: swapaxes,
+    np.matrix_transpose: matrix_transpose, np.permute_dims: transpose, np.moveaxis: moveaxis,
+    np.squeeze: squeeze, np.expand_dims: expand_dims, np.copy: copy, np.real: real,
+    np.imag: imag, np.shape: shape, np.ndim: ndim, np.size: size, np.result_type: result_type,
+    np.iscomplexobj: iscomplexobj, np.isrealobj: isrealobj}

@@ -1,0 +1,694 @@
+// Generated from reactant_lab/render/explorer.schema.json by scripts/gen-types.mjs: do not edit.
+// Change the schema, then run `jlpm gen:types` (`jlpm test` fails while this file is stale).
+
+/**
+ * A static argument: its path and the repr of its value.
+ *
+ * @minItems 2
+ * @maxItems 2
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "SkippedArg".
+ */
+export type SkippedArg = [string, string];
+/**
+ * A module text, stored plain, gzipped, or as a line delta of an earlier text.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "TextEntry".
+ */
+export type TextEntry = PlainText | GzipText | DeltaText;
+/**
+ * One row of a diff: 1-based line numbers into the two stages' texts, flat [start, end, ...] character spans that differ.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "DiffRow".
+ */
+export type DiffRow =
+  ['=', number, LinePair[], LinePair[]] | ['-', Line, Spans] | ['+', Line, Spans] | ['~', Line, Line, Spans, Spans];
+/**
+ * [before_line, after_line] of an unchanged line shown as context.
+ *
+ * @minItems 2
+ * @maxItems 2
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "LinePair".
+ */
+export type LinePair = [Line, Line];
+/**
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "Line".
+ */
+export type Line = number;
+/**
+ * Flat [start, end, start, end, ...] character ranges (empty past the first 200 changed lines).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "Spans".
+ */
+export type Spans = number[];
+/**
+ * The live widget's result trait: the answer to request id.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "ExplorerResult".
+ */
+export type ExplorerResult = DiffResult | SliceResult | ErrorResult;
+/**
+ * A message from the live explorer to the kernel.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "ExplorerCommand".
+ */
+export type ExplorerCommand = RerunCommand | DiffCommand | SliceCommand;
+
+/**
+ * The explorer payload, schema version 1: everything the explorer shows of one exploration (reactant_lab.render.payload.build_payload). Indices are 0-based, times are seconds, text is plain text unless a field name says html or svg. The meaning of each part: docs/explorer-schema.md.
+ */
+export interface ExplorerPayload {
+  /**
+   * 1. Any incompatible change bumps it; readers refuse versions they do not know.
+   */
+  schema_version: 1;
+  meta: PayloadMeta;
+  signature: Signature;
+  /**
+   * Every distinct module text, stored once; stages and xla.hlo refer to them by id (their index here).
+   */
+  texts: TextEntry[];
+  /**
+   * One entry per stage (or pass), stage 0 being the traced module.
+   */
+  stages: StageEntry[];
+  /**
+   * Each stage against the one before, then pairs of distinct structures.
+   */
+  diffs: DiffEntry[];
+  metrics: Metrics;
+  /**
+   * Dataflow graphs of main, one per distinct structure drawn (at most max_graphs, the first and last distinct structures first).
+   */
+  graphs: GraphEntry[];
+  /**
+   * The compiled executable; null when nothing was compiled (a module given as text).
+   */
+  xla: XlaEntry | null;
+  /**
+   * Run timings; null when the call was not run.
+   */
+  run: RunTimings | null;
+  bench?: BenchEntry;
+}
+/**
+ * What was explored, and how.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "PayloadMeta".
+ */
+export interface PayloadMeta {
+  /**
+   * The function's name; "module" for a module given as text.
+   */
+  function: string;
+  /**
+   * How the function was traced; null for a module given as text.
+   */
+  mode: 'jax' | 'numpy' | null;
+  /**
+   * The optimize preset, or "custom" for a pass pipeline.
+   */
+  optimize: string;
+  /**
+   * One step per preset stage, or one per pass.
+   */
+  granularity: 'stage' | 'pass';
+  /**
+   * The target the lowering passes ran for ("cpu", "cuda", ...).
+   */
+  target: string;
+  /**
+   * Whether the enzyme-hlo patterns could assume no NaNs (absent in payloads of earlier releases).
+   */
+  no_nan?: boolean;
+  /**
+   * The optimize presets a live explorer can re-run with (reactant_lab.PRESETS, in order; absent in payloads of earlier releases).
+   */
+  presets?: string[];
+  /**
+   * Package -> version of the compiler stack that made the payload.
+   */
+  versions?: {
+    [k: string]: string;
+  };
+}
+/**
+ * The call's linear arguments, linear results and static arguments.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "Signature".
+ */
+export interface Signature {
+  args: SignatureArg[];
+  results: SignatureResult[];
+  /**
+   * The static arguments baked into the module: [path, value repr].
+   */
+  skipped: SkippedArg[];
+}
+/**
+ * One linear argument (a traced leaf of the call's arguments).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "SignatureArg".
+ */
+export interface SignatureArg {
+  /**
+   * The block argument (%argN) of main.
+   */
+  index: number;
+  /**
+   * Where the leaf sits in the call, e.g. args[0]['w'].
+   */
+  path: string;
+  /**
+   * Dtype and shape, e.g. float32[4,3].
+   */
+  type: string;
+  /**
+   * The function updates it in place.
+   */
+  mutated: boolean;
+  /**
+   * The executable was given its buffer.
+   */
+  donated: boolean;
+}
+/**
+ * One linear result.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "SignatureResult".
+ */
+export interface SignatureResult {
+  /**
+   * The result of main; null for a preserved result (not computed).
+   */
+  index: number | null;
+  /**
+   * Where it sits in what the call returns, e.g. result[0], or resargs[i] for a mutated argument.
+   */
+  path: string;
+  /**
+   * Dtype and shape.
+   */
+  type: string;
+  /**
+   * The argument a preserved result is (returned unchanged), else null.
+   */
+  preserved_from: string | null;
+  /**
+   * The mutated argument this result's value is written into, else null.
+   */
+  writes_back: string | null;
+}
+/**
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "PlainText".
+ */
+export interface PlainText {
+  /**
+   * Its index in texts.
+   */
+  id: number;
+  /**
+   * Number of lines (split on \n).
+   */
+  lines: number;
+  /**
+   * Length of the text in characters.
+   */
+  chars: number;
+  encoding: 'plain';
+  /**
+   * The text.
+   */
+  data: string;
+}
+/**
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "GzipText".
+ */
+export interface GzipText {
+  /**
+   * Its index in texts.
+   */
+  id: number;
+  /**
+   * Number of lines (split on \n).
+   */
+  lines: number;
+  /**
+   * Length of the text in characters.
+   */
+  chars: number;
+  encoding: 'gzip';
+  /**
+   * base64 of the gzip-compressed UTF-8 text.
+   */
+  data: string;
+}
+/**
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "DeltaText".
+ */
+export interface DeltaText {
+  /**
+   * Its index in texts.
+   */
+  id: number;
+  /**
+   * Number of lines (split on \n).
+   */
+  lines: number;
+  /**
+   * Length of the text in characters.
+   */
+  chars: number;
+  encoding: 'delta';
+  /**
+   * The id of the earlier text this one edits.
+   */
+  base: number;
+  /**
+   * base64 of gzip-compressed JSON: a list of [a0, a1] (copy base lines a0..a1-1) or strings (insert their lines).
+   */
+  data: string;
+}
+/**
+ * The module after one stage (or pass).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "StageEntry".
+ */
+export interface StageEntry {
+  /**
+   * Its position; 0 is the traced module.
+   */
+  index: number;
+  /**
+   * The stage or pass name.
+   */
+  name: string;
+  /**
+   * The preset stage it belongs to (its name at stage granularity).
+   */
+  group: string;
+  /**
+   * The passes that ran; empty for stage 0.
+   */
+  pipeline: string;
+  /**
+   * Wall time of its passes (of tracing and lowering for stage 0).
+   */
+  seconds: number;
+  /**
+   * Its structure differs from the stage before (locations, SSA numbering and attribute alias order ignored).
+   */
+  changed: boolean;
+  /**
+   * Why some of its passes could not run here, else null.
+   */
+  unavailable: string | null;
+  /**
+   * Op count without the module and function shells.
+   */
+  ops: number;
+  /**
+   * Op name -> count.
+   */
+  op_counts: {
+    [k: string]: number;
+  };
+  /**
+   * Op name -> change from the stage before (changed names only).
+   */
+  op_delta: {
+    [k: string]: number;
+  };
+  /**
+   * The id of its module text (op locations dropped, argument paths kept).
+   */
+  text: number;
+  /**
+   * The index of the first stage with the same structure; stages sharing it share graphs and diffs.
+   */
+  structure: number;
+}
+/**
+ * The diff of stage before -> stage after.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "DiffEntry".
+ */
+export interface DiffEntry {
+  /**
+   * The stage on the left.
+   */
+  before: number;
+  /**
+   * The stage on the right.
+   */
+  after: number;
+  /**
+   * previous: after against after - 1; pair: two distinct structures.
+   */
+  kind: 'previous' | 'pair';
+  /**
+   * No structural change.
+   */
+  empty: boolean;
+  /**
+   * Lines only on the right.
+   */
+  added: number;
+  /**
+   * Lines only on the left.
+   */
+  removed: number;
+  /**
+   * Lines on both sides with different content.
+   */
+  changed: number;
+  /**
+   * The counts in words.
+   */
+  summary: string;
+  /**
+   * Script-free HTML of the diff; null when empty. Absent from the copy a report embeds beside its own HTML and from the live widget's diff answers.
+   */
+  html?: DiffHtml | null;
+  /**
+   * Over 200 changed lines: the HTML shows the first 200 (rows always hold all).
+   */
+  truncated: boolean;
+  /**
+   * The whole diff in compact form (docs/explorer-schema.md).
+   */
+  rows: DiffRow[];
+}
+/**
+ * HTML fragments of a diff (CSS classes of reactant_lab.render.assets.CSS).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "DiffHtml".
+ */
+export interface DiffHtml {
+  'side-by-side': string;
+  /**
+   * Only when the side-by-side fragment is at most 256 KiB.
+   */
+  unified?: string;
+}
+/**
+ * Op counts across stages.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "Metrics".
+ */
+export interface Metrics {
+  /**
+   * Column labels: the stage names.
+   */
+  stages: string[];
+  /**
+   * Row labels: op names (module and function shells only when their count changes).
+   */
+  ops: string[];
+  /**
+   * counts[row][column].
+   */
+  counts: number[][];
+  /**
+   * Per stage, the op total.
+   */
+  totals: number[];
+}
+/**
+ * The dataflow graph of one structure's main. A graph that could not be built has kind null, error, and none of ops, note, dot, svg.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "GraphEntry".
+ */
+export interface GraphEntry {
+  /**
+   * The stage it was drawn for (the first of its structure).
+   */
+  stage: number;
+  /**
+   * Every stage it is valid for.
+   */
+  stages: number[];
+  /**
+   * full: every op, region ops as clusters; summary: one edge per result/argument dependence; null: main could not be parsed.
+   */
+  kind: 'full' | 'summary' | null;
+  /**
+   * Ops in main.
+   */
+  ops?: number;
+  /**
+   * What the drawing leaves out, or empty.
+   */
+  note?: string;
+  /**
+   * The Graphviz source.
+   */
+  dot?: string;
+  /**
+   * The laid-out SVG (no prologue, DOCTYPE or external reference); null when no layout program was available.
+   */
+  svg?: string | null;
+  /**
+   * Why there is no graph or no SVG, else null.
+   */
+  error: string | null;
+}
+/**
+ * The compiled executable.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "XlaEntry".
+ */
+export interface XlaEntry {
+  /**
+   * The name of the stage whose module was compiled.
+   */
+  stage: string;
+  /**
+   * The device it was compiled for.
+   */
+  device: string;
+  /**
+   * XLA compile time.
+   */
+  compile_seconds: number;
+  /**
+   * Argument buffers were donated.
+   */
+  donate: boolean;
+  /**
+   * The id of XLA's optimized HLO text.
+   */
+  hlo: number;
+  /**
+   * XLA's cost model: name -> number (flops, bytes accessed, ...).
+   */
+  cost: {
+    [k: string]: number;
+  };
+  /**
+   * XLA's memory analysis: name -> bytes.
+   */
+  memory: {
+    [k: string]: number;
+  };
+}
+/**
+ * Measured run times: the first call, and where measured the median, IQR and sample count, and baselines' medians as NAME_median_seconds.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "RunTimings".
+ */
+export interface RunTimings {
+  /**
+   * The first call (transfers included).
+   */
+  first_call_seconds?: number;
+  median_seconds?: number;
+  iqr_seconds?: number;
+  /**
+   * Samples the median was taken over.
+   */
+  samples?: number;
+  /**
+   * This interface was referenced by `RunTimings`'s JSON-Schema definition
+   * via the `patternProperty` "^[a-z][a-z0-9_]*_seconds$".
+   */
+  [k: string]: number | undefined;
+}
+/**
+ * A benchmark of the call (reactant_lab.BenchResult.to_dict()); only in payloads of benchmarked calls.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "BenchEntry".
+ */
+export interface BenchEntry {
+  /**
+   * The benchmarked function.
+   */
+  fn_name: string;
+  /**
+   * How it was traced.
+   */
+  mode: 'jax' | 'numpy';
+  /**
+   * Where it ran.
+   */
+  device: string;
+  /**
+   * The baseline ratios are taken against, or null.
+   */
+  reference: string | null;
+  /**
+   * Variant -> why it was not measured.
+   */
+  skipped: {
+    [k: string]: string;
+  };
+  roofline: Roofline | null;
+  /**
+   * One per variant, in the order measured.
+   */
+  rows: BenchRowEntry[];
+}
+/**
+ * The device's measured peak compute and bandwidth.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "Roofline".
+ */
+export interface Roofline {
+  device: string;
+  /**
+   * Floating-point operations per second of a large matmul.
+   */
+  peak_flops: number;
+  /**
+   * Bytes per second (read + write) of a large copy.
+   */
+  peak_bytes_per_s: number;
+  /**
+   * How long the calibration took.
+   */
+  seconds: number;
+}
+/**
+ * Timing of one variant (seconds per call; null where unknown).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "BenchRowEntry".
+ */
+export interface BenchRowEntry {
+  /**
+   * Preset or baseline name.
+   */
+  name: string;
+  kind: 'preset' | 'baseline';
+  samples_s: number[];
+  median_s: number;
+  iqr_s: number;
+  min_s: number;
+  compile_s: number | null;
+  /**
+   * Median over the reference baseline's median.
+   */
+  ratio: number | null;
+  flops: number | null;
+  bytes_accessed: number | null;
+  /**
+   * The time floor over the median (1.0: at the roofline).
+   */
+  roofline_fraction: number | null;
+  calls_per_sample: number;
+  /**
+   * IQR over median above 10%.
+   */
+  noisy: boolean;
+  gflops_per_s: number | null;
+  gb_per_s: number | null;
+}
+/**
+ * The live widget's status trait (docs/widget-protocol.md).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "ExplorerStatus".
+ */
+export interface ExplorerStatus {
+  state: 'idle' | 'running' | 'error';
+  message: string;
+  /**
+   * Fraction done while running, else null.
+   */
+  progress: number | null;
+}
+export interface DiffResult {
+  id: number;
+  kind: 'diff';
+  data: DiffEntry;
+}
+export interface SliceResult {
+  id: number;
+  kind: 'slice';
+  data: SliceData;
+}
+/**
+ * The backward slice of one result at one stage.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "SliceData".
+ */
+export interface SliceData {
+  stage: number;
+  /**
+   * The result's path (or index) as asked.
+   */
+  result: string | number;
+  svg: string;
+}
+export interface ErrorResult {
+  id: number;
+  kind: 'error';
+  data: {
+    message: string;
+  };
+}
+export interface RerunCommand {
+  command: 'rerun';
+  optimize: string;
+  granularity: 'stage' | 'pass';
+  no_nan: boolean;
+  pipeline: string | null;
+}
+export interface DiffCommand {
+  command: 'diff';
+  id: number;
+  before: number;
+  after: number;
+}
+export interface SliceCommand {
+  command: 'slice';
+  id: number;
+  stage: number;
+  result: string;
+}

@@ -1,0 +1,242 @@
+"""JAX's staged API as backend uses it: lower to StableHLO, compile into an Executable, run.
+
+A module compiles behind JAX's C++ dispatch when this JAX allows (``swap_module``), else through
+XLA's client alone.
+
+Only backend and its private modules import this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.interpreters import mlir as jax_mlir
+from jaxlib.mlir import ir
+
+from reactant_lab._backend_ir import (
+    Aval,
+    Donation,
+    asm,
+    donation_plan,
+    main_func,
+    prepare,
+    set_result_names,
+)
+from reactant_lab._backend_text import compile_message, module_text
+from reactant_lab._compile_isolation import (
+    Guard,
+    ReproducerWriter,
+    compile_lowered,
+    guard_for,
+    isolated,
+)
+from reactant_lab.errors import CompileError, ExecutionError, TraceError
+
+Structure = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+"""A template function with a call's signature, and its args and kwargs as ShapeDtypeStructs."""
+
+
+@contextlib.contextmanager
+def x64_scope(enabled: bool) -> Iterator[None]:
+    """Trace / run with 64-bit types on when ``enabled`` (leaves the global flag alone otherwise)."""
+    if not enabled or jax.config.jax_enable_x64:  # type: ignore[attr-defined]  # JAX adds each flag to Config at run time
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
+
+
+def abstract_value(aval: Aval, device: Any | None = None) -> jax.ShapeDtypeStruct:
+    """A ShapeDtypeStruct for (shape, dtype, weak_type), placed on ``device`` if given."""
+    shape, dtype, weak = aval
+    sharding = jax.sharding.SingleDeviceSharding(device) if device is not None else None
+    return jax.ShapeDtypeStruct(shape, dtype, weak_type=weak, sharding=sharding)
+
+
+def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[str],
+          result_names: Sequence[str], module_name: str, x64: bool) -> str:
+    """Lower ``fn(*linear) -> list`` to StableHLO text whose block arguments carry their paths."""
+    with x64_scope(x64):
+        lowered = jax.jit(fn, keep_unused=True).lower(*[abstract_value(a, None) for a in avals])
+    module = lowered.compiler_ir("stablehlo")
+    if module is None:  # pragma: no cover - JAX's jit lowerings always have StableHLO
+        raise TraceError(f"JAX gave no StableHLO module for {module_name}")
+    with module.context:
+        main = main_func(module)
+        block = main.regions[0].blocks[0]
+        if len(block.arguments) != len(avals):
+            raise TraceError(
+                f"{module_name} uses values that are neither its arguments nor arrays it reads "
+                f"directly from its closure or globals (JAX lowered {len(block.arguments)} "
+                f"arguments for {len(avals)} traced leaves): an array held inside a container "
+                "or an object, or a traced value kept from another trace (a leaked tracer). "
+                "Pass such arrays as arguments, and do not keep traced values between calls.")
+        for arg, name in zip(block.arguments, arg_names, strict=True):
+            arg.set_location(ir.Location.name(name))
+        set_result_names(main, result_names)
+        module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
+        return asm(module)
+
+
+class Executable:
+    """A compiled XLA executable for one module, with JAX's fast call path when possible.
+
+    Exactly one of ``jax_compiled`` (JAX's Compiled: its C++ dispatch) and ``raw`` (jaxlib's
+    LoadedExecutable, run through XLA's client; jaxlib ships no types for it) is not None.
+    """
+
+    def __init__(self, text: str, jax_compiled: jax.stages.Compiled | None, raw: Any,
+                 device: Any, x64: bool, structured: bool):
+        self.text = text
+        """The module text XLA compiled (donation attributes included)."""
+        self._compiled = jax_compiled
+        self._raw = raw
+        self.device = device
+        self.x64 = x64
+        self.structured = structured
+        """True when ``fast_call`` takes the user's own ``(*args, **kwargs)`` pytree."""
+        self.note: str | None = None
+        """How XLA was worked around to compile it (after a crash in the compile worker)."""
+
+    @property
+    def fast_call(self) -> Callable[..., Any] | None:
+        """JAX's C++ dispatch for this executable, or None on the fallback path."""
+        return self._compiled
+
+    def call_flat(self, values: Sequence[Any]) -> list[Any]:
+        """Run on linear argument values; return the module's results as JAX arrays."""
+        try:
+            if self._compiled is not None:
+                return list(self._compiled(*values))
+            bufs = [jax.device_put(v, self.device) for v in values]
+            results = self._raw.execute_sharded(bufs)
+            return [a[0] for a in results.disassemble_into_single_device_arrays()]
+        except (TypeError, ValueError):
+            raise
+        except Exception as exc:  # XLA runtime errors carry no stable type
+            raise ExecutionError(f"the compiled executable failed while running: {exc}") from exc
+
+    def hlo_text(self) -> str:
+        """XLA's optimized HLO."""
+        if self._compiled is None:
+            text: str = self._raw.get_hlo_text()
+            return text
+        hlo = self._compiled.as_text()
+        if hlo is None:  # JAX's word for a backend that cannot print its executables
+            raise CompileError(f"XLA's optimized HLO is not available on {self.device.platform}; "
+                               "Compiled.as_text() gives the StableHLO module that was compiled")
+        return hlo
+
+    def cost_analysis(self) -> dict[str, float]:
+        """XLA's cost model: flops, transcendentals, bytes accessed."""
+        raw = self._compiled.cost_analysis() if self._compiled is not None else (
+            self._raw.cost_analysis())
+        if isinstance(raw, list | tuple):
+            raw = raw[0] if raw else {}
+        return {k: float(v) for k, v in dict(raw or {}).items()}
+
+    def memory_analysis(self) -> dict[str, int]:
+        """Argument / output / alias / temp / code bytes of the executable."""
+        stats = (self._compiled.memory_analysis() if self._compiled is not None else
+                 self._raw.get_compiled_memory_stats())
+        names = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                 "temp_size_in_bytes", "generated_code_size_in_bytes")
+        return {n: int(getattr(stats, n)) for n in names if hasattr(stats, n)}
+
+
+def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval],
+                   device: Any, x64: bool, donate: Sequence[bool],
+                   structure: Structure | None, stage: str = "final",
+                   reproducer: ReproducerWriter | None = None) -> Executable:
+    """Compile module text for ``device``; ``stage`` names it in errors, and ``reproducer``
+    (stages.reproducer.write_reproducer) writes a directory when XLA crashes on it.
+
+    ``structure`` (a template function with the call's signature, and its args and kwargs as
+    ShapeDtypeStructs on ``device``) lets JAX's C++ call path take the user's own pytree; without
+    it the executable takes the flat linear values. A module XLA might crash on compiles in the
+    compile worker (reactant_lab/_compile_isolation.py).
+    """
+    text = module_text(text)
+    donation = donation_plan(donate, avals, out_avals)
+    guard = guard_for(text, device, stage, reproducer)
+    if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
+        compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
+                                    guard)
+        if compiled is not None:
+            exe = Executable(*compiled, None, device, x64, structure is not None)
+            exe.note = guard.note if guard is not None else None
+            return exe
+    with jax_mlir.make_ir_context():
+        text = asm(prepare(text, donation))
+    exe = Executable(text, None, _compile_raw(text, device, guard), device, x64, False)
+    exe.note = guard.note if guard is not None else None
+    return exe
+
+
+def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
+                     out_avals: Sequence[Aval], device: Any, x64: bool,
+                     structure: Structure | None,
+                     guard: Guard | None) -> tuple[str, jax.stages.Compiled] | None:
+    """Compile through a JAX lowering of the same signature whose module is swapped for ours.
+
+    This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns (text
+    compiled, JAX's Compiled), or None when this JAX version's lowering object does not have the
+    expected shape.
+    """
+    if structure is None:
+        def template(*_: Any) -> list[np.ndarray[Any, Any]]:
+            return [np.zeros(s, d) for s, d, _w in out_avals]
+        structure = template, tuple(abstract_value(a, device) for a in avals), {}
+    fn, args, kwargs = structure
+    with x64_scope(x64):
+        lowered = jax.jit(fn, keep_unused=True).lower(*args, **kwargs)
+        module = swap_module(lowered, text, donation)
+        if module is None:
+            return None
+        try:
+            compiled = compile_lowered(lowered, module, device, guard)
+        except CompileError:
+            raise
+        except Exception as exc:
+            raise CompileError(compile_message(text, exc)) from exc
+        return asm(module), compiled
+
+
+def swap_module(lowered: jax.stages.Lowered, text: str, donation: Donation) -> ir.Module | None:
+    """Put our module (``text``, prepared in the lowering's MLIR context) in place of the one JAX
+    lowered, and return it; None when this JAX's lowering has no module to swap, or passes
+    constants as extra arguments (our module takes none).
+
+    The one use of JAX's private ``Lowered._lowering._hlo`` (docs/architecture.md).
+    """
+    lowering: Any = getattr(lowered, "_lowering", None)
+    if lowering is None or not hasattr(lowering, "_hlo") or getattr(
+            lowering, "const_args", None):
+        return None
+    with lowering._hlo.context:
+        module = prepare(text, donation)
+    lowering._hlo = module
+    return module
+
+
+def _compile_raw(text: str, device: Any, guard: Guard | None) -> Any:
+    """jaxlib's LoadedExecutable of module text, compiled by XLA's client (in the compile worker
+    when ``guard`` says so)."""
+    from jax.extend import backend as jex_backend
+    from jaxlib import xla_client
+
+    client, devices = device.client, xla_client.DeviceList((device,))
+    options = jex_backend.get_compile_options(num_replicas=1, num_partitions=1)
+    if guard is not None:
+        exe, options = isolated(guard, text, devices, options, client)
+        if exe is not None:
+            return exe
+    try:
+        return client.compile_and_load(text, devices, options)
+    except Exception as exc:
+        raise CompileError(compile_message(text, exc)) from exc

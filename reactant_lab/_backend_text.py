@@ -1,0 +1,137 @@
+"""Module text for backend: checks before MLIR sees it, its size, and messages about it.
+
+The messages explain what MLIR or XLA said about the text. Plain text work: no bindings here.
+
+Only backend and its private modules import this module.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from reactant_lab.errors import ModuleTextError
+
+MAX_NESTING = 1000
+"""Deepest bracket nesting (``{ [ ( <``) accepted in module text. MLIR's recursive-descent
+parser overflows its stack at about 4,000 levels; real modules nest a few dozen."""
+
+
+def module_text(source: object) -> str:
+    """``source`` as module text that is safe to hand to MLIR: a str (UTF-8 bytes are decoded)
+    nested at most MAX_NESTING deep. Raises ModuleTextError otherwise."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        try:
+            source = bytes(source).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModuleTextError(f"module text given as bytes is not UTF-8 ({exc}); pass a str "
+                                  "of MLIR text, e.g. pathlib.Path(f).read_text()") from None
+    if not isinstance(source, str):
+        raise ModuleTextError(f"expected the module as a str of MLIR text, not "
+                              f"{type(source).__name__} ({str(source)[:80]!r}); pass the text "
+                              "itself, e.g. traced.text or pathlib.Path(f).read_text()")
+    deepest = deepest_nesting(source, MAX_NESTING)
+    if deepest is not None:
+        depth, line = deepest
+        raise ModuleTextError(
+            f"the module text nests brackets {depth:,} levels deep (at line {line}); "
+            f"reactant_lab accepts at most {MAX_NESTING:,} because MLIR's parser crashes at "
+            "about 4,000. Real modules nest a few dozen levels: check how the text was made.")
+    return source
+
+
+_OPEN, _CLOSE = b"{[(<", b"}])>"
+_STEP = np.zeros(256, np.int32)
+_STEP[list(_OPEN)], _STEP[list(_CLOSE)] = 1, -1
+
+
+def deepest_nesting(text: str, limit: int) -> tuple[int, int] | None:
+    """(depth, line) of the deepest bracket nesting when it exceeds ``limit``, else None.
+
+    Counts ``{ [ ( <`` against their closers; the ``>`` of ``->`` closes nothing, and a closer
+    without an opener is ignored. Brackets inside string literals count too: they come in pairs
+    in real modules.
+    """
+    if sum(text.count(c) for c in "{[(<") <= limit:
+        return None
+    codes = np.frombuffer(text.encode("ascii", "replace"), np.uint8)
+    step = _STEP[codes]
+    step[1:][(codes[1:] == ord(">")) & (codes[:-1] == ord("-"))] = 0
+    total = np.cumsum(step)
+    depth = total - np.minimum.accumulate(np.minimum(total, 0))  # a running sum floored at 0
+    at = int(depth.argmax())
+    if depth[at] <= limit:
+        return None
+    return int(depth[at]), text.count("\n", 0, at) + 1
+
+
+# An op line as analysis.ops counts them (the layering keeps backend from importing it).
+_OP_LINE = re.compile(r"^\s*(?:%[\w$.:#-]+(?:\s*,\s*%[\w$.:#-]+)*\s*=\s*)?"
+                      r"(\"?)([A-Za-z_][\w$]*\.[\w$.]+|return)\1[\s(<{:@]")
+_DEFINES = re.compile(r"^\s*(%[\w$.-]+(?::\d+)?(?:\s*,\s*%[\w$.-]+)*)\s*=(.*)$")
+_VALUE = re.compile(r"%([\w$.-]+)")
+
+
+def module_size(text: str) -> tuple[int, int]:
+    """(ops, the most ops on one def-use path) of module text; ops are counted as in the stage
+    table (module and function shells left out), nested regions' ops inline in the path."""
+    depth: dict[str, int] = {}
+    ops = chain = 0
+    for line in text.splitlines():
+        op = _OP_LINE.match(line)
+        if op is None or op.group(2) == "func.func":
+            continue
+        ops += 1
+        found = _DEFINES.match(line)
+        if found is None:
+            continue
+        level = 1 + max((depth.get(v, 0) for v in _VALUE.findall(found.group(2))), default=0)
+        for name in _VALUE.findall(found.group(1)):
+            depth[name] = level
+        chain = max(chain, level)
+    return ops, chain
+
+
+def restore_main(text: str, name: str) -> str:
+    """``text`` with its entry function ``name`` (enzyme-ad's private @main_<n>) renamed to the
+    public @main again."""
+    if name == "main":
+        return text
+    text = re.sub(rf"func\.func (?:private |public )?@{re.escape(name)}\(",
+                  "func.func public @main(", text, count=1)
+    return re.sub(rf"@{re.escape(name)}\b", "@main", text)
+
+
+def parse_error_message(pipeline: str, detail: str) -> str:
+    """The UnknownPassError message for a pipeline MLIR could not parse."""
+    bad = re.search(r"'([^']+)' does not refer to a registered pass", detail)
+    opt = re.search(r"no such option (\S+)", detail)
+    what = (f"unknown pass '{bad.group(1)}'" if bad else
+            f"unknown option '{opt.group(1)}'" if opt else "the pipeline does not parse")
+    return (f"Pass pipeline error: {what}.\n  pipeline: {pipeline[:300]}\n  MLIR says: "
+            f"{detail.strip()[:600]}\nCheck the pass name and its options "
+            "(reactant_lab.PRESETS shows pipelines that work).")
+
+
+def unparsable_message(text: str, detail: str) -> str:
+    """'the module text does not parse' with MLIR's first error, its line and a caret."""
+    found = re.search(r'"[^"\n]*":(\d+):(\d+)\)?:? ?(?:error: )?([^\n]*)', detail)
+    where = ""
+    if found:
+        line, column = int(found.group(1)), int(found.group(2))
+        lines = text.splitlines()
+        source = lines[line - 1] if 0 < line <= len(lines) else ""
+        where = (f": line {line}, column {column}: {found.group(3).strip()}\n"
+                 f"  {line:>5} | {source[:200]}\n        | {' ' * (column - 1)}^")
+    return (f"the module text does not parse{where}\nMLIR says:\n  {detail[:1500]}\n"
+            "Fix the text: it must be one whole MLIR module in dialects reactant_lab's passes "
+            "know (stablehlo, chlo, func, arith, enzyme, ...), as printed by jax or MLIR.")
+
+
+def compile_message(text: str, exc: Exception) -> str:
+    """The CompileError message for a module XLA refused, naming ops it cannot compile."""
+    ops = sorted(set(re.findall(r"\b(enzyme\w*\.\w+|llvm\.\w+)", text)))[:8]
+    hint = (f" The module still holds ops XLA cannot compile ({', '.join(ops)}): compile a "
+            "later stage, or use a preset that ends with 'jit lowering'.") if ops else ""
+    return f"XLA could not compile the module: {str(exc).strip()[:1500]}{hint}"

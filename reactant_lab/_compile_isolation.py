@@ -1,0 +1,284 @@
+"""Compile isolation for backend: compiling a module XLA might crash on in the compile worker.
+
+XLA can crash while it compiles (XLA:CPU's fusion emitter overflows a compile thread's stack on
+a long fused chain: a 376-step NumPy loop unrolled under `all`), which would end this process and
+with it a notebook kernel. So a module that might crash XLA compiles in the compile worker (a
+second worker process, running jaxlib's XLA client only), and the executable comes back
+serialized and is loaded here, still behind JAX's C++ dispatch: JAX's call into XLA
+(jax._src.compiler.backend_compile_and_load) is wrapped, per thread, for our compiles only
+(``wrap_jax_compile``). Loading costs milliseconds, not a second compile. A crash becomes
+CompileCrashedError with a reproducer; before that, a compile with fusion emitters off is tried
+and, when it works, used (CompileFallbackWarning). When the executable cannot be loaded here, or
+this JAX has no such function to wrap, the worker's compile served as a probe and the module
+compiles here again.
+
+REACTANT_LAB_COMPILE_CHECK: 'auto' (default) isolates modules of CHECK_OPS ops or more, or with a
+chain of CHECK_CHAIN dependent ops or more; 'always' every module; 'never' none. Only CPU
+devices: a worker would hold a GPU of its own.
+
+Only backend and its private modules import this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import textwrap
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+from jaxlib.mlir import ir
+
+from reactant_lab._backend_ir import asm
+from reactant_lab._backend_text import module_size
+from reactant_lab._pass_worker import CompileOutcome
+from reactant_lab._worker_client import PassWorker, WorkerCrashed
+from reactant_lab.errors import CompileCrashedError, CompileError, CompileFallbackWarning
+
+COMPILE_CHECK_VAR = "REACTANT_LAB_COMPILE_CHECK"
+"""Environment variable choosing where modules compile: 'auto', 'always' or 'never'."""
+CHECK_CHAIN = 150
+"""'auto' isolates modules with a chain of this many dependent ops. The fusion emitter crashed
+at a fused chain of ~750 (cov, M=376 under `all`: a 756-op chain; 750 chained
+dynamic_update_slice ops feeding a concatenate): a 5x margin."""
+CHECK_OPS = 1000
+"""...or of this many ops (the cov module that crashed had 4,883): a 5x margin for crashes that
+grow with size rather than depth."""
+FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
+"""The XLA:CPU option turned off to compile a module whose compile crashed with it on."""
+
+# XLA:CPU logs how far it got (HLO passes done, code generation started) to the worker's output,
+# which is read only after a crash: its last words. (jax sets TF_CPP_MIN_LOG_LEVEL=1 here.)
+COMPILER = PassWorker(
+    "compile worker", {"TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "cpu_compiler=1"})
+"""The compile worker."""
+
+
+ReproducerWriter = Callable[[str, str, str], "str | None"]
+"""``(module text, pipeline, diagnostics) -> directory or None``: the pass reproducer writer."""
+
+
+class Guard:
+    """One compile that runs in the compile worker: what to say if it crashes."""
+
+    def __init__(self, stage: str, reason: str, reproducer: ReproducerWriter | None):
+        self.stage, self.reason, self.reproducer = stage, reason, reproducer
+        self.note: str | None = None
+        """How XLA was worked around, once a compile with fusion emitters off was used."""
+
+
+class _Current(threading.local):
+    guard: Guard | None = None
+    """The Guard of the compile this thread is running, if any."""
+
+
+_CURRENT = _Current()
+
+
+def compile_check_mode() -> str:
+    """``REACTANT_LAB_COMPILE_CHECK``: 'auto' (default), 'always' or 'never'."""
+    mode = os.environ.get(COMPILE_CHECK_VAR, "").strip().lower() or "auto"
+    if mode not in ("auto", "always", "never"):
+        raise CompileError(
+            f"{COMPILE_CHECK_VAR}={os.environ[COMPILE_CHECK_VAR]!r} is not 'auto', 'always' or "
+            "'never'; unset it for 'auto' (modules XLA might crash on compile in a worker "
+            "process).")
+    return mode
+
+
+def isolation_reason(text: str) -> str | None:
+    """Why a module would compile in the compile worker under the current mode (its size), or
+    None when it compiles in this process."""
+    mode = compile_check_mode()
+    if mode == "never":
+        return None
+    ops, chain = module_size(text)
+    if ops >= CHECK_OPS or mode == "always":
+        return f"{ops:,} ops"
+    return f"{ops:,} ops, a chain of {chain:,}" if chain >= CHECK_CHAIN else None
+
+
+def guard_for(text: str, device: Any, stage: str,
+              reproducer: ReproducerWriter | None) -> Guard | None:
+    """The Guard for compiling ``text`` on ``device``, or None when it compiles here."""
+    if device.platform != "cpu" or os.name == "nt":
+        return None
+    reason = isolation_reason(text)
+    return Guard(stage, reason, reproducer) if reason is not None else None
+
+
+def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
+                    guard: Guard | None) -> jax.stages.Compiled:
+    """``lowered.compile()``, in the compile worker when ``guard`` says so."""
+    if guard is None:
+        return lowered.compile()
+    if wrap_jax_compile():
+        _CURRENT.guard = guard
+        try:
+            return lowered.compile()
+        finally:
+            _CURRENT.guard = None
+    from jax.extend import backend as jex_backend  # no function to wrap: probe, then compile
+    from jaxlib import xla_client
+
+    options = jex_backend.get_compile_options(num_replicas=1, num_partitions=1)
+    _, used = isolated(guard, asm(module), xla_client.DeviceList((device,)), options,
+                       device.client)
+    return lowered.compile(compiler_options=dict(used.env_option_overrides) or None)
+
+
+@functools.cache
+def wrap_jax_compile() -> bool:
+    """Route JAX's XLA compile through ``isolated`` while a Guard is set on the calling thread;
+    False when this JAX has no backend_compile_and_load to wrap.
+
+    The one use of ``jax._src.compiler.backend_compile_and_load`` (docs/architecture.md).
+    """
+    try:
+        from jax._src import compiler as jax_compiler
+    except ImportError:  # pragma: no cover - private module moved in another JAX version
+        return False
+    original = getattr(jax_compiler, "backend_compile_and_load", None)
+    if original is None:  # pragma: no cover - depends on the JAX version
+        return False
+
+    @functools.wraps(original)
+    def compile_and_load(client: Any, module: ir.Module, devices: Any, options: Any,
+                         host_callbacks: Sequence[Any]) -> Any:
+        guard = _CURRENT.guard
+        if guard is None or host_callbacks:  # callbacks live in this process
+            return original(client, module, devices, options, host_callbacks)
+        _CURRENT.guard = None  # one compile per guard
+        exe, options = isolated(guard, asm(module), devices, options, client)
+        return exe if exe is not None else original(client, module, devices, options,
+                                                    host_callbacks)
+
+    jax_compiler.backend_compile_and_load = compile_and_load
+    return True
+
+
+def isolated(guard: Guard, text: str, devices: Any, options: Any,
+             client: Any) -> tuple[Any | None, Any]:
+    """Compile in the worker: (executable loaded here, or None to compile here instead, e.g.
+    when XLA refused the module; the options to use). Raises CompileCrashedError."""
+    try:
+        out = _in_worker(text, options, devices)
+    except WorkerCrashed as crash:
+        return _after_crash(guard, text, devices, options, client, crash)
+    if out.status == "error":
+        warnings.warn(f"the compile worker could not run ({out.message.strip()[-300:]}); "
+                      "compiling in this process, where an XLA crash would end it",
+                      CompileFallbackWarning, stacklevel=2)
+    if out.status != "ok":  # XLA refused the module: compile here for XLA's own error
+        return None, options
+    return _load(client, out.executable, devices, options), options
+
+
+def _in_worker(text: str, options: Any, devices: Any) -> CompileOutcome:
+    return COMPILER.compile(text, options.SerializeAsString(), [d.id for d in devices],
+                            len(devices[0].client.devices()))
+
+
+def _load(client: Any, executable: bytes, devices: Any, options: Any) -> Any | None:
+    try:
+        return client.deserialize_executable(executable, devices, options)
+    except Exception:  # it cannot move here: the worker's compile was a probe, compile again
+        return None
+
+
+def _after_crash(guard: Guard, text: str, devices: Any, options: Any, client: Any,
+                 crash: WorkerCrashed) -> tuple[Any | None, Any]:
+    """Try without fusion emitters; use that with a warning, else raise CompileCrashedError."""
+    retry, retried = _without_fusion_emitters(options), None
+    if retry is not None:
+        try:
+            out = _in_worker(text, retry, devices)
+        except WorkerCrashed as again:
+            retried = f"with {FUSION_EMITTERS}=false, it crashed too ({again.signal})"
+            crash.output = f"{crash.output.strip()}\n{again.output.strip()}"
+        else:
+            if out.status == "ok":
+                where = _write_compile_reproducer(guard, text, options, crash.output)
+                guard.note = (
+                    f"XLA's compiler crashed ({crash.signal}) on stage {guard.stage!r} "
+                    f"({guard.reason}) in the compile worker, so it was compiled with "
+                    f"{FUSION_EMITTERS}=false; this executable works, and its kernels may run "
+                    f"at another speed. Reproducer of the crash: {where or 'none written'}")
+                warnings.warn(guard.note, CompileFallbackWarning, stacklevel=2)
+                return _load(client, out.executable, devices, retry), retry
+            retried = f"with {FUSION_EMITTERS}=false, XLA refused it: {out.message[:300]}"
+    raise _crashed(guard, text, options, crash, retried)
+
+
+def _without_fusion_emitters(options: Any) -> Any | None:
+    """A copy of ``options`` with fusion emitters off, or None when they are off already."""
+    from jaxlib import xla_client
+
+    if FUSION_EMITTERS in os.environ.get("XLA_FLAGS", "") or any(
+            name == FUSION_EMITTERS for name, _ in options.env_option_overrides):
+        return None
+    retry = xla_client.CompileOptions.ParseFromString(options.SerializeAsString())
+    retry.env_option_overrides = [*options.env_option_overrides, (FUSION_EMITTERS, False)]
+    return retry
+
+
+def _crashed(guard: Guard, text: str, options: Any, crash: WorkerCrashed,
+             retried: str | None) -> CompileCrashedError:
+    output = crash.output.strip()
+    where = _write_compile_reproducer(guard, text, options, output)
+    said = output[-2000:] or "(nothing)"
+    if output.splitlines()[-1:] and "Compiling:" in output.splitlines()[-1]:
+        said += "\n(it died generating code, after XLA's HLO passes)"
+    message = (
+        f"XLA's compiler crashed ({crash.signal}) compiling stage {guard.stage!r} "
+        f"({guard.reason}) in the compile worker; this Python process is unharmed and the next "
+        f"compile starts a new worker.{f' Compiled again {retried}.' if retried else ''}\n"
+        f"XLA's output:\n{textwrap.indent(said, '  ')}\n"
+        + (f"Reproducer: {where} (python {where}/rerun.py compiles it the same way)\n" if where
+           else "No reproducer could be written.\n")
+        + "Compile an earlier stage (StageTrace.compile(stage)) or another preset, or keep the "
+        "module small: a Python loop unrolls into one op chain per step, lax.fori_loop does not.")
+    return CompileCrashedError(message, signal=crash.signal, stage=guard.stage, output=output,
+                               reproducer=where, retried=retried)
+
+
+_RERUN_COMPILE = '''"""Rerun the XLA compile that crashed in reactant_lab: python rerun.py
+
+It compiles input.mlir with the same compile options in this process, so expect the same
+crash; XLA_FLAGS=--xla_cpu_use_fusion_emitters=false python rerun.py tries without the fusion
+emitters.
+"""
+
+import pathlib
+
+import jax  # noqa: F401  (registers jax's CPU custom-call targets with XLA)
+from jaxlib import xla_client
+
+here = pathlib.Path(__file__).resolve().parent
+options = xla_client.CompileOptions.ParseFromString((here / "compile_options.pb").read_bytes())
+client = xla_client.make_cpu_client()
+devices = xla_client.DeviceList(tuple(client.devices()[:1]))
+client.compile_and_load((here / "input.mlir").read_text(), devices, options)
+print("XLA compiled input.mlir without crashing")
+'''
+
+
+def _write_compile_reproducer(guard: Guard, text: str, options: Any,
+                              output: str) -> str | None:
+    """A reproducer directory (the pass reproducers' writer, kept and pruned with them) whose
+    rerun.py compiles the module with the same options."""
+    where = guard.reproducer(text, "", output) if guard.reproducer is not None else None
+    if where is None:
+        return None
+    try:
+        os.remove(os.path.join(where, "pipeline.txt"))
+        with open(os.path.join(where, "compile_options.pb"), "wb") as fh:
+            fh.write(options.SerializeAsString())
+        with open(os.path.join(where, "rerun.py"), "w", encoding="utf-8") as fh:
+            fh.write(_RERUN_COMPILE)
+    except OSError:
+        return None
+    return where

@@ -1,0 +1,163 @@
+"""The private JAX interfaces backend uses (docs/architecture.md, "Private interfaces"): on the
+pinned versions the fast routes are taken, and without an interface its fallback gives the same
+answers."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src import compiler as jax_compiler
+from jax._src.interpreters import pxla
+
+import reactant_lab as rl
+from reactant_lab import _compile_isolation, backend
+
+
+def layer(params, x, *, bias):
+    return jnp.tanh(x @ params["w"]) + bias
+
+
+def layer_args(rng):
+    params = {"w": jnp.asarray(rng.standard_normal((4, 3)).astype(np.float32))}
+    x = jnp.asarray(rng.standard_normal((2, 4)).astype(np.float32))
+    return (params, x), {"bias": jnp.asarray(rng.standard_normal(3).astype(np.float32))}
+
+
+def layer_numpy(params, x, *, bias):
+    return np.tanh(np.asarray(x) @ np.asarray(params["w"])) + np.asarray(bias)
+
+
+def relax(u, out):
+    """A NumPy-mode kernel that writes into ``out`` (the flat call path, with write-back)."""
+    out[1:-1] = 0.5 * (u[:-2] + u[2:])
+    return out.sum()
+
+
+def relax_numpy(u, out):
+    out = out.copy()
+    out[1:-1] = 0.5 * (u[:-2] + u[2:])
+    return out, out.sum()
+
+
+def count_jax_dispatch(monkeypatch):
+    """Count calls that go through JAX's Compiled (the executable behind ``fast_call``)."""
+    calls = []
+    dispatch = jax.stages.Compiled.__call__
+
+    def counted(self, *args, **kwargs):
+        calls.append(self)
+        return dispatch(self, *args, **kwargs)
+
+    monkeypatch.setattr(jax.stages.Compiled, "__call__", counted)
+    return calls
+
+
+def refuse_flat_calls(monkeypatch):
+    def refused(_self, _values):
+        pytest.fail("the call left JAX's dispatch for Executable.call_flat")
+
+    monkeypatch.setattr(backend.Executable, "call_flat", refused)
+
+
+def hide_lowered_module(monkeypatch):
+    """Make JAX's lowering lack ``_hlo``, as a JAX version that renamed it would."""
+    def missing(_self):
+        raise AttributeError("_hlo")
+
+    monkeypatch.setattr(pxla.MeshComputation, "_hlo", property(missing, lambda _self, _v: None),
+                        raising=False)
+
+
+# ---------------------------------------------------------------- Lowered._lowering._hlo
+
+
+def test_pinned_jax_runs_compiled_calls_through_its_fast_call(rng, monkeypatch):
+    args, kwargs = layer_args(rng)
+    compiled = rl.trace(layer, *args, **kwargs).stages("none").compile()
+    exe = compiled._exe
+    assert exe.fast_call is not None and exe.structured
+    calls = count_jax_dispatch(monkeypatch)
+    refuse_flat_calls(monkeypatch)
+    np.testing.assert_allclose(compiled(*args, **kwargs), layer_numpy(*args, **kwargs),
+                               rtol=1e-5, atol=1e-6)
+    host_args = jax.tree_util.tree_map(np.asarray, args)
+    host_kwargs = jax.tree_util.tree_map(np.asarray, kwargs)
+    np.testing.assert_allclose(compiled(*host_args, **host_kwargs),
+                               layer_numpy(*args, **kwargs), rtol=1e-5, atol=1e-6)
+    assert calls == [exe.fast_call, exe.fast_call]
+
+
+def test_pinned_jax_runs_a_write_back_kernel_through_its_executable(rng, monkeypatch):
+    u, out = rng.random(16), rng.random(16)
+    compiled = rl.trace(relax, u, out.copy()).stages("none").compile()
+    exe = compiled._exe
+    assert exe.fast_call is not None and not exe.structured  # flat values, JAX's executable
+    calls = count_jax_dispatch(monkeypatch)
+    want_out, want_sum = relax_numpy(u, out)
+    got = compiled(u, out)
+    np.testing.assert_allclose(got, want_sum)
+    np.testing.assert_allclose(out, want_out)
+    assert calls == [exe.fast_call]
+
+
+def test_without_the_lowered_module_attribute_the_raw_path_gives_the_same_answers(
+        rng, monkeypatch):
+    args, kwargs = layer_args(rng)
+    stages = rl.trace(layer, *args, **kwargs).stages("none")
+    u, out = rng.random(16), rng.random(16)
+    relax_stages = rl.trace(relax, u, out.copy()).stages("none")
+    hide_lowered_module(monkeypatch)  # from here on, JAX itself compiles nothing
+    calls = count_jax_dispatch(monkeypatch)
+
+    compiled = stages.compile()
+    assert compiled._exe.fast_call is None
+    np.testing.assert_allclose(compiled(*args, **kwargs), layer_numpy(*args, **kwargs),
+                               rtol=1e-5, atol=1e-6)
+    assert "HloModule" in compiled.hlo_text() and compiled.cost_analysis()["flops"] > 0
+    with pytest.raises(rl.SignatureMismatchError, match=r"args\[1\]"):
+        compiled(args[0], np.ones((2, 5), np.float32), **kwargs)
+
+    relaxed = relax_stages.compile(donate=True)
+    assert relaxed._exe.fast_call is None
+    want_out, want_sum = relax_numpy(u, out)
+    np.testing.assert_allclose(relaxed(u, out), want_sum)
+    np.testing.assert_allclose(out, want_out)
+    assert calls == []
+
+
+# ---------------------------------------------------------------- backend_compile_and_load
+
+
+def test_pinned_jax_loads_the_compile_workers_executable_behind_its_fast_call(
+        rng, monkeypatch):
+    assert _compile_isolation.wrap_jax_compile()
+    wrapper = jax_compiler.backend_compile_and_load.__code__
+    assert wrapper.co_filename == _compile_isolation.__file__
+    args, kwargs = layer_args(rng)
+    stages = rl.trace(layer, *args, **kwargs).stages("none")
+    backend._COMPILER.close()
+    monkeypatch.setenv(backend.COMPILE_CHECK_VAR, "always")
+    compiled = stages.compile()
+    assert backend._COMPILER.pid is not None  # the worker compiled it
+    assert compiled._exe.fast_call is not None
+    refuse_flat_calls(monkeypatch)
+    np.testing.assert_allclose(compiled(*args, **kwargs), layer_numpy(*args, **kwargs),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_without_jaxs_compile_function_the_worker_compile_is_a_probe(rng, monkeypatch):
+    with monkeypatch.context() as patch:
+        patch.delattr(jax_compiler, "backend_compile_and_load")
+        assert _compile_isolation.wrap_jax_compile.__wrapped__() is False
+    args, kwargs = layer_args(rng)
+    stages = rl.trace(layer, *args, **kwargs).stages("none")
+    monkeypatch.setattr(_compile_isolation, "wrap_jax_compile", lambda: False)
+    monkeypatch.setenv(backend.COMPILE_CHECK_VAR, "always")
+    backend._COMPILER.close()
+    compiled = stages.compile()
+    assert backend._COMPILER.pid is not None  # the probe ran in the worker
+    assert compiled._exe.fast_call is not None  # then JAX compiled it here, as without a guard
+    np.testing.assert_allclose(compiled(*args, **kwargs), layer_numpy(*args, **kwargs),
+                               rtol=1e-5, atol=1e-6)

@@ -1,0 +1,849 @@
+"""A catalog of bad, hostile and unusual input across the public API: each case must fail
+clearly, name what the user got wrong, leave every caller array exactly as it was, and leave the
+jit object or executable it hit working.
+
+The rule for the error class:
+
+- an error reactant_lab diagnoses is a ``ReactantLabError`` subclass (named per case);
+- where the same code run eagerly by NumPy (or Python) raises, reactant_lab raises that class
+  too (``IndexError``, ``ValueError``, ``TypeError``, ``AxisError``, or the user's own exception),
+  and each such case checks that NumPy really does raise it;
+- never an error class of JAX's (``ConcretizationTypeError``, ``TracerBoolConversionError``,
+  ``UnexpectedTracerError``, ...), nor one whose message is JAX's alone.
+
+Cases that may crash the process (MLIR's parser on deep nesting) and the command line run in a
+subprocess, which must exit normally.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.errors import AnalysisError
+
+HERE = __file__
+ROOT = Path(__file__).resolve().parent.parent
+
+JAX_ERROR_NAMES = ("UnexpectedTracerError", "ConcretizationTypeError",
+                   "TracerBoolConversionError", "TracerIntegerConversionError",
+                   "TracerArrayConversionError", "NonConcreteBooleanIndexError",
+                   "XlaRuntimeError", "JaxRuntimeError", "incompatible function arguments",
+                   "dtype_to_ir_type", "is not a valid JAX type")
+"""Class names and phrases that mean an error came out of JAX or a binding unexplained."""
+
+
+def line_of(fn: Callable[..., Any], needle: str) -> str:
+    """``FILE:LINE`` of the first line of ``fn`` holding ``needle``, as messages cite it."""
+    lines, start = inspect.getsourcelines(fn)
+    return f"{HERE}:{start + next(i for i, line in enumerate(lines) if needle in line)}"
+
+
+@dataclass
+class Bad:
+    """One bad call, what it must leave alone, and a good call that must work afterwards."""
+
+    call: Callable[[], Any]
+    """The bad call."""
+    arrays: tuple[np.ndarray, ...] = ()
+    """The caller's arrays: bit-identical afterwards (object, dtype, strides, flags, bytes)."""
+    says: tuple[str, ...] = ()
+    """Substrings the message must hold (the user's line, an argument path, the bad value)."""
+    then: Callable[[], Any] | None = None
+    """A good call on the same jit object / executable, which must work after the failure."""
+    eager: Callable[[], Any] | None = None
+    """The same code run by NumPy, where the rule is NumPy's own error: it must raise it too."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    build: Callable[[np.random.Generator], Bad]
+    expect: type[BaseException]
+
+
+CATALOG: dict[str, Spec] = {}
+
+
+def case(expect: type[BaseException]):
+    """Register a builder of a ``Bad`` call that must raise ``expect``."""
+    def register(build: Callable[[np.random.Generator], Bad]) -> Callable:
+        CATALOG[build.__name__] = Spec(build, expect)
+        return build
+    return register
+
+
+def frame(a: np.ndarray) -> tuple:
+    """Everything a caller could notice about an array."""
+    flags = a.flags
+    return (id(a), a.dtype.str, a.shape, a.strides, flags.c_contiguous, flags.f_contiguous,
+            flags.writeable, flags.owndata, flags.aligned, a.tobytes())
+
+
+def check_clear(err: BaseException, expect: type[BaseException], says: tuple[str, ...]) -> None:
+    text = f"{type(err).__module__}.{type(err).__qualname__}: {err}"
+    assert isinstance(err, expect), f"expected {expect.__name__}, got {text}"
+    assert not type(err).__module__.startswith(("jax", "jaxlib")), text
+    for name in JAX_ERROR_NAMES:
+        assert name not in text, f"JAX's error leaks: {text}"
+    assert str(err).strip(), f"empty message: {text}"
+    for part in says:
+        assert part in str(err), f"the message does not say {part!r}: {text}"
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+def add_one(a):
+    return a + 1
+
+
+def scale_in_place(a, b):
+    a *= 2
+    return b.sum()
+
+
+def _jit(fn, **options):
+    return rl.jit(fn, optimize="none", **options)
+
+
+def _copies(*arrays):
+    return [a.copy() for a in arrays]
+
+
+# ---------------------------------------------------------------------------------- arguments
+
+@case(rl.UnsupportedArgumentError)
+def unhashable_static_set(rng):
+    x = rng.random(4)
+    jf = _jit(lambda a, s: a + len(s))
+    return Bad(lambda: jf(x, {1, 2}), (x,), ("args[1]", "set"),
+               then=lambda: np.testing.assert_allclose(jf(x, frozenset({1, 2})), x + 2))
+
+
+@case(rl.UnsupportedArgumentError)
+def unhashable_static_deep_in_a_pytree(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.trace(lambda p: p["w"] * 2, {"w": x, "opts": [1, bytearray(b"x")]}),
+               (x,), ("args[0]['opts'][1]", "bytearray"))
+
+
+@case(rl.UnsupportedArgumentError)
+def object_dtype_array(rng):
+    x = rng.random(3)
+    bad = np.array([1, "a", None], dtype=object)
+    jf = _jit(lambda a, b: a * 2)
+    return Bad(lambda: jf(x, bad), (x, bad), ("args[1]", "object"),
+               then=lambda: np.testing.assert_allclose(jf(x, x), 2 * x))
+
+
+@case(rl.UnsupportedArgumentError)
+def string_dtype_array_as_a_keyword(rng):
+    x = rng.random(2)
+    names = np.array(["a", "b"])
+    return Bad(lambda: rl.trace(lambda a, names: a, x, names=names), (x, names),
+               ("kwargs['names']", "<U1"))
+
+
+@case(rl.UnsupportedArgumentError)
+def structured_dtype_array(rng):
+    rec = np.zeros(3, dtype=[("a", "f4"), ("b", "i4")])
+    return Bad(lambda: _jit(lambda r: r)(rec), (rec,), ("args[0]",))
+
+
+@case(rl.UnsupportedArgumentError)
+def datetime_array(rng):
+    days = np.array(["2020-01-01", "2021-06-30"], dtype="datetime64[D]")
+    return Bad(lambda: _jit(lambda d: d)(days), (days,), ("args[0]", "datetime64"))
+
+
+@case(rl.UnsupportedArgumentError)
+def longdouble_array(rng):
+    wide = rng.random(3).astype(np.longdouble)
+    return Bad(lambda: _jit(add_one)(wide), (wide,), ("args[0]",))
+
+
+@case(rl.UnsupportedArgumentError)
+def masked_array(rng):
+    masked = np.ma.array(rng.random(3), mask=[0, 1, 0])
+    return Bad(lambda: _jit(add_one)(masked), (masked.data, masked.mask), ("args[0]",))
+
+
+@case(rl.UnsupportedArgumentError)
+def jax_tracer_passed_in_from_jax_jit(rng):
+    x = jnp.asarray(rng.random(3), jnp.float32)
+    jf = _jit(add_one)
+    return Bad(lambda: jax.jit(jf)(x), (), ("args[0]", "tracer"),
+               then=lambda: np.testing.assert_allclose(jf(x), x + 1))
+
+
+@case(rl.UnsupportedArgumentError)
+def jax_tracer_passed_in_from_grad(rng):
+    x = jnp.asarray(rng.random(3), jnp.float32)
+    jf = _jit(lambda b: (b * b).sum())
+    return Bad(lambda: jax.grad(jf)(x), (), ("args[0]", "tracer"),
+               then=lambda: np.testing.assert_allclose(jf(x), (x * x).sum(), rtol=1e-6))
+
+
+@case(rl.UnsupportedArgumentError)
+def numpy_generator_argument(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.trace(lambda a, g: a + g.random(), x, rng), (x,), ("args[1]",))
+
+
+# ---------------------------------------------------------------------------------- the function
+
+@case(rl.TraceError)
+def generator_function(rng):
+    def produce(a):
+        yield a * 2
+
+    x = rng.random(3)
+    return Bad(lambda: _jit(produce)(x), (x,), ("produce", "generator"))
+
+
+@case(rl.TraceError)
+def async_function(rng):
+    async def fetch(a):
+        return a * 2
+
+    x = rng.random(3)
+    return Bad(lambda: rl.trace(fetch, x), (x,), ("fetch", "async"))
+
+
+@case(rl.TraceError)
+def async_generator_function_through_partial(rng):
+    async def stream(a, k):
+        yield a * k
+
+    x = rng.random(3)
+    return Bad(lambda: rl.explore(functools.partial(stream, k=2), x), (x,), ("stream",))
+
+
+@case(rl.TraceError)
+def result_of_calling_the_function(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.trace(add_one(x), x), (x,), ("rl.trace(f, x)",))
+
+
+@case(rl.TraceError)
+def compiled_function_to_code_hlo(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.code_hlo(_jit(add_one), x), (x,), ("add_one",))
+
+
+@case(rl.TraceError)
+def unknown_trace_mode(rng):
+    x = rng.random(3)
+    return Bad(lambda: _jit(add_one, mode="torch")(x), (x,), ("'torch'",))
+
+
+# ---------------------------------------------------------------------------------- presets, passes
+
+@case(rl.UnknownPresetError)
+def unknown_preset_in_jit(rng):
+    return Bad(lambda: rl.jit(add_one, optimize="O3"), (), ("'O3'", "Valid presets"))
+
+
+@case(rl.UnknownPresetError)
+def unknown_preset_in_stages(rng):
+    x = rng.random(3)
+    traced = rl.trace(add_one, x)
+    return Bad(lambda: traced.stages("fastest"), (x,), ("'fastest'",),
+               then=lambda: traced.stages("none"))
+
+
+@case(rl.UnknownPresetError)
+def unknown_preset_in_bench(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets=("none", "ludicrous")), (x,),
+               ("'ludicrous'",))
+
+
+@case(rl.ReactantLabError)
+def unknown_baseline_in_bench(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, baselines=("torch",)), (x,), ("torch",))
+
+
+@case(rl.UnknownPassError)
+def unknown_pass(rng):
+    text = rl.trace(add_one, rng.random(3)).as_text()
+    return Bad(lambda: rl.run_pipeline(text, "canonicalize,no-such-pass"), (),
+               ("no-such-pass",))
+
+
+@case(rl.UnknownPassError)
+def unknown_pass_option(rng):
+    x = rng.random(3)
+    traced = rl.trace(add_one, x)
+    return Bad(lambda: traced.stages(pipeline="canonicalize{no-such-opt=1}"), (x,),
+               ("no-such-opt",), then=lambda: traced.stages(pipeline="canonicalize"))
+
+
+@case(rl.PipelineError)
+def pipeline_with_an_empty_pass(rng):
+    traced = rl.trace(add_one, rng.random(3))
+    return Bad(lambda: traced.stages(pipeline="canonicalize,,cse"), (), ("position 1",))
+
+
+@case(rl.PipelineError)
+def pipeline_with_an_unclosed_brace(rng):
+    return Bad(lambda: rl.jit(add_one, pipeline="inline{default-pipeline=canonicalize")(
+        np.ones(2)), (), ("inline{",))
+
+
+@case(rl.PipelineError)
+def pipeline_that_is_not_a_string(rng):
+    traced = rl.trace(add_one, rng.random(3))
+    return Bad(lambda: traced.stages(pipeline=42), (), ("42",))
+
+
+@case(rl.PipelineError)
+def run_pipeline_with_pipeline_none(rng):
+    text = rl.trace(add_one, rng.random(3)).as_text()
+    return Bad(lambda: rl.run_pipeline(text, None), (), ("None",))
+
+
+@case(rl.PipelineError)
+def unknown_granularity(rng):
+    traced = rl.trace(add_one, rng.random(3))
+    return Bad(lambda: traced.stages("none", granularity="line"), (), ("'line'",))
+
+
+@case(rl.ReactantLabError)
+def unknown_device(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.jit(add_one, device="tpu")(x), (x,), ("tpu",))
+
+
+@case(rl.ReactantLabError)
+def run_pipeline_on_none(rng):
+    return Bad(lambda: rl.run_pipeline(None, "canonicalize"), (), ("None",))
+
+
+@case(rl.ReactantLabError)
+def run_pipeline_on_text_that_is_not_mlir(rng):
+    return Bad(lambda: rl.run_pipeline("module {", "canonicalize"), (), ())
+
+
+# ---------------------------------------------------------------------------------- stages
+
+@case(rl.ReactantLabError)
+def stage_index_out_of_range(rng):
+    x = rng.random(3)
+    stages = rl.trace(add_one, x).stages("canonicalize")
+    return Bad(lambda: stages.compile(99), (x,), ("99",),
+               then=lambda: np.testing.assert_allclose(stages.compile(1)(x), x + 1))
+
+
+@case(rl.ReactantLabError)
+def stage_name_unknown(rng):
+    stages = rl.trace(add_one, rng.random(3)).stages("none")
+    return Bad(lambda: stages["optimize"], (), ("optimize", "traced"))
+
+
+@case(rl.ReactantLabError)
+def graph_of_a_stage_out_of_range(rng):
+    ex = rl.explore(add_one, rng.random(3), optimize="none")
+    return Bad(lambda: rl.graph_dot(ex, stage=7), (), ("7",), then=lambda: rl.graph_dot(ex, stage=0))
+
+
+@case(AnalysisError)
+def graph_of_an_unknown_result(rng):
+    ex = rl.explore(add_one, rng.random(3), optimize="none")
+    return Bad(lambda: rl.graph_dot(ex, result="result[3]"), (), ("result[3]",))
+
+
+# ---------------------------------------------------------------------------------- Compiled calls
+
+def _compiled(fn, *args):
+    return rl.trace(fn, *args).stages("none").compile()
+
+
+@case(rl.SignatureMismatchError)
+def compiled_called_with_another_dtype(rng):
+    x = rng.random(4)
+    compiled = _compiled(add_one, x)
+    x32 = x.astype(np.float32)
+    return Bad(lambda: compiled(x32), (x, x32), ("args[0]", "float32"),
+               then=lambda: np.testing.assert_allclose(compiled(x), x + 1))
+
+
+@case(rl.SignatureMismatchError)
+def compiled_called_with_another_shape(rng):
+    x = rng.random(4)
+    compiled = _compiled(add_one, x)
+    longer = rng.random(5)
+    return Bad(lambda: compiled(longer), (x, longer), ("args[0]", "[5]"))
+
+
+@case(rl.SignatureMismatchError)
+def compiled_called_with_an_extra_keyword(rng):
+    x = rng.random(4)
+    compiled = _compiled(add_one, x)
+    return Bad(lambda: compiled(x, scale=2), (x,), ("scale",))
+
+
+@case(rl.SignatureMismatchError)
+def compiled_called_with_another_static_value(rng):
+    x = rng.random(4)
+    compiled = _compiled(lambda a, n: a * n, x, 2)
+    return Bad(lambda: compiled(x, 3), (x,), ("static", "args[1]"),
+               then=lambda: np.testing.assert_allclose(compiled(x, 2), 2 * x))
+
+
+@case(rl.UnsupportedArgumentError)
+def compiled_update_target_read_only(rng):
+    a, b = rng.random(4), rng.random(4)
+    compiled = _compiled(scale_in_place, a, b)
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    return Bad(lambda: compiled(frozen, b), (frozen, a, b), ("args[0]", "writable"),
+               then=lambda: compiled(a, b))
+
+
+@case(rl.UnsupportedArgumentError)
+def compiled_update_target_a_jax_array(rng):
+    a, b = rng.random(4), rng.random(4)
+    compiled = _compiled(scale_in_place, a, b)
+    return Bad(lambda: compiled(jnp.asarray(a), b), (a, b), ("args[0]", "NumPy array"))
+
+
+@case(rl.UnsupportedArgumentError)
+def updated_argument_is_also_the_other_argument(rng):
+    a = rng.random(4)
+    jf = _jit(scale_in_place)
+    return Bad(lambda: jf(a, a), (a,), ("args[0]", "args[1]"),
+               then=lambda: jf(a, a.copy()))
+
+
+@case(rl.DonatedArgumentError)
+def donated_jax_array_used_again(rng):
+    jf = _jit(lambda a: a * 2, donate=True)
+    x = jnp.asarray(rng.random(4), jnp.float32)
+    jf(x)
+    return Bad(lambda: jf(x), (), ("args[0]", "donate"),
+               then=lambda: jf(jnp.ones(4, jnp.float32)))
+
+
+# ---------------------------------------------------------------------------------- NumPy kernels
+
+@case(rl.UnsupportedNumpyFunctionError)
+def numpy_function_without_a_traced_equivalent(rng):
+    def kernel(a, distinct):
+        a[0] = -1.0
+        return np.unique(a) if distinct else np.sort(a)
+
+    a = rng.random(5)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, True), (a,), ("np.unique", line_of(kernel, "np.unique")),
+               then=lambda: jf(a.copy(), False))
+
+
+@case(rl.UnsupportedNumpyFunctionError)
+def numpy_random_inside_the_kernel(rng):
+    def kernel(a):
+        a += np.random.rand(*a.shape)
+
+    a = rng.random(3)
+    return Bad(lambda: _jit(kernel)(a), (a,), (line_of(kernel, "np.random"),))
+
+
+@case(rl.ControlFlowError)
+def python_if_on_a_traced_numpy_value(rng):
+    def kernel(a, b, check):
+        b[:] = 0.0
+        if check and a.sum() > 1:
+            a *= 2
+        return a
+
+    a, b = rng.random(3), rng.random(3)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, b, True), (a, b), (line_of(kernel, "if check and a.sum()"),),
+               then=lambda: jf(a.copy(), b.copy(), False))
+
+
+@case(rl.ControlFlowError)
+def python_if_on_a_traced_jax_value(rng):
+    def f(a):
+        return jnp.sin(a) if a.sum() > 0 else jnp.cos(a)
+
+    x = jnp.asarray(rng.random(3), jnp.float32)
+    jf = _jit(f)
+    return Bad(lambda: jf(x), (), (line_of(f, "if a.sum()"),),
+               then=lambda: rl.jit(lambda a: jnp.where(a.sum() > 0, jnp.sin(a), jnp.cos(a)),
+                                   optimize="none")(x))
+
+
+@case(rl.ControlFlowError)
+def int_of_a_traced_jax_value(rng):
+    def f(a):
+        return jnp.tanh(a) * int(a[0])
+
+    x = jnp.asarray(rng.random(3), jnp.float32)
+    return Bad(lambda: _jit(f)(x), (), (line_of(f, "int(a[0])"),))
+
+
+@case(rl.DynamicShapeError)
+def value_dependent_shape_in_numpy_mode(rng):
+    def kernel(a, select):
+        a[0] = 1.0
+        return a[a > 0.5] if select else np.where(a > 0.5, a, 0.0)
+
+    a = rng.random(4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, True), (a,), ("a[mask]",), then=lambda: jf(a.copy(), False))
+
+
+@case(rl.TraceError)
+def value_dependent_shape_in_jax_mode(rng):
+    def f(a):
+        return jnp.nonzero(jnp.sin(a) > 0.5)
+
+    x = jnp.asarray(rng.random(4), jnp.float32)
+    return Bad(lambda: _jit(f)(x), (), (line_of(f, "jnp.nonzero"),))
+
+
+@case(rl.TraceError)
+def tracer_leaked_from_an_earlier_trace(rng):
+    leaked = []
+
+    def keep(a):
+        leaked.append(a)
+        return jnp.sin(a)
+
+    x = jnp.asarray(rng.random(3), jnp.float32)
+    _jit(keep)(x)
+    return Bad(lambda: _jit(lambda a: jnp.cos(a) + leaked[0])(x), (), ())
+
+
+@case(rl.TraceError)
+def jax_array_updated_in_numpy_mode(rng):
+    def kernel(a):
+        a[0] = 1.0
+        return a
+
+    return Bad(lambda: rl.trace(kernel, jnp.ones(3), mode="numpy"), (), ("args[0]", "JAX array"))
+
+
+@case(rl.TraceError)
+def numpy_scalar_argument_written_through(rng):
+    def kernel(a, s):
+        s[...] = 2.0
+        return a * s
+
+    a = rng.random(3)
+    return Bad(lambda: _jit(kernel)(a, np.float64(1.5)), (a,), ("NumPy scalar",))
+
+
+@case(IndexError)
+def constant_index_out_of_bounds_written(rng):
+    def kernel(a, i):
+        a[1] = 5.0
+        a[i] = 1.0
+
+    a = rng.random(4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, 10), (a,), ("10",), eager=lambda: kernel(a.copy(), 10),
+               then=lambda: jf(a.copy(), 3))
+
+
+@case(IndexError)
+def constant_index_out_of_bounds_read(rng):
+    def kernel(a, i):
+        a[0] = 2.0
+        return a[i]
+
+    a = rng.random(4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, 10), (a,), ("10",), eager=lambda: kernel(a.copy(), 10),
+               then=lambda: jf(a.copy(), -4))
+
+
+@case(IndexError)
+def integer_array_index_out_of_bounds(rng):
+    def kernel(a):
+        return a[np.array([0, 7])] * 2
+
+    a = rng.random(4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("7",), eager=lambda: kernel(a.copy()))
+
+
+@case(ValueError)
+def assignment_that_does_not_broadcast(rng):
+    def kernel(a, b):
+        a[:2] = b
+
+    a, b = rng.random(4), rng.random(3)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, b), (a, b), ("broadcast",), eager=lambda: kernel(*_copies(a, b)),
+               then=lambda: jf(a, b[:2]))
+
+
+@case(TypeError)
+def mask_assignment_of_a_two_dimensional_value(rng):
+    def kernel(a, b):
+        a[a > 0.5] = b[None, :]
+
+    a, b = rng.random(3) + 0.6, rng.random(3)
+    return Bad(lambda: _jit(kernel)(a, b), (a, b), ("boolean",),
+               eager=lambda: kernel(*_copies(a, b)))
+
+
+@case(ValueError)
+def reshape_to_the_wrong_size(rng):
+    def kernel(a):
+        a *= 3
+        return a.reshape(3, 3)
+
+    a = rng.random(4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("reshape",), eager=lambda: kernel(a.copy()))
+
+
+@case(np.exceptions.AxisError)
+def reduction_over_a_missing_axis(rng):
+    def kernel(a):
+        return a.sum(axis=2)
+
+    a = rng.random((2, 3))
+    return Bad(lambda: _jit(kernel)(a), (a,), ("axis 2",), eager=lambda: kernel(a.copy()))
+
+
+@case(TypeError)
+def float_added_in_place_to_an_int_array(rng):
+    def kernel(a):
+        a += 0.5
+
+    a = rng.integers(0, 9, 4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("add",), eager=lambda: kernel(a.copy()))
+
+
+@case(ValueError)
+def read_only_argument_updated_in_place(rng):
+    def kernel(a):
+        a[0] = 1.0
+
+    a = rng.random(3)
+    a.flags.writeable = False
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a), (a,), ("read-only",), eager=lambda: kernel(a),
+               then=lambda: jf(a.copy()))
+
+
+@case(RuntimeError)
+def kernel_raises_after_updating_an_argument(rng):
+    def kernel(a, fail):
+        a[:] = 0.0
+        a += 1
+        if fail:
+            raise RuntimeError("the user's own error")
+        return a.sum()
+
+    a = rng.random(5)
+    jf = _jit(kernel)
+
+    def good():
+        b = a.copy()
+        assert jf(b, False) == 5.0 and (b == 1.0).all()
+
+    return Bad(lambda: jf(a, True), (a,), ("the user's own error",),
+               eager=lambda: kernel(a.copy(), True), then=good)
+
+
+@case(TypeError)
+def kernel_called_with_too_few_arguments(rng):
+    a, b = rng.random(3), rng.random(3)
+    jf = _jit(scale_in_place)
+    return Bad(lambda: jf(a), (a,), ("b",), eager=lambda: scale_in_place(a.copy()),
+               then=lambda: jf(a, b))
+
+
+@case(rl.ControlFlowError)
+def explore_leaves_arrays_alone_when_tracing_fails(rng):
+    def kernel(a, b):
+        a[...] = b
+        while a.max() > 0.5:
+            a *= 0.5
+
+    a, b = rng.random(3), rng.random(3)
+    return Bad(lambda: rl.explore(kernel, a, b, optimize="none"), (a, b),
+               (line_of(kernel, "while a.max()"),))
+
+
+# The catalog's test (after every case has registered)
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_bad_input(name, rng):
+    spec = CATALOG[name]
+    bad = spec.build(rng)
+    if bad.eager is not None:  # the rule is NumPy's own error: NumPy must raise it
+        with pytest.raises(spec.expect):
+            bad.eager()
+    before = [frame(a) for a in bad.arrays]
+    with pytest.raises(Exception) as info:
+        bad.call()
+    check_clear(info.value, spec.expect, bad.says)
+    after = [frame(a) for a in bad.arrays]
+    for k, (b, a) in enumerate(zip(before, after, strict=True)):
+        assert a == b, f"caller array {k} changed: {b[:9]} -> {a[:9]}" + (
+            "" if a[-1] == b[-1] else " (and its bytes)")
+    if bad.then is not None:
+        bad.then()
+
+
+# ---------------------------------------------------------------------------------- cases that
+# accept one of two behaviours: NumPy's answer, or a clear refusal
+
+
+def _same_as_numpy_or_refused(fn, make_args, path: str) -> None:
+    args, eager_args = make_args(), make_args()
+    want = fn(*eager_args)
+    try:
+        got = _jit(fn)(*args)
+    except rl.UnsupportedArgumentError as exc:
+        check_clear(exc, rl.UnsupportedArgumentError, (path,))
+        return
+    assert type(got) is type(want) or isinstance(want, np.ndarray) == isinstance(got,
+                                                                                  np.ndarray)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    for g, w in zip(args, eager_args, strict=True):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+
+
+def test_big_endian_array_gives_numpys_answer_or_a_clear_refusal(rng):
+    data = rng.random((3, 4))
+
+    def kernel(a):
+        a += 1
+        return a.sum(axis=0)
+
+    _same_as_numpy_or_refused(kernel, lambda: (data.astype(">f8"),), "args[0]")
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_np_matrix_gives_numpys_answer_or_a_clear_refusal(rng):
+    data = rng.random((3, 3))
+    # np.matrix's `*` is a matrix product: computing it elementwise would be silently wrong.
+    _same_as_numpy_or_refused(lambda m: m * m, lambda: (np.matrix(data),), "args[0]")
+
+
+def test_run_pipeline_on_bytes_decodes_them_or_refuses_clearly(rng):
+    text = rl.trace(add_one, rng.random(3)).as_text()
+    try:
+        out = rl.run_pipeline(text.encode(), "canonicalize")
+    except rl.ReactantLabError as exc:
+        check_clear(exc, rl.ReactantLabError, ("bytes",))
+        return
+    assert out == rl.run_pipeline(text, "canonicalize")
+
+
+# ---------------------------------------------------------------------------------- subprocesses
+
+_SCRIPT = """
+import numpy as np
+import reactant_lab as rl
+try:
+{body}
+except rl.ReactantLabError as exc:
+    print("CAUGHT", " ".join(c.__name__ for c in type(exc).__mro__))
+else:
+    print("RETURNED")
+"""
+
+CRASH_PRONE = {
+    # MLIR's parser recurses per nesting level and overflows its stack at ~4,000 levels.
+    "deeply_nested_module": ('rl.run_pipeline("module {" * 5000 + "}" * 5000, "canonicalize")',
+                             "PipelineError"),
+    "deeply_nested_regions_of_a_valid_op": (
+        'rl.run_pipeline("func.func @f() {" + "scf.execute_region {" * 4500 + "}" * 4500 + '
+        '"}", "canonicalize")', "PipelineError"),
+    "deeply_nested_attribute": (
+        'rl.run_pipeline("module attributes {x = " + "[" * 100000 + "]" * 100000 + "} {}", '
+        '"canonicalize")', "PipelineError"),
+    "deeply_nested_type": (
+        'rl.run_pipeline("module { func.func private @f() -> " + "tuple<" * 20000 + '
+        '">" * 20000 + " }", "canonicalize")', "PipelineError"),
+    # The pass-pipeline parser recurses too; any clear error will do.
+    "pipeline_nested_in_itself": (
+        'rl.run_pipeline("module {}", "builtin.module(" * 100000 + "canonicalize" + '
+        '")" * 100000)', "ReactantLabError"),
+}
+
+
+def _run(args: list[str], timeout: int = 300, cwd: Path | None = None):
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd or ROOT)
+
+
+@pytest.mark.parametrize("name", sorted(CRASH_PRONE))
+def test_crash_prone_input_fails_cleanly_in_a_subprocess(name):
+    body, expect = CRASH_PRONE[name]
+    proc = _run([sys.executable, "-c", _SCRIPT.format(body=textwrap.indent(body, "    "))])
+    assert proc.returncode == 0, (f"exit {proc.returncode} (a negative code is a signal)\n"
+                                  f"{proc.stderr[-2000:]}")
+    assert proc.stdout.strip().splitlines()[-1].startswith("CAUGHT"), proc.stdout
+    assert expect in proc.stdout, proc.stdout
+
+
+USER_FILE = '''
+import numpy as np
+
+def double(a):
+    return a * 2
+
+def boom(a):
+    raise RuntimeError("user boom")
+
+def make():
+    return (np.ones(3),)
+
+def make_fails():
+    raise ValueError("make boom")
+
+def make_object():
+    return (np.array([1, "a"], dtype=object),)
+'''
+
+CLI = {
+    "missing_file": (["report", "nope.py:double", "--args", "nope.py:make"], "nope.py"),
+    "missing_function": (["report", "user.py:triple", "--args", "user.py:make"], "triple"),
+    "syntax_error_in_the_file": (["report", "broken.py:f", "--args", "broken.py:g"],
+                                 "SyntaxError"),
+    "function_raises": (["report", "user.py:boom", "--args", "user.py:make", "-o", "r.html"],
+                        "user boom"),
+    "args_function_raises": (["report", "user.py:double", "--args", "user.py:make_fails",
+                              "-o", "r.html"], "make boom"),
+    "object_dtype_args": (["report", "user.py:double", "--args", "user.py:make_object",
+                           "-o", "r.html"], "args[0]"),
+    "unknown_preset": (["bench", "user.py:double", "--args", "user.py:make", "--presets",
+                        "O3"], "O3"),
+    "unwritable_output": (["report", "user.py:double", "--args", "user.py:make", "-o",
+                           "no/such/dir/r.html"], "no/such/dir"),
+    "no_command": ([], "command"),
+    "unknown_example": (["demo", "--example", "nope", "--no-report"], "nope"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLI))
+def test_command_line_errors_are_one_clear_line(name, tmp_path):
+    argv, says = CLI[name]
+    (tmp_path / "user.py").write_text(USER_FILE)
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    proc = _run([sys.executable, "-m", "reactant_lab", *argv], cwd=tmp_path)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert re.search(r"(^|\n)(error:|usage:)", proc.stderr), proc.stderr
+    assert says in proc.stderr, proc.stderr
