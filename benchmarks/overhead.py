@@ -48,7 +48,7 @@ def measure(example, rounds: int) -> dict[str, float]:
         jax.jit(example.fn).lower(*args).compile()
 
     def one_shot():
-        rl.run_pipeline(traced.text, pipeline)
+        rl.run_pipeline(traced.ir, pipeline)
 
     def stage_by_stage():
         traced.stages("all")

@@ -110,7 +110,7 @@ def graph_table(sizes: dict[str, int]) -> None:
     for layers, max_ops in sizes.items():
         t = traced_model(layers)
         sig = signature_of(t)
-        t_build, g = best_of(lambda t=t, sig=sig, m=max_ops: dataflow(t.text, sig, max_ops=m))
+        t_build, g = best_of(lambda t=t, sig=sig, m=max_ops: dataflow(t.ir, sig, max_ops=m))
         t_dot, dot = best_of(lambda g=g: to_dot(g))
         start = time.perf_counter()
         svg = render_svg(dot)

@@ -30,7 +30,7 @@ def module_text(source: object) -> str:
     if not isinstance(source, str):
         raise ModuleTextError(f"expected the module as a str of MLIR text, not "
                               f"{type(source).__name__} ({str(source)[:80]!r}); pass the text "
-                              "itself, e.g. traced.text or pathlib.Path(f).read_text()")
+                              "itself, e.g. traced.ir or pathlib.Path(f).read_text()")
     deepest = deepest_nesting(source, MAX_NESTING)
     if deepest is not None:
         depth, line = deepest

@@ -65,7 +65,7 @@ class ModuleSource:
     """What an exploration of module text explored: the text itself. It has no Python call, so
     nothing is compiled or run."""
 
-    text: str = field(repr=False)
+    ir: str = field(repr=False)
     """The module text as given."""
     fn_name: str = "module"
     """Name shown for it."""
@@ -125,7 +125,7 @@ class Exploration:
         ``ex.restaged(optimize="none")``; nothing is run."""
         options = self.options.replace(**changes)
         if isinstance(self.traced, ModuleSource):
-            return build_from_text(self.traced.text, options)
+            return build_from_text(self.traced.ir, options)
         return build_from_trace(self.traced, options)
 
     def __repr__(self) -> str:

@@ -114,7 +114,7 @@ def test_raw_execute_fallback_path(monkeypatch, rng):
 
 def test_compile_error_is_clear():
     traced = rl.trace(lambda x: x + 1, np.ones(2, np.float32))
-    broken = traced.text.replace("stablehlo.add", "stablehlo.not_an_op")
+    broken = traced.ir.replace("stablehlo.add", "stablehlo.not_an_op")
     from reactant_lab.compile import compile_traced
 
     with pytest.raises(rl.CompileError, match="not_an_op"):

@@ -44,7 +44,7 @@ def labels(g) -> dict[str, tuple[str, ...]]:
 
 def test_every_linear_arg_and_result_appears_with_its_path(corpus):
     for case, t, final_ir in corpus:
-        for text in (t.text, final_ir):
+        for text in (t.ir, final_ir):
             g = dataflow(text, signature_of(t))
             by_id = labels(g)
             for a in t.linear_args:
@@ -60,7 +60,7 @@ def test_every_linear_arg_and_result_appears_with_its_path(corpus):
 
 def test_preserved_results_are_aliases_of_their_argument(corpus):
     _, t, _ = next(c for c in corpus if c[0].name == "preserved")
-    g = dataflow(t.text, signature_of(t))
+    g = dataflow(t.ir, signature_of(t))
     alias = [e for e in g.edges if e.kind == "alias"]
     by_id = labels(g)
     assert {(by_id[e.src][0], by_id[e.dst][0]) for e in alias} == {
@@ -82,7 +82,7 @@ def test_regions_become_clusters(corpus):
                            ("cond", ["stablehlo.case", "region", "region"]),
                            ("scatter", ["stablehlo.scatter", "region"] * 2)):
         _, t, _ = next(c for c in corpus if c[0].name == name)
-        g = dataflow(t.text, signature_of(t))
+        g = dataflow(t.ir, signature_of(t))
         assert [c.label for c in g.clusters] == expected, name
         inner = [n for n in g.nodes if n.cluster and n.cluster.endswith("_r0")]
         assert inner and all(n.kind in ("op", "return") for n in inner)
@@ -108,7 +108,7 @@ def test_golden_module_parses_nested_regions_and_calls():
 
 def test_mutated_and_donated_marks_and_legend():
     text = rl.trace(lambda a, b: (a * b, b + 1), np.ones(3, np.float32),
-                    np.ones(3, np.float32)).text
+                    np.ones(3, np.float32)).ir
     sig = Signature((ArgInfo(0, "args[0]", "float32[3]", mutated=True),
                      ArgInfo(1, "args[1]", "float32[3]", donated=True)),
                     (ResultInfo("resargs[0]", "float32[3]", 0, writes_back="args[0]"),
@@ -139,9 +139,9 @@ def two_results(x, y):
 
 def test_summary_counts_the_ops_each_result_depends_on(rng):
     t = rl.trace(two_results, rng.standard_normal(4, np.float32), rng.standard_normal(4, np.float32))
-    full = dataflow(t.text, signature_of(t))
+    full = dataflow(t.ir, signature_of(t))
     assert full.kind == "full"
-    g = dataflow(t.text, signature_of(t), max_ops=1)
+    g = dataflow(t.ir, signature_of(t), max_ops=1)
     assert g.kind == "summary" and "max_ops=1" in g.note
     by_id = labels(g)
     edges = {(by_id[e.src][0], by_id[e.dst][0]): e.label for e in g.edges}
@@ -153,15 +153,15 @@ def test_summary_counts_the_ops_each_result_depends_on(rng):
 
 def test_slice_of_one_result(rng):
     t = rl.trace(two_results, rng.standard_normal(4, np.float32), rng.standard_normal(4, np.float32))
-    g = dataflow(t.text, signature_of(t), result="result[0]")
+    g = dataflow(t.ir, signature_of(t), result="result[0]")
     assert g.kind == "slice" and [n.label[0] for n in g.nodes if n.kind == "result"] == [
         "result[0]"]
     assert {n.label[0] for n in g.nodes if n.kind == "arg"} == {"args[0]"}
     assert [n.label[0] for n in g.nodes if n.kind == "op"] == ["stablehlo.sine"]
     with pytest.raises(GraphTooLargeError, match=r"over max_ops=1; pass max_ops=\d+ to draw"):
-        dataflow(t.text, signature_of(t), result=1, max_ops=1)
+        dataflow(t.ir, signature_of(t), result=1, max_ops=1)
     with pytest.raises(rl.ReactantLabError, match=r"results are: result\[0\], result\[1\]"):
-        dataflow(t.text, signature_of(t), result="result[7]")
+        dataflow(t.ir, signature_of(t), result="result[7]")
 
 
 def test_exploration_draws_dot_and_svg(rng):
@@ -179,7 +179,7 @@ def test_exploration_draws_dot_and_svg(rng):
 
 def test_large_graphs_lay_out(corpus):
     _, t, _ = next(c for c in corpus if c[0].name == "sort_argmax")
-    svg = render_svg(to_dot(dataflow(t.text, signature_of(t))))
+    svg = render_svg(to_dot(dataflow(t.ir, signature_of(t))))
     assert svg.lstrip().startswith("<svg") and "<!DOCTYPE" not in svg
 
 
@@ -191,7 +191,7 @@ def test_summary_groups_many_arguments_by_path(rng):
 
     ws = [rng.standard_normal(3, np.float32) for _ in range(50)]
     t = rl.trace(chain, ws, rng.standard_normal(3, np.float32))
-    g = dataflow(t.text, signature_of(t), max_ops=10)
+    g = dataflow(t.ir, signature_of(t), max_ops=10)
     by_id = labels(g)
     args = [n.label[:2] for n in g.nodes if n.kind == "arg"]
     assert args == [("args[0][*]", "50 args"), ("args[1]", "float32[3]")]

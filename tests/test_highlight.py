@@ -25,7 +25,7 @@ def corpus_ir() -> list[str]:
     out = []
     for case in CASES:
         args, kwargs = case.make(rng)
-        out.append(rl.trace(case.fn, *args, **kwargs).text)
+        out.append(rl.trace(case.fn, *args, **kwargs).ir)
     return out
 
 

@@ -202,7 +202,7 @@ def test_real_modules_nest_far_below_the_limit(rng):
     deepest = 0
     for case in CASES:
         args, kwargs = case.make(rng)
-        text = rl.trace(case.fn, *args, **kwargs).text
+        text = rl.trace(case.fn, *args, **kwargs).ir
         deepest = max(deepest, backend._deepest_nesting(text, 0)[0])
     assert 5 < deepest < backend.MAX_NESTING // 10
 

@@ -54,7 +54,7 @@ def test_presets_table_is_reactants():
 def test_golden_stage_list(mlp_traced, preset):
     st = mlp_traced.stages(preset)
     assert [s.name for s in st.stages] == ["traced", *GOLDEN_STAGE_LISTS[preset]]
-    assert st.stages[0].ir == mlp_traced.text and st.stages[0].pipeline == ""
+    assert st.stages[0].ir == mlp_traced.ir and st.stages[0].pipeline == ""
     assert [s.index for s in st.stages] == list(range(len(st.stages)))
     assert st.optimize == preset
 
@@ -150,7 +150,7 @@ def test_failing_pass_raises_with_diagnostics_and_reproducer(mlp_traced, tmp_pat
     err = info.value
     assert err.stage == "custom" and err.pass_name == "transform-interpreter"
     assert "__transform_main" in err.diagnostics
-    assert normalize(err.last_good_ir) == normalize(rl.run_pipeline(mlp_traced.text,
+    assert normalize(err.last_good_ir) == normalize(rl.run_pipeline(mlp_traced.ir,
                                                                     "canonicalize"))
     assert err.reproducer and err.reproducer.startswith(str(tmp_path))
     for name in ("input.mlir", "pipeline.txt", "rerun.py", "diagnostics.txt"):

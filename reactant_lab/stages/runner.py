@@ -174,7 +174,7 @@ def run_stages(traced: Traced, *, optimize: str = "all", granularity: str = "sta
                pipeline: str | None = None, no_nan: bool = False,
                device: Any | None = None) -> StageTrace:
     """Run ``optimize`` (or ``pipeline``) on ``traced``'s module one step at a time."""
-    return run_on_text(traced.text, optimize=optimize, granularity=granularity,
+    return run_on_text(traced.ir, optimize=optimize, granularity=granularity,
                        pipeline=pipeline, no_nan=no_nan, device=device, traced=traced,
                        first_seconds=traced.seconds)
 

@@ -70,7 +70,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         linear_results=lowered.results, preserved=types.MappingProxyType(preserved),
         mutated=tuple(flat.linear[a].path for a, _ in lowered.writeback),
         donation_mask=tuple(a.path not in preserved_args for a in flat.linear),
-        seconds=time.perf_counter() - start, layout=layout, text=lowered.text, fn=fn)
+        seconds=time.perf_counter() - start, layout=layout, ir=lowered.text, fn=fn)
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,

@@ -38,15 +38,15 @@ class Traced:
     """Wall time of tracing and lowering."""
     layout: CallLayout = field(repr=False)
     """How the Python call maps onto the module (used to run it and rebuild results)."""
-    text: str = field(repr=False)
-    """The module with every location (what the pass pipeline receives)."""
+    ir: str = field(repr=False)
+    """The module text with every location (what the pass pipeline receives)."""
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     """The traced function itself."""
 
     def as_text(self, debug_info: bool = False) -> str:
         """The StableHLO module. Block arguments always show their paths as locations; op
         locations (source lines) only with ``debug_info=True``."""
-        return self.text if debug_info else strip_locations(self.text)
+        return self.ir if debug_info else strip_locations(self.ir)
 
     def stages(self, optimize: str = "all", granularity: str = "stage",
                pipeline: str | None = None, no_nan: bool = False,
@@ -63,7 +63,7 @@ class Traced:
     def summary(self) -> str:
         """Plain-text description of the signature and the traced module's size (Python loops
         over static ranges unroll: the op count shows what that costs)."""
-        ops = total_ops(op_counts(self.text))
+        ops = total_ops(op_counts(self.ir))
         lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms, "
                  f"{ops} ops)"]
         lines += [f"  arg    {a}" + ("  [donatable]" if d else "")
