@@ -73,7 +73,7 @@ class ModuleSource:
     """No trace mode: the module was not traced."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exploration:
     """One call explored end to end: trace, stages, compiled executable, and a run's outputs."""
 
@@ -137,7 +137,8 @@ def build_from_trace(traced: Traced, options: ExploreOptions) -> Exploration:
     stages = traced.stages(options.optimize, options.granularity, pipeline=options.pipeline,
                            no_nan=options.no_nan, device=options.device)
     compiled = stages.compile(device=options.device, donate=options.donate)
-    return Exploration(traced, stages, compiled, options=options, versions=_versions())
+    return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
+                       versions=_versions())
 
 
 def build_from_text(text: str, options: ExploreOptions) -> Exploration:
@@ -145,7 +146,8 @@ def build_from_text(text: str, options: ExploreOptions) -> Exploration:
     stages = run_on_text(text, optimize=options.optimize, granularity=options.granularity,
                          pipeline=options.pipeline, no_nan=options.no_nan,
                          device=options.device)
-    return Exploration(ModuleSource(text), stages, None, options=options, versions=_versions())
+    return Exploration(traced=ModuleSource(text), stages=stages, compiled=None, options=options,
+                       versions=_versions())
 
 
 @functools.cache

@@ -108,21 +108,29 @@ def long_diff_payload() -> dict:
              "    %0 = stablehlo.abs %arg0 : tensor<1xf32>\n" + "\n".join(lines)
              + "\n    return %300 : tensor<1xf32>\n  }\n}\n"
              for lines in (body, [b.replace("add", "multiply") for b in body])]
-    stages = tuple(Stage(i, f"s{i}", f"s{i}", "p" if i else "", t, 0.001, True,
-                         {"stablehlo.add" if i == 0 else "stablehlo.multiply": 300})
+    stages = tuple(Stage(index=i, name=f"s{i}", group=f"s{i}", pipeline="p" if i else "", ir=t,
+                         seconds=0.001, changed=True,
+                         op_counts={"stablehlo.add" if i == 0 else "stablehlo.multiply": 300})
                    for i, t in enumerate(texts))
-    return build_payload(StageTrace(None, "custom", "stage", False, "cpu", stages),
-                         options=PayloadOptions(svg=False))
+    return build_payload(custom_trace(stages), options=PayloadOptions(svg=False))
+
+
+def custom_trace(stages: tuple[Stage, ...]) -> StageTrace:
+    """A StageTrace of made-up stages, as run_on_text would give for a custom pipeline."""
+    return StageTrace(traced=None, optimize="custom", granularity="stage", no_nan=False,
+                      target="cpu", stages=stages)
 
 
 def unparsable_payload() -> dict:
     """A stage trace whose main the graph builder cannot read, with a stage whose passes were
     unavailable here."""
     text = "module {\n}\n"
-    stages = (Stage(0, "traced", "traced", "", text, 0.001, True, {}),
-              Stage(1, "enzyme", "enzyme", "enzyme", text, 0.0, False, {},
+    stages = (Stage(index=0, name="traced", group="traced", pipeline="", ir=text, seconds=0.001,
+                    changed=True, op_counts={}),
+              Stage(index=1, name="enzyme", group="enzyme", pipeline="enzyme", ir=text,
+                    seconds=0.0, changed=False, op_counts={},
                     unavailable="enzyme-ad is not installed"))
-    return build_payload(StageTrace(None, "custom", "stage", False, "cpu", stages))
+    return build_payload(custom_trace(stages))
 
 
 def test_payloads_of_every_kind_validate(payloads):

@@ -224,9 +224,11 @@ def big_stage_trace(n_stages: int, lines: int) -> StageTrace:
         text = ("module {\n  func.func public @main(%arg0: tensor<1xf32>) -> tensor<1xf32> {\n"
                 + "\n".join(body) + "\n    return %arg0 : tensor<1xf32>\n  }\n}\n")
         counts = {"stablehlo.add": sum("add" in b for b in body)}
-        stages.append(Stage(k, f"s{k}", f"s{k}", "p" if k else "", text, 0.001, k % 2 == 1 or not k,
-                            counts))
-    return StageTrace(None, "custom", "stage", False, "cpu", tuple(stages))
+        stages.append(Stage(index=k, name=f"s{k}", group=f"s{k}", pipeline="p" if k else "",
+                            ir=text, seconds=0.001, changed=k % 2 == 1 or not k,
+                            op_counts=counts))
+    return StageTrace(traced=None, optimize="custom", granularity="stage", no_nan=False,
+                      target="cpu", stages=tuple(stages))
 
 
 def test_large_texts_are_compressed_and_left_to_the_explorer(monkeypatch):

@@ -156,7 +156,7 @@ def test_rerun_uses_the_callers_rerun(exploration):
     def rerun(optimize, granularity, no_nan, pipeline):
         calls.append((optimize, granularity, no_nan, pipeline))
         stages = exploration.traced.stages("canonicalize")
-        return rl.Exploration(exploration.traced, stages, stages.compile())
+        return rl.Exploration(traced=exploration.traced, stages=stages, compiled=stages.compile())
 
     w = ExplorerWidget(exploration, rerun=rerun)
     send(w, {"command": "rerun", "optimize": "just_batch", "granularity": "pass",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 GRANULARITIES = ("stage", "pass")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stage:
     """The module after one stage (or one pass) of a pipeline."""
 
@@ -58,7 +58,7 @@ class Stage:
         return self.ir if debug_info else strip_locations(self.ir)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StageTrace:
     """Every stage of one pipeline run over a traced module."""
 
@@ -193,8 +193,8 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
         backend.check_pipeline(split_passes(pipeline))
     elif traced is None:  # (with a custom pipeline, its first step parses the text)
         check_parses(text)
-    first = Stage(0, "traced", "traced", "", text, first_seconds, True,
-                  MappingProxyType(op_counts(text)))
+    first = Stage(index=0, name="traced", group="traced", pipeline="", ir=text,
+                  seconds=first_seconds, changed=True, op_counts=MappingProxyType(op_counts(text)))
     stages = [first]
     current, current_norm = text, normalize(text)
     note = pattern_list(no_nan=no_nan, target=target).note if pipeline is None else None
@@ -205,7 +205,8 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
             current, current_norm = stage.ir, normalize(stage.ir)
         stages.append(stage)
     label = "custom" if pipeline is not None else optimize
-    return StageTrace(traced, label, granularity, no_nan, target, tuple(stages))
+    return StageTrace(traced=traced, optimize=label, granularity=granularity, no_nan=no_nan,
+                      target=target, stages=tuple(stages))
 
 
 def _run_step(index: int, name: str, group: str, step: str, current: str,
@@ -217,8 +218,9 @@ def _run_step(index: int, name: str, group: str, step: str, current: str,
         reasons.append(note)
     reason = "; ".join(reasons) or None
     if not runnable:
-        return Stage(index, name, group, "", current, 0.0, False,
-                     MappingProxyType(op_counts(current)), reason)
+        return Stage(index=index, name=name, group=group, pipeline="", ir=current, seconds=0.0,
+                     changed=False, op_counts=MappingProxyType(op_counts(current)),
+                     unavailable=reason)
     ran = ",".join(runnable)
     start = time.perf_counter()
     try:
@@ -229,8 +231,8 @@ def _run_step(index: int, name: str, group: str, step: str, current: str,
         raise interrupted(name, time.perf_counter() - start, ops) from None
     seconds = time.perf_counter() - start
     changed = normalize(new) != current_norm
-    return Stage(index, name, group, ran, new, seconds, changed,
-                 MappingProxyType(op_counts(new)), reason)
+    return Stage(index=index, name=name, group=group, pipeline=ran, ir=new, seconds=seconds,
+                 changed=changed, op_counts=MappingProxyType(op_counts(new)), unavailable=reason)
 
 
 def run_pipeline(source: str | bytes, pipeline: str) -> str:

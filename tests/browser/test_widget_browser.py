@@ -37,10 +37,12 @@ for k in range(14):
     text = ("module {\\n  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\\n"
             "    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\\n" + "\\n".join(body)
             + "\\n    return %39 : tensor<4xf32>\\n  }\\n}\\n")
-    stages.append(Stage(k, f"s{k}", f"s{k}", "p" if k else "", text, 0.001, True,
-                        {"stablehlo.add": 40 - k}))
-ExplorerWidget(rl.Exploration(ModuleSource(stages[0].ir), StageTrace(
-    None, "custom", "stage", False, "cpu", tuple(stages)), None))"""
+    stages.append(Stage(index=k, name=f"s{k}", group=f"s{k}", pipeline="p" if k else "",
+                        ir=text, seconds=0.001, changed=True,
+                        op_counts={"stablehlo.add": 40 - k}))
+ExplorerWidget(rl.Exploration(traced=ModuleSource(stages[0].ir), compiled=None, stages=StageTrace(
+    traced=None, optimize="custom", granularity="stage", no_nan=False, target="cpu",
+    stages=tuple(stages))))"""
 
 
 def test_live_widget_explores_reruns_and_falls_back_when_the_kernel_is_gone(
