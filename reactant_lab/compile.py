@@ -61,6 +61,7 @@ class Compiled:
         layout = traced.layout
         self._x64 = layout.x64 or (layout.numpy_out and not any(w for *_, w in layout.avals))
         self._call = self._fast_call if executable.structured else self._flat_call
+        self._scalars = [s.scalar for s in layout.out_slots if isinstance(s, Computed)]
         # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch.
         self._direct = executable.fast_call if (
             executable.structured and not self._x64 and not layout.numpy_out) else None
@@ -86,9 +87,8 @@ class Compiled:
             raise exc from None
         if self._layout.numpy_out:  # every result is Computed on this path, in slot order
             leaves, tree = jax.tree_util.tree_flatten(out)
-            scalars = [s.scalar for s in self._layout.out_slots if isinstance(s, Computed)]
             return jax.tree_util.tree_unflatten(tree, [
-                _to_numpy(v, scalar) for v, scalar in zip(leaves, scalars, strict=True)])
+                _to_numpy(v, scalar) for v, scalar in zip(leaves, self._scalars, strict=True)])
         return out
 
     def _flat_call(self, *args: Any, **kwargs: Any) -> Any:
@@ -136,13 +136,18 @@ class Compiled:
         for (arg, _), host in zip(self._layout.writeback, hosts, strict=True):
             np.copyto(linear[arg], host, casting="no")
 
-    def _call_tree(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
-        """``(args, kwargs)``, with the captured arrays' current values when there are some."""
+    def _captured(self) -> dict[str, Any] | None:
+        """The current values of the arrays the function reads from outside, if it reads any."""
         if not self._layout.captures:
-            return args, kwargs
+            return None
         fn = self.traced.fn
         assert fn is not None  # captures are found in the traced function
-        return args, kwargs, captures.read(fn, self._layout.captures)
+        return captures.read(fn, self._layout.captures)
+
+    def _call_tree(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """``(args, kwargs)``, with the captured arrays' current values when there are some."""
+        captured = self._captured()
+        return (args, kwargs) if captured is None else (args, kwargs, captured)
 
     def _layout_mismatch(self, linear: list[Any]) -> str:
         lines = [f"{self.traced.fn_name} was traced for arguments laid out another way in "
@@ -156,10 +161,9 @@ class Compiled:
         return "\n".join(lines)
 
     def _check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> FlatCall:
-        captured = self._call_tree(args, kwargs)[2:]
         with backend.x64_scope(self._x64):  # Python numbers canonicalize as when called
             flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars,
-                                captured=captured[0] if captured else None)
+                                captured=self._captured())
         if flat.signature() != self._signature:
             raise SignatureMismatchError(self._mismatch(flat))
         return flat

@@ -135,7 +135,7 @@ class StageTrace:
             if s.unavailable:
                 shared.setdefault(s.unavailable, []).append(s.name)
         notes = [f"  {', '.join(names)}: {note}" for note, names in shared.items()]
-        return "\n".join(lines + (["unavailable here:", *notes] if notes else []))
+        return "\n".join(lines + (["notes (passes or patterns not run):", *notes] if notes else []))
 
     def op_delta(self, stage: int | str) -> dict[str, int]:
         """Change in op counts from the previous stage to ``stage``."""
