@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.trace.numpy_mode import masks
+from reactant_lab.trace.numpy_mode.layouts import like_indexed
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
     concrete_array,
@@ -47,7 +48,9 @@ def getitem(proxy: ProxyArray, key: Any) -> Any:
     data = proxy.concrete
     if data is not None and not any(is_traced(k) for k in key):
         return data[key] if is_basic(key) else concrete_array(data[key])
-    return new_scalar(proxy.value[key]) if is_basic(key) else new_array(proxy.value[key])
+    if is_basic(key):
+        return new_scalar(proxy.value[key])
+    return like_indexed(new_array(proxy.value[key]), proxy, key)
 
 
 def is_element(key: tuple[Any, ...], shape: tuple[int, ...]) -> bool:

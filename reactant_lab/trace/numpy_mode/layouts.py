@@ -74,3 +74,29 @@ def like_reduction(made: Any, source: Any, axis: Any, keepdims: bool) -> Any:
         int(a) % ndim for a in np.atleast_1d(axis))
     made.root.follow(lambda: reduced_layout(shadows([source])[0], axes, keepdims))
     return made
+
+
+def indexed_layout(source: np.ndarray, key: tuple[Any, ...]) -> np.ndarray | None:
+    """Bytes laid out as NumPy lays out ``source[key]`` for an advanced (gather) key: NumPy
+    allocates it in an order of its own (``a[:, [1, 2]]`` is Fortran-order). Traced index
+    arrays stand in as zeros of their shape: their values do not move the layout."""
+    def stand_in(k: Any) -> Any:
+        if isinstance(k, np.ndarray | int | slice | type(None)) or k is Ellipsis:
+            return k
+        return np.zeros(np.shape(k), np.intp)
+    try:
+        return source[tuple(stand_in(k) for k in key)]
+    except (IndexError, ValueError, TypeError):  # NumPy raised on the real key already
+        return None
+
+
+def like_indexed(made: Any, source: Any, key: tuple[Any, ...]) -> Any:
+    """``made`` (a new proxy, or anything else) laid out like NumPy's ``source[key]``."""
+    if isinstance(made, ProxyArray) and len(made.shape) >= 2 and isinstance(source, ProxyArray):
+        shape = made.shape
+
+        def model() -> np.ndarray | None:
+            out = indexed_layout(shadows([source])[0], key)
+            return out if out is not None and out.shape == tuple(shape) else None
+        made.root.follow(model)
+    return made
