@@ -85,9 +85,10 @@ def indexed_layout(source: np.ndarray, key: tuple[Any, ...]) -> np.ndarray | Non
             return k
         return np.zeros(np.shape(k), np.intp)
     try:
-        return source[tuple(stand_in(k) for k in key)]
+        out: np.ndarray = source[tuple(stand_in(k) for k in key)]
     except (IndexError, ValueError, TypeError):  # NumPy raised on the real key already
         return None
+    return out
 
 
 def like_indexed(made: Any, source: Any, key: tuple[Any, ...]) -> Any:
