@@ -17,6 +17,7 @@ import jax
 from reactant_lab import backend
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import PipelineError, TraceError
+from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
 from reactant_lab.trace import MODES, SignatureCache, Traced, flatten_for, trace
@@ -45,8 +46,18 @@ class ExploreOptions:
     """Trace Python numbers (else they are static)."""
     mode: str = "auto"
     """Trace mode: 'auto', 'numpy' or 'jax'."""
+    exclude_patterns: tuple[str, ...] = ()
+    """enzyme-hlo patterns to leave out (entries or names, e.g. 'slice_of_dynamic_update')."""
+    patterns: tuple[str, ...] | None = None
+    """An enzyme-hlo pattern list to run instead of Reactant's."""
+    exact: bool = False
+    """Run Reactant's pattern list untouched (the exclusion table is not applied)."""
 
     def __post_init__(self) -> None:
+        choice = PatternChoice.of(exact=self.exact, exclude_patterns=self.exclude_patterns,
+                                  patterns=self.patterns)
+        object.__setattr__(self, "exclude_patterns", choice.exclude)
+        object.__setattr__(self, "patterns", choice.replace)
         if self.pipeline is None:
             check_preset(self.optimize)
         if self.granularity not in GRANULARITIES:
@@ -54,6 +65,12 @@ class ExploreOptions:
                                 f"{self.granularity!r}")
         if self.mode not in MODES:
             raise TraceError(f"unknown trace mode {self.mode!r}; valid modes: {', '.join(MODES)}")
+
+    @property
+    def pattern_kwargs(self) -> dict[str, Any]:
+        """The pattern options as ``Traced.stages`` takes them."""
+        return {"exclude_patterns": self.exclude_patterns, "patterns": self.patterns,
+                "exact": self.exact}
 
     def replace(self, **changes: Any) -> ExploreOptions:
         """These options with ``changes`` (checked again)."""
@@ -135,7 +152,8 @@ class Exploration:
 def build_from_trace(traced: Traced, options: ExploreOptions) -> Exploration:
     """Stage ``traced`` with ``options`` and compile the last stage."""
     stages = traced.stages(options.optimize, options.granularity, pipeline=options.pipeline,
-                           no_nan=options.no_nan, device=options.device)
+                           no_nan=options.no_nan, device=options.device,
+                           **options.pattern_kwargs)
     compiled = stages.compile(device=options.device, donate=options.donate)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
@@ -145,7 +163,7 @@ def build_from_text(text: str, options: ExploreOptions) -> Exploration:
     """Stage module text with ``options`` (Reactant's run_pass_pipeline_on_source)."""
     stages = run_on_text(text, optimize=options.optimize, granularity=options.granularity,
                          pipeline=options.pipeline, no_nan=options.no_nan,
-                         device=options.device)
+                         device=options.device, choice=PatternChoice.of(**options.pattern_kwargs))
     return Exploration(traced=ModuleSource(text), stages=stages, compiled=None, options=options,
                        versions=_versions())
 
@@ -175,30 +193,38 @@ def ran(ex: Exploration, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Ex
 def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             granularity: str = "stage", pipeline: str | None = None, no_nan: bool = False,
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
-            mode: str = "auto", donate: bool = False, **kwargs: Any) -> Exploration:
+            mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
+            patterns: Any = None, exact: bool = False, **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
-    kernel's updated arguments are then updated in place)."""
+    kernel's updated arguments are then updated in place). The pattern options as in
+    ``Traced.stages``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
-                             trace_scalars=trace_scalars, mode=mode)
+                             trace_scalars=trace_scalars, mode=mode,
+                             exclude_patterns=exclude_patterns, patterns=patterns, exact=exact)
     return build(fn, args, kwargs, options, run=run)
 
 
 def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
              no_nan: bool = False, debug_info: bool = False, mode: str = "auto",
+             exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
              **kwargs: Any) -> str:
     """The module after the ``optimize`` preset, as text (Reactant's ``@code_hlo``)."""
     _check_not_compiled(fn, "code_hlo")
-    stages = trace(fn, *args, mode=mode, **kwargs).stages(optimize, no_nan=no_nan)
+    stages = trace(fn, *args, mode=mode, **kwargs).stages(
+        optimize, no_nan=no_nan, exclude_patterns=exclude_patterns, patterns=patterns,
+        exact=exact)
     return stages.final.as_text(debug_info=debug_info)
 
 
 def code_xla(fn: Callable[..., Any], *args: Any, optimize: str = "all", no_nan: bool = False,
-             device: Any | None = None, mode: str = "auto", **kwargs: Any) -> str:
+             device: Any | None = None, mode: str = "auto", exclude_patterns: Any = (),
+             patterns: Any = None, exact: bool = False, **kwargs: Any) -> str:
     """XLA's optimized HLO after the ``optimize`` preset (Reactant's ``@code_xla``)."""
     _check_not_compiled(fn, "code_xla")
-    stages = trace(fn, *args, mode=mode, **kwargs).stages(optimize, no_nan=no_nan,
-                                                          device=device)
+    stages = trace(fn, *args, mode=mode, **kwargs).stages(
+        optimize, no_nan=no_nan, device=device, exclude_patterns=exclude_patterns,
+        patterns=patterns, exact=exact)
     return stages.compile(device=device).hlo_text()
 
 
@@ -218,10 +244,13 @@ class JitFunction:
     def __init__(self, fn: Callable[..., Any], *, optimize: str = "all",
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
-                 mode: str = "auto"):
+                 mode: str = "auto", exclude_patterns: Any = (), patterns: Any = None,
+                 exact: bool = False):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
-                                      trace_scalars=trace_scalars, mode=mode)
+                                      trace_scalars=trace_scalars, mode=mode,
+                                      exclude_patterns=exclude_patterns, patterns=patterns,
+                                      exact=exact)
         """How each signature is traced, staged and compiled."""
         check_traceable(fn)
         self.fn = fn
@@ -252,12 +281,16 @@ class JitFunction:
 
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
-        trace_scalars: bool = False, donate: bool = False, mode: str = "auto") -> Any:
+        trace_scalars: bool = False, donate: bool = False, mode: str = "auto",
+        exclude_patterns: Any = (), patterns: Any = None, exact: bool = False) -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
-    as in ``trace``: a NumPy kernel updates its NumPy arguments in place."""
+    as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
+    enzyme-hlo patterns measured wrong or slow on the target are left out; ``exact=True`` runs
+    Reactant's list untouched, ``exclude_patterns`` / ``patterns`` as in ``Traced.stages``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
-                           trace_scalars=trace_scalars, donate=donate, mode=mode)
+                           trace_scalars=trace_scalars, donate=donate, mode=mode,
+                           exclude_patterns=exclude_patterns, patterns=patterns, exact=exact)
 
     return compiled if fn is None else compiled(fn)

@@ -40,8 +40,13 @@ _Cost = tuple[float | None, float | None]
 def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", "all"),
           baselines: Sequence[str] = BASELINES, repeats: int | None = None,
           min_time: float = 0.2, warmup: int = 3, device: Any | None = None,
-          roofline: bool = True, progress: bool | None = None, **kwargs: Any) -> BenchResult:
+          roofline: bool = True, progress: bool | None = None, exclude_patterns: Any = (),
+          patterns: Any = None, exact: bool = False, **kwargs: Any) -> BenchResult:
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
+
+    A preset named ``"<preset>+exact"`` (e.g. ``"all+exact"``) runs Reactant's pattern list
+    untouched beside the default (which leaves out the patterns measured wrong or slow here);
+    ``exclude_patterns`` / ``patterns`` / ``exact`` apply to every preset, as in ``jit``.
 
     Baselines: ``numpy`` runs the function eagerly on copies of NumPy inputs (NumPy-mode code
     only), ``jax`` is ``jax.jit`` of the function. Warm-up runs are not counted, each sample is
@@ -51,7 +56,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)
     traced = _trace_for_device(fn, args, kwargs, dev)
-    variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, dev)
+    base = ExploreOptions(device=dev, exclude_patterns=exclude_patterns, patterns=patterns,
+                          exact=exact)
+    variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, base)
     for name in baselines:
         made = _baseline(name, fn, traced, args, kwargs, dev)
         if isinstance(made, str):
@@ -77,7 +84,7 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
 
 def _check_names(presets: Sequence[str], baselines: Sequence[str]) -> None:
     for preset in presets:
-        check_preset(preset)
+        check_preset(preset.removesuffix(EXACT))
     bad = [b for b in baselines if b not in BASELINES]
     if bad:
         raise ReactantLabError(f"unknown baseline(s) {bad}; valid baselines: "
@@ -110,9 +117,14 @@ def _fresh(traced: Traced, inputs: Inputs, place: Callable[[Any], Any]
     return lambda: copy_inputs(inputs, place)
 
 
+EXACT = "+exact"
+"""Suffix of a preset name that runs Reactant's pattern list untouched ("all+exact")."""
+
+
 def _presets(traced: Traced, presets: Sequence[str], args: tuple[Any, ...], kwargs: dict[str, Any],
-             dev: Any) -> tuple[list[Variant], dict[str, float | None], dict[str, _Cost],
-                                dict[str, str]]:
+             base: ExploreOptions) -> tuple[list[Variant], dict[str, float | None],
+                                            dict[str, _Cost], dict[str, str]]:
+    dev = base.device
     variants: list[Variant] = []
     compile_s: dict[str, float | None] = {}
     costs: dict[str, _Cost] = {}
@@ -121,7 +133,9 @@ def _presets(traced: Traced, presets: Sequence[str], args: tuple[Any, ...], kwar
     with backend.x64_scope(traced.layout.x64):
         pool = copies((args, kwargs), place)
     for preset in presets:
-        ex = build_from_trace(traced, ExploreOptions(optimize=preset, device=dev))
+        exact = base.exact or preset.endswith(EXACT)
+        ex = build_from_trace(traced, base.replace(optimize=preset.removesuffix(EXACT),
+                                                   exact=exact))
         compiled = ex.compiled
         assert compiled is not None  # built from a trace
         cost = compiled.cost_analysis()

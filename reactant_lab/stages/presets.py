@@ -40,7 +40,7 @@ _OPT = f"{_INLINE},{_FUNC}"
 STAGES: MappingProxyType[str, StageSpec] = MappingProxyType({
     "opt_sroa": StageSpec(
         "optimize+sroa",
-        f"mark-func-memory-effects,{_INLINE},propagate-constant-bounds,{_SROA},canonicalize,"
+        f"{_INLINE},propagate-constant-bounds,{_SROA},canonicalize,"
         f"{_SROA},libdevice-funcs-raise,canonicalize,remove-duplicate-func-def,{_FUNC}",
         "inline, scalar replacement of wrappers, canonicalize, CSE, enzyme-hlo patterns"),
     "batch": StageSpec("batch", "enzyme-batch", "turn enzyme.batch ops into batched ops"),
@@ -59,9 +59,8 @@ STAGES: MappingProxyType[str, StageSpec] = MappingProxyType({
     "raise": StageSpec("raise", "canonicalize", "raising off (Reactant's raise=false)"),
     "jit": StageSpec(
         "jit lowering",
-        "lower-enzymexla-linalg{backend=${target}},lower-jit{openmp=true backend=${target}},"
-        "symbol-dce",
-        "lower enzymexla linalg / jit calls, drop dead symbols"),
+        "lower-jit{openmp=true backend=${target}},symbol-dce",
+        "lower enzymexla jit calls, drop dead symbols"),
     "canonicalize": StageSpec("canonicalize", "canonicalize", "MLIR's canonicalizer only"),
 })
 

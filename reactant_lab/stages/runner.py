@@ -13,7 +13,12 @@ from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
 from reactant_lab.errors import PipelineError, UnknownStageError
 from reactant_lab.stages.failures import check_parses, interrupted, pass_failed
-from reactant_lab.stages.patterns import pattern_list
+from reactant_lab.stages.patterns import (
+    DEFAULT_CHOICE,
+    PatternChoice,
+    pattern_list,
+    without_patterns,
+)
 from reactant_lab.stages.pipeline import TRANSFORM_TRIO, fill, group_steps, split_passes
 from reactant_lab.stages.presets import PRESETS, STAGES, check_preset
 from reactant_lab.stages.progress import StageProgress
@@ -74,6 +79,8 @@ class StageTrace:
     """'cpu' or 'cuda': the target the lowering passes were run for."""
     stages: tuple[Stage, ...]
     """Stage 0 is the traced module; each later one is the module after that stage."""
+    pattern_choice: PatternChoice = DEFAULT_CHOICE
+    """How the call changed the enzyme-hlo pattern list (exact, excluded, replaced)."""
 
     def __getitem__(self, key: int | str) -> Stage:
         if isinstance(key, int) and -len(self.stages) <= key < len(self.stages):
@@ -148,7 +155,7 @@ class StageTrace:
 
 
 def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
-         target: str) -> list[tuple[str, str, str]]:
+         target: str, choice: PatternChoice = DEFAULT_CHOICE) -> list[tuple[str, str, str]]:
     """(step name, group, pipeline) for each step a run will execute."""
     if granularity not in GRANULARITIES:
         raise PipelineError(f"granularity must be one of {GRANULARITIES}, not {granularity!r}")
@@ -157,12 +164,19 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
             raise PipelineError(f"pipeline must be a str of comma-separated passes such as "
                                 f"'inline,canonicalize,cse', not {type(pipeline).__name__} "
                                 f"({pipeline!r})")
-        split_passes(pipeline)
+        passes = split_passes(pipeline)
+        if choice.exact or choice.replace is not None:
+            raise PipelineError("exact= and patterns= choose a preset's pattern list; with "
+                                "pipeline=..., write the list into its "
+                                "enzyme-hlo-generate-td{patterns=...} pass")
+        if choice.exclude:
+            pipeline = ",".join(without_patterns(passes, choice.exclude))
         stages = [("custom", pipeline.strip())]
     else:
         check_preset(optimize)
-        patterns = pattern_list(no_nan=no_nan, target=target).text if PRESETS[optimize] else ""
-        stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=patterns, target=target))
+        listed = pattern_list(no_nan=no_nan, target=target, choice=choice).text \
+            if PRESETS[optimize] else ""
+        stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=listed, target=target))
                   for k in PRESETS[optimize]]
     if granularity == "stage":
         return [(name, name, pipe) for name, pipe in stages]
@@ -172,23 +186,27 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
 
 def run_stages(traced: Traced, *, optimize: str = "all", granularity: str = "stage",
                pipeline: str | None = None, no_nan: bool = False,
-               device: Any | None = None) -> StageTrace:
-    """Run ``optimize`` (or ``pipeline``) on ``traced``'s module one step at a time."""
+               device: Any | None = None, exclude_patterns: Any = (), patterns: Any = None,
+               exact: bool = False) -> StageTrace:
+    """Run ``optimize`` (or ``pipeline``) on ``traced``'s module one step at a time (the
+    pattern options as in ``Traced.stages``)."""
+    choice = PatternChoice.of(exact=exact, exclude_patterns=exclude_patterns, patterns=patterns)
     return run_on_text(traced.ir, optimize=optimize, granularity=granularity,
                        pipeline=pipeline, no_nan=no_nan, device=device, traced=traced,
-                       first_seconds=traced.seconds)
+                       first_seconds=traced.seconds, choice=choice)
 
 
 def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
                 pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
-                traced: Traced | None = None, first_seconds: float = 0.0) -> StageTrace:
+                traced: Traced | None = None, first_seconds: float = 0.0,
+                choice: PatternChoice = DEFAULT_CHOICE) -> StageTrace:
     """Like ``run_stages`` for a module given as text (Reactant's run_pass_pipeline_on_source).
 
     Text that does not parse raises ModuleTextError naming MLIR's error, line and column.
     """
     text = backend.module_text(text)
     target = backend.platform(backend.resolve_device(device))
-    steps = plan(optimize, pipeline, granularity, no_nan=no_nan, target=target)
+    steps = plan(optimize, pipeline, granularity, no_nan=no_nan, target=target, choice=choice)
     if pipeline is not None:
         backend.check_pipeline(split_passes(pipeline))
     elif traced is None:  # (with a custom pipeline, its first step parses the text)
@@ -197,7 +215,8 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
                   seconds=first_seconds, changed=True, op_counts=MappingProxyType(op_counts(text)))
     stages = [first]
     current, current_norm = text, normalize(text)
-    note = pattern_list(no_nan=no_nan, target=target).note if pipeline is None else None
+    note = pattern_list(no_nan=no_nan, target=target, choice=choice).note \
+        if pipeline is None else None
     for name, group, step in steps:
         stage = _run_step(len(stages), name, group, step, current, current_norm,
                           note if TRANSFORM_TRIO[0] in step else None, stages[-1].ops)
@@ -206,7 +225,7 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
         stages.append(stage)
     label = "custom" if pipeline is not None else optimize
     return StageTrace(traced=traced, optimize=label, granularity=granularity, no_nan=no_nan,
-                      target=target, stages=tuple(stages))
+                      target=target, stages=tuple(stages), pattern_choice=choice)
 
 
 def _run_step(index: int, name: str, group: str, step: str, current: str,

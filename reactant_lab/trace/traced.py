@@ -50,15 +50,20 @@ class Traced:
 
     def stages(self, optimize: str = "all", granularity: str = "stage",
                pipeline: str | None = None, no_nan: bool = False,
-               device: Any | None = None) -> StageTrace:
+               device: Any | None = None, *, exclude_patterns: Any = (),
+               patterns: Any = None, exact: bool = False) -> StageTrace:
         """Run an optimize preset (or a custom ``pipeline``) stage by stage.
 
-        ``granularity='pass'`` makes every top-level pass its own step.
+        ``granularity='pass'`` makes every top-level pass its own step. The enzyme-hlo pattern
+        list is Reactant's, less the patterns measured wrong or slow on the target;
+        ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` leaves more out
+        (entries or names, e.g. ``("slice_of_dynamic_update",)``), ``patterns`` replaces it.
         """
         from reactant_lab.stages.runner import run_stages
 
         return run_stages(self, optimize=optimize, granularity=granularity, pipeline=pipeline,
-                          no_nan=no_nan, device=device)
+                          no_nan=no_nan, device=device, exclude_patterns=exclude_patterns,
+                          patterns=patterns, exact=exact)
 
     def summary(self) -> str:
         """Plain-text description of the signature and the traced module's size (Python loops
