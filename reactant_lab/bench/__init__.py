@@ -56,9 +56,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)
     traced = _trace_for_device(fn, args, kwargs, dev)
-    base = ExploreOptions(device=dev, exclude_patterns=exclude_patterns, patterns=patterns,
-                          exact=exact)
-    variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, base)
+    options = ExploreOptions(device=dev, exclude_patterns=exclude_patterns, patterns=patterns,
+                             exact=exact)
+    variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, options)
     for name in baselines:
         made = _baseline(name, fn, traced, args, kwargs, dev)
         if isinstance(made, str):
