@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import jax
@@ -11,7 +11,7 @@ import numpy as np
 
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import strip_locations
-from reactant_lab.errors import SignatureMismatchError, UnsupportedArgumentError
+from reactant_lab.errors import CompileError, SignatureMismatchError, UnsupportedArgumentError
 from reactant_lab.stages.reproducer import write_reproducer
 from reactant_lab.trace import captures
 from reactant_lab.trace.numpy_mode import check_independent
@@ -209,6 +209,24 @@ class Compiled:
             lines.append("  a static value differs in type (e.g. 1 vs 1.0) or a leaf changed "
                          "from static to traced")
         return "\n".join(lines)
+
+    def device_runner(self, *args: Any, **kwargs: Any) -> Callable[[], None]:
+        """A call of the executable alone on ``args``, placed on its device once: no checks, no
+        transfers back, no write-back (what timing a stage's module measures). Not for a
+        donating executable, whose inputs are consumed by the first call."""
+        if self.donate:
+            raise CompileError("device_runner reuses its inputs, which a donating executable "
+                               "consumes; compile with donate=False to time it")
+        self._check(args, kwargs)
+        leaves = jax.tree_util.tree_leaves(self._call_tree(args, kwargs))
+        exe, x64 = self._exe, self._x64
+        with backend.x64_scope(x64):
+            linear = [jax.device_put(leaves[i], self.device) for i in self._linear_pos]
+
+        def run() -> None:
+            with backend.x64_scope(x64):
+                jax.block_until_ready(exe.call_flat(linear))
+        return run
 
     def as_text(self, debug_info: bool = False) -> str:
         """The StableHLO module that was compiled (with donation attributes, if any)."""

@@ -24,8 +24,11 @@ from reactant_lab.stages.presets import PRESETS, STAGES, check_preset
 from reactant_lab.stages.progress import StageProgress
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from reactant_lab.compile import Compiled
     from reactant_lab.trace.traced import Traced
+    from reactant_lab.verify import Verification
 
 GRANULARITIES = ("stage", "pass")
 
@@ -123,6 +126,23 @@ class StageTrace:
                                 "there is no Python signature to run it with")
         return compile_traced(self.traced, chosen.ir, device=device, donate=donate,
                               stage_name=chosen.name)
+
+    def verify(self, *args: Any, reference: str = "auto", repeat: int = 5,
+               device: Any | None = None, changed_only: bool = True,
+               progress: Callable[[str], None] | None = None, **kwargs: Any) -> Verification:
+        """Compile every stage's module, run it on ``args`` (fresh copies: the caller's arrays
+        are not touched), compare with the reference and time it.
+
+        ``reference``: 'auto' (NumPy eager for NumPy-mode code, ``jax.jit`` for JAX code),
+        'numpy', 'jax' or 'stage0' (the traced module). Per stage: XLA compile seconds, the
+        median of ``repeat`` timed runs of the executable, max abs / rel error, ok; a stage that
+        did not change the module reuses the figures before it (``changed_only``). Tolerances
+        follow the dtype (``Verification.tolerance`` says how).
+        """
+        from reactant_lab.verify import verify_stages
+
+        return verify_stages(self, args, kwargs, reference=reference, repeat=repeat,
+                             device=device, changed_only=changed_only, progress=progress)
 
     def table(self) -> str:
         """Plain-text table: stage, ops, change in ops, changed, milliseconds."""
