@@ -49,6 +49,7 @@ from reactant_lab.render.explorer import (
 from reactant_lab.render.tables import op_table_html
 from reactant_lab.stages import PRESETS, STAGES, Stage, StageTrace, run_pipeline
 from reactant_lab.trace import ArgSpec, ResultSpec, SkippedArg, Traced, trace
+from reactant_lab.verify import StageCheck, Verification
 
 __version__ = "0.1.0"
 
@@ -102,6 +103,7 @@ __all__ = [
     "SignatureMismatchError",
     "SkippedArg",
     "Stage",
+    "StageCheck",
     "StageTrace",
     "TraceError",
     "Traced",
@@ -110,6 +112,7 @@ __all__ = [
     "UnknownStageError",
     "UnsupportedArgumentError",
     "UnsupportedNumpyFunctionError",
+    "Verification",
     "bench",
     "code_hlo",
     "code_xla",

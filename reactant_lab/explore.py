@@ -23,6 +23,7 @@ from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
 from reactant_lab.trace import MODES, SignatureCache, Traced, flatten_for, trace
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.user_fn import check_traceable
+from reactant_lab.verify import Verification
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ class ExploreOptions:
     """An enzyme-hlo pattern list to run instead of Reactant's."""
     exact: bool = False
     """Run Reactant's pattern list untouched (the exclusion table is not applied)."""
+    verify: bool = False
+    """Compile, run, compare and time every stage on the example arguments (``verified``)."""
+    reference: str = "auto"
+    """What verification compares with: 'auto', 'numpy', 'jax' or 'stage0'."""
 
     def __post_init__(self) -> None:
         choice = PatternChoice.of(exact=self.exact, exclude_patterns=self.exclude_patterns,
@@ -108,6 +113,8 @@ class Exploration:
     """The options it was built with (a re-run changes some of them)."""
     versions: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Versions of the compiler stack that built it (jax, jaxlib, enzyme-ad)."""
+    verification: Verification | None = field(default=None, repr=False)
+    """Every stage compiled, run, compared and timed (``verify=True``), or None."""
 
     @property
     def from_text(self) -> bool:
@@ -175,11 +182,22 @@ def _versions() -> Mapping[str, str]:
 
 def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
           options: ExploreOptions, *, run: bool = False) -> Exploration:
-    """Trace ``fn(*args, **kwargs)``, stage, compile and (``run=True``) run it once: the one
-    sequence every entry point uses (a NumPy kernel's arguments are then updated in place)."""
+    """Trace ``fn(*args, **kwargs)``, stage, compile, (``options.verify``) verify every stage on
+    copies of the arguments and (``run=True``) run it once: the one sequence every entry point
+    uses (a NumPy kernel's arguments are then updated in place)."""
     traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode, **kwargs)
     ex = build_from_trace(traced, options)
+    if options.verify:
+        ex = verified(ex, args, kwargs)
     return ran(ex, args, kwargs) if run else ex
+
+
+def verified(ex: Exploration, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Exploration:
+    """``ex`` with every stage compiled, run on fresh copies of ``args``, compared with the
+    reference (``ex.options.reference``) and timed."""
+    verification = ex.stages.verify(*args, reference=ex.options.reference,
+                                    device=ex.options.device, **kwargs)
+    return dataclasses.replace(ex, verification=verification)
 
 
 def ran(ex: Exploration, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Exploration:
@@ -194,14 +212,17 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             granularity: str = "stage", pipeline: str | None = None, no_nan: bool = False,
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
-            patterns: Any = None, exact: bool = False, **kwargs: Any) -> Exploration:
+            patterns: Any = None, exact: bool = False, verify: bool = False,
+            reference: str = "auto", **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
-    ``Traced.stages``."""
+    ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
+    it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
                              trace_scalars=trace_scalars, mode=mode,
-                             exclude_patterns=exclude_patterns, patterns=patterns, exact=exact)
+                             exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
+                             verify=verify, reference=reference)
     return build(fn, args, kwargs, options, run=run)
 
 
