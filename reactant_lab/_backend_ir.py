@@ -114,3 +114,29 @@ def _apply_donation(module: ir.Module, plan: Donation) -> None:
             entries[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), value)
         new.append(ir.DictAttr.get(entries))
     main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
+
+
+def drop_results(module: ir.Module, drop: Sequence[int]) -> None:
+    """Remove results of ``@main`` (its return operands, function type and result attributes):
+    what Reactant does with results the passes reduced to an argument returned unchanged."""
+    if not drop:
+        return
+    main = main_func(module)
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    keep = [i for i in range(len(ftype.results)) if i not in set(drop)]
+    blocks = list(main.regions[0].blocks)
+    if len(blocks) != 1:
+        raise CompileError("@main has more than one block; its results cannot be pruned")
+    block = blocks[0]
+    ret = list(block.operations)[-1].operation
+    if ret.name != "func.return":
+        raise CompileError(f"@main ends in {ret.name}, not func.return")
+    operands = [ret.operands[i] for i in keep]
+    with ir.InsertionPoint.at_block_terminator(block), ret.location:
+        ir.Operation.create("func.return", operands=operands)
+    ret.erase()
+    main.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(ftype.inputs), [ftype.results[i] for i in keep]))
+    if "res_attrs" in main.attributes:
+        old = ir.ArrayAttr(main.attributes["res_attrs"])
+        main.attributes["res_attrs"] = ir.ArrayAttr.get([old[i] for i in keep])

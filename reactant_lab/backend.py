@@ -32,7 +32,7 @@ import jax
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir, passmanager
 
-from reactant_lab import _pass_worker, _worker_client
+from reactant_lab import _backend_ir, _pass_worker, _worker_client
 from reactant_lab._backend_ir import Aval
 from reactant_lab._backend_jax import (
     Executable,
@@ -44,6 +44,7 @@ from reactant_lab._backend_jax import (
 )
 from reactant_lab._backend_text import (
     MAX_NESTING,
+    compile_message,
     module_size,
     module_text,
     parse_error_message,
@@ -62,6 +63,7 @@ from reactant_lab._compile_isolation import (
 )
 from reactant_lab._compile_isolation import COMPILER as _COMPILER  # noqa: F401 - tests and benchmarks stop it
 from reactant_lab.errors import (
+    CompileError,
     ModuleTextError,
     PassWorkerError,
     PipelineError,
@@ -241,6 +243,20 @@ def _failure(out: _pass_worker.Outcome, mode: str, text: str, pipeline: str) -> 
     if mode == "upstream":  # jaxlib's message carries the diagnostics
         return PassRunFailure(message, f"{diagnostics}\n{message}".strip())
     return PassRunFailure(message, diagnostics or message)
+
+
+def drop_main_results(text: str, drop: Sequence[int]) -> str:
+    """``text`` with results ``drop`` of ``@main`` removed (their return operands, types and
+    attributes), as Reactant removes results the passes reduced to an unchanged argument."""
+    text = module_text(text)
+    with jax_mlir.make_ir_context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as exc:
+            raise CompileError(compile_message(text, exc)) from None
+        _backend_ir.drop_results(module, drop)
+        return _backend_ir.asm(module)
 
 
 def check_parses(text: str) -> None:

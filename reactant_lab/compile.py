@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -10,8 +11,14 @@ import jax
 import numpy as np
 
 from reactant_lab import backend
+from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import strip_locations
-from reactant_lab.errors import CompileError, SignatureMismatchError, UnsupportedArgumentError
+from reactant_lab.errors import (
+    AnalysisError,
+    CompileError,
+    SignatureMismatchError,
+    UnsupportedArgumentError,
+)
 from reactant_lab.stages.reproducer import write_reproducer
 from reactant_lab.trace import captures
 from reactant_lab.trace.numpy_mode import check_independent
@@ -22,6 +29,8 @@ from reactant_lab.trace.specs import (
     ArgView,
     CallLayout,
     Computed,
+    Forwarded,
+    OutSlot,
     Preserved,
     SkippedArg,
     Static,
@@ -40,7 +49,7 @@ class Compiled:
     """
 
     def __init__(self, traced: Traced, executable: backend.Executable, stage: str,
-                 compile_seconds: float, donate: bool):
+                 compile_seconds: float, donate: bool, layout: CallLayout | None = None):
         self.traced = traced
         """The traced call this was compiled from."""
         self.stage = stage
@@ -52,13 +61,17 @@ class Compiled:
         self.device = executable.device
         """The device it runs on."""
         self._exe = executable
-        self._layout: CallLayout = traced.layout
+        self._layout: CallLayout = traced.layout if layout is None else layout
+        self.forwarded: tuple[tuple[str, str], ...] = _forwarded_paths(traced, self._layout)
+        """(result path, argument path) per result the passes reduced to an argument returned
+        unchanged: preserved after the pipeline, not computed by the executable (compare
+        ``traced.preserved``, decided from the traced function)."""
         self._signature = _layout_signature(traced)
         self._plain_treedef, self._linear_pos, self._statics = _plain_plan(traced.layout)
         # Under 64-bit mode NumPy float64 is not silently cast to a float32 signature, so a dtype
         # mismatch is caught. JAX arrays cannot be 64-bit without it, so their fast path skips
         # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
-        layout = traced.layout
+        layout = self._layout
         self._x64 = layout.x64 or (layout.numpy_out and not any(w for *_, w in layout.avals))
         self._call = self._fast_call if executable.structured else self._flat_call
         self._scalars = [s.scalar for s in layout.out_slots if isinstance(s, Computed)]
@@ -176,6 +189,8 @@ class Compiled:
                 leaves.append(to_host(outs[slot.index], slot.scalar))
             elif isinstance(slot, Preserved | UpdatedArg):
                 leaves.append(linear[slot.arg])
+            elif isinstance(slot, Forwarded):
+                leaves.append(self._forward(linear[slot.arg], slot))
             elif isinstance(slot, ArgView):
                 view = linear[slot.arg]
                 for op in slot.ops:
@@ -184,6 +199,17 @@ class Compiled:
             else:
                 leaves.append(slot.value)
         return jax.tree_util.tree_unflatten(self._layout.out_treedef, leaves)
+
+    def _forward(self, value: Any, slot: Forwarded) -> Any:
+        """A result the passes reduced to argument ``slot.arg``: for NumPy callers a new array
+        (taken before any write-back), for JAX callers the argument itself."""
+        dtype = self._layout.avals[slot.arg][1]
+        if self._layout.numpy_out:
+            return _to_numpy(np.asarray(value, dtype=dtype), slot.scalar)
+        if isinstance(value, jax.Array):
+            return value
+        with backend.x64_scope(self._x64):
+            return jax.device_put(np.asarray(value, dtype=dtype), self.device)
 
     def _mismatch(self, flat: FlatCall) -> str:
         t = self.traced
@@ -283,17 +309,16 @@ def _plain_plan(layout: CallLayout) -> tuple[Any, list[int], list[tuple[int, Any
     return plain, linear_pos, statics
 
 
-def _structure(traced: Traced, device: Any) -> backend.Structure | None:
+def _structure(layout: CallLayout, out_avals: list[backend.Aval],
+               device: Any) -> backend.Structure | None:
     """Template and abstract args letting JAX's dispatch take the user's own pytree, or None
     when the call has static leaves other than None, or results that are not all computed."""
-    layout = traced.layout
     if layout.writeback or layout.captures or any(
             isinstance(s, Static) and s.value is not None for s in layout.in_slots):
         return None
-    if any(isinstance(s, Preserved | ArgView) or (isinstance(s, Static) and s.value is not None)
-           for s in layout.out_slots):
+    if any(isinstance(s, Preserved | ArgView | Forwarded) or (
+            isinstance(s, Static) and s.value is not None) for s in layout.out_slots):
         return None
-    out_avals = _out_avals(traced)
 
     def template(*_args: Any, **_kwargs: Any) -> Any:
         leaves = [np.zeros(*out_avals[s.index][:2]) if isinstance(s, Computed) else None
@@ -314,12 +339,74 @@ def _out_avals(traced: Traced) -> list[backend.Aval]:
 
 def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate: bool = False,
                    stage_name: str = "final") -> Compiled:
-    """Compile a stage's module of ``traced`` for ``device``."""
+    """Compile a stage's module of ``traced`` for ``device``.
+
+    As Reactant's ``compile_mlir!``, results the passes reduced to an argument returned
+    unchanged are removed from ``@main`` first: the call hands them back without computing or
+    copying them on the device, and their arguments are not donated.
+    """
     dev = backend.resolve_device(device)
-    mask = traced.donation_mask if donate else (False,) * len(traced.linear_args)
+    layout, drop = after_pipeline(traced.layout, returned_arguments(ir, len(traced.linear_args)))
+    if drop:
+        ir = backend.drop_main_results(ir, drop)
+    kept_args = {s.arg for s in layout.out_slots if isinstance(s, Forwarded)}
+    mask = tuple(d and i not in kept_args for i, d in enumerate(traced.donation_mask)) \
+        if donate else (False,) * len(traced.linear_args)
+    out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in set(drop)]
     start = time.perf_counter()
-    exe = backend.compile_module(ir, avals=traced.layout.avals, out_avals=_out_avals(traced),
-                                 device=dev, x64=traced.layout.x64, donate=mask,
-                                 structure=_structure(traced, dev), stage=stage_name,
+    exe = backend.compile_module(ir, avals=layout.avals, out_avals=out_avals,
+                                 device=dev, x64=layout.x64, donate=mask,
+                                 structure=_structure(layout, out_avals, dev), stage=stage_name,
                                  reproducer=write_reproducer)
-    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate)
+    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout)
+
+
+def returned_arguments(ir: str, n_args: int) -> dict[int, int]:
+    """``@main`` result index -> argument index, for each result that is an argument returned
+    unchanged (empty when the module cannot be read that way)."""
+    try:
+        results = parse_function(ir).results
+    except AnalysisError:
+        return {}
+    found = {}
+    for r in results:
+        if r.source is not None and r.source.startswith("arg") and r.source[3:].isdigit():
+            arg = int(r.source[3:])
+            if arg < n_args:
+                found[r.index] = arg
+    return found
+
+
+def after_pipeline(layout: CallLayout, returned: dict[int, int]) -> tuple[CallLayout, list[int]]:
+    """``layout`` with each computed result that ``@main`` returns as an unchanged argument made
+    ``Forwarded``, and each in-place update that writes an argument's own value dropped; the
+    other results renumbered. Also returns the ``@main`` results to remove."""
+    drop = {k for k, arg in returned.items()
+            if any(isinstance(s, Computed) and s.index == k for s in layout.out_slots)
+            or (arg, k) in layout.writeback}
+    # A result that is also another argument's write-back value stays (it is that update).
+    drop -= {k for a, k in layout.writeback if returned.get(k) != a}
+    if not drop:
+        return layout, []
+    new_index = {k: k - sum(d < k for d in drop) for k in range(layout.n_outputs)}
+    slots: list[OutSlot] = []
+    for s in layout.out_slots:
+        if isinstance(s, Computed) and s.index in drop:
+            slots.append(Forwarded(returned[s.index], s.scalar))
+        elif isinstance(s, Computed):
+            slots.append(Computed(new_index[s.index], s.scalar))
+        else:
+            slots.append(s)
+    writeback = tuple((a, new_index[k]) for a, k in layout.writeback if k not in drop)
+    return dataclasses.replace(layout, out_slots=tuple(slots), writeback=writeback), sorted(drop)
+
+
+def _forwarded_paths(traced: Traced, layout: CallLayout) -> tuple[tuple[str, str], ...]:
+    paths = [r.path for r in traced.linear_results]
+    return tuple((paths[i], traced.linear_args[s.arg].path)
+                 for i, s in enumerate(_result_slots(layout)) if isinstance(s, Forwarded))
+
+
+def _result_slots(layout: CallLayout) -> list[OutSlot]:
+    """The out slots of array results, in the order of ``Traced.linear_results``."""
+    return [s for s in layout.out_slots if not isinstance(s, Static)]

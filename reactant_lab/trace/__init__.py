@@ -19,6 +19,7 @@ from reactant_lab.trace.specs import (
     ArgSpec,
     CallLayout,
     Computed,
+    Forwarded,
     Preserved,
     ResultSpec,
     SkippedArg,
@@ -28,8 +29,9 @@ from reactant_lab.trace.specs import (
 from reactant_lab.trace.traced import Traced
 from reactant_lab.trace.user_fn import check_traceable
 
-__all__ = ["MODES", "ArgSpec", "CallLayout", "Computed", "Preserved", "ResultSpec", "SignatureCache",
-           "SkippedArg", "Static", "Traced", "UpdatedArg", "flatten_for", "trace"]
+__all__ = ["MODES", "ArgSpec", "CallLayout", "Computed", "Forwarded", "Preserved", "ResultSpec",
+           "SignatureCache", "SkippedArg", "Static", "Traced", "UpdatedArg", "flatten_for",
+           "trace"]
 
 MODES = ("auto", "numpy", "jax")
 

@@ -111,7 +111,20 @@ class ArgView:
     """The view ops, applied in order to the caller's array (each has ``get``)."""
 
 
-OutSlot: TypeAlias = Computed | Preserved | UpdatedArg | ArgView | Static
+@dataclass(frozen=True)
+class Forwarded:
+    """A result leaf the passes reduced to a linear argument returned unchanged (Reactant's
+    preserved arguments, decided after the pipeline): the executable does not compute it; the
+    call hands back the argument itself (JAX callers: it is immutable) or a new host copy of it
+    (NumPy callers, to whom NumPy gives a new array)."""
+
+    arg: int
+    """Linear-argument index."""
+    scalar: bool = False
+    """As ``Computed.scalar``."""
+
+
+OutSlot: TypeAlias = Computed | Preserved | UpdatedArg | ArgView | Forwarded | Static
 """What one result leaf of a call is (see ``CallLayout.out_slots``)."""
 
 
