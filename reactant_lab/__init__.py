@@ -7,6 +7,7 @@ conveniences (jit, explore, code_hlo, code_xla).
 from reactant_lab.analysis.diff import Diff, diff
 from reactant_lab.backend import enzyme_available, versions
 from reactant_lab.bench import BenchResult, BenchRow, Roofline, bench
+from reactant_lab.bisect import BisectResult, bisect
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
     CompileError,
@@ -81,6 +82,7 @@ __all__ = [
     "ArgSpec",
     "BenchResult",
     "BenchRow",
+    "BisectResult",
     "CompileError",
     "Compiled",
     "ControlFlowError",
@@ -114,6 +116,7 @@ __all__ = [
     "UnsupportedNumpyFunctionError",
     "Verification",
     "bench",
+    "bisect",
     "code_hlo",
     "code_xla",
     "diff",

@@ -1,6 +1,8 @@
 """Command line: ``reactant-lab demo`` explores the built-in examples end to end;
 ``reactant-lab report FILE.py:FUNC --args FILE.py:MAKE_ARGS -o report.html`` writes a report;
-``reactant-lab bench FILE.py:FUNC --args FILE.py:MAKE_ARGS`` times presets against baselines."""
+``reactant-lab bench FILE.py:FUNC --args FILE.py:MAKE_ARGS`` times presets against baselines;
+``reactant-lab bisect FILE.py:FUNC --args FILE.py:MAKE_ARGS --metric runtime`` finds the pass
+(and the enzyme-hlo patterns) that make it wrong, slow or slow to compile."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import numpy as np
 from reactant_lab import backend, timing
 from reactant_lab.errors import CliError, ReactantLabError
 from reactant_lab.examples import EXAMPLES, Example
-from reactant_lab.explore import Exploration, explore
+from reactant_lab.explore import Exploration, ExploreOptions, build, explore
 from reactant_lab.render.explorer import save_html
 from reactant_lab.stages.presets import PRESETS
 from reactant_lab.trace import Traced
@@ -110,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="optimization preset (default: all)")
     p_rep.add_argument("--granularity", default="stage", choices=["stage", "pass"],
                        help="one step per preset stage, or per pass")
+    p_rep.add_argument("--verify", action="store_true",
+                       help="also compile, run, compare and time every stage, and print the table")
+    _pattern_options(p_rep)
     p_bench = _target_parser(sub, "bench", "time FILE.py:FUNC compiled with each preset beside "
                                            "NumPy and jax.jit, and print the table")
     p_bench.add_argument("--presets", nargs="+", default=["none", "all"], choices=list(PRESETS),
@@ -120,7 +125,33 @@ def build_parser() -> argparse.ArgumentParser:
                          help="seconds of samples per variant (default: 0.2)")
     p_bench.add_argument("--repeats", type=int, default=None, help="fixed number of samples")
     p_bench.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
+    p_bis = _target_parser(sub, "bisect", "find the pass, and the enzyme-hlo patterns inside "
+                                          "it, that make FILE.py:FUNC wrong, slow or slow to "
+                                          "compile")
+    p_bis.add_argument("--metric", default="result", choices=["result", "runtime", "compile_time"],
+                       help="what goes bad (default: result)")
+    p_bis.add_argument("--threshold", type=float, default=None,
+                       help="runtime / compile_time: bad above this many times the traced "
+                            "module's (default: 2)")
+    p_bis.add_argument("--optimize", default="all", choices=list(PRESETS),
+                       help="optimization preset (default: all)")
+    p_bis.add_argument("--pipeline", default=None, help="a pass pipeline instead of the preset")
+    p_bis.add_argument("--reference", default="auto", choices=["auto", "numpy", "jax", "stage0"],
+                       help="what results are compared with (default: auto)")
+    p_bis.add_argument("--reproducer", default=None, metavar="DIR",
+                       help="write the reproducer here (default: a fresh directory under the "
+                            "reproducer root)")
+    _pattern_options(p_bis)
     return parser
+
+
+def _pattern_options(parser: argparse.ArgumentParser) -> None:
+    """--exclude-patterns and --exact, as ExploreOptions takes them."""
+    parser.add_argument("--exclude-patterns", nargs="+", default=[], metavar="PATTERN",
+                        help="enzyme-hlo patterns to leave out: entries such as "
+                             "slice_of_dynamic_update<1> or names")
+    parser.add_argument("--exact", action="store_true",
+                        help="run Reactant's pattern list untouched (no exclusion table)")
 
 
 def _target_parser(sub: Any, name: str, what: str) -> argparse.ArgumentParser:
@@ -212,8 +243,8 @@ def _describe_exception(exc: BaseException) -> str:
     return "\n".join([text, *notes])
 
 
-def _explore(fn: Callable[..., Any], args: tuple[Any, ...], optimize: str,
-             granularity: str) -> tuple[Exploration, tuple[Any, ...]]:
+def _explore(fn: Callable[..., Any], args: tuple[Any, ...],
+             options: ExploreOptions) -> tuple[Exploration, tuple[Any, ...]]:
     """Explore the call on the args as MAKE_ARGS made them, and return the args it ran on.
 
     JAX code handed NumPy arrays is explored on device-resident copies (64-bit types kept), so
@@ -222,16 +253,15 @@ def _explore(fn: Callable[..., Any], args: tuple[Any, ...], optimize: str,
     """
     flat = flatten_call(args, {})
     if not flat.all_numpy:
-        return explore(fn, *args, optimize=optimize, granularity=granularity), args
+        return build(fn, args, {}, options, run=True), args
     try:
-        return explore(fn, *args, mode="numpy", optimize=optimize, granularity=granularity), args
+        return build(fn, args, {}, options.replace(mode="numpy"), run=True), args
     except JaxCodeError:
         pass
     with backend.x64_scope(flat.needs_x64):
         on_device: tuple[Any, ...] = jax.tree_util.tree_map(
             lambda a: jax.device_put(a) if isinstance(a, np.ndarray | np.generic) else a, args)
-    return (explore(fn, *on_device, mode="jax", optimize=optimize, granularity=granularity),
-            on_device)
+    return build(fn, on_device, {}, options.replace(mode="jax"), run=True), on_device
 
 
 def _array_copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -242,16 +272,20 @@ def _array_copies(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def report(function: str, args_spec: str, output: str, optimize: str = "all",
-           granularity: str = "stage") -> int:
-    """Explore ``FILE.py:FUNC`` on ``MAKE_ARGS()``, time it and write the HTML report.
+           granularity: str = "stage", options: ExploreOptions | None = None) -> int:
+    """Explore ``FILE.py:FUNC`` on ``MAKE_ARGS()``, time it and write the HTML report
+    (``options``, when given, decide the exploration instead of ``optimize`` / ``granularity``;
+    with ``options.verify`` the verification table is printed too).
 
     The timed calls run on copies of the arrays: a NumPy kernel updates its arguments on each
     call, and the explored run's outputs (which may be those very arrays) stay as one call left
     them.
     """
+    if options is None:
+        options = ExploreOptions(optimize=optimize, granularity=granularity)
     fn, args = _load_target(function, args_spec)
     with _user_code(f"exploring {function} failed"):
-        ex, used = _explore(fn, args, optimize, granularity)
+        ex, used = _explore(fn, args, options)
         compiled = ex.compiled
         assert compiled is not None  # explore() compiles a call
         timed = _array_copies(used)
@@ -260,7 +294,27 @@ def report(function: str, args_spec: str, output: str, optimize: str = "all",
                                       "iqr_seconds": timing.iqr(samples),
                                       "samples": len(samples)})
     print(ex.stages.table())
+    if ex.verification is not None:
+        print()
+        print(ex.verification.table())
     print(f"report: {os.path.abspath(path)}")
+    return 0
+
+
+def bisect_command(function: str, args_spec: str, *, metric: str, threshold: float | None,
+                   optimize: str, pipeline: str | None, reference: str,
+                   exclude_patterns: Sequence[str], exact: bool, reproducer: str | None) -> int:
+    """Bisect ``FILE.py:FUNC`` on ``MAKE_ARGS()`` and print what was found (0 either way: the
+    summary says whether a culprit was found)."""
+    from reactant_lab.bisect import bisect
+
+    fn, args = _load_target(function, args_spec)
+    with _user_code(f"bisecting {function} failed"):
+        result = bisect(fn, *args, metric=metric, threshold=threshold, optimize=optimize,
+                        pipeline=pipeline, reference=reference,
+                        exclude_patterns=tuple(exclude_patterns), exact=exact,
+                        reproducer=True if reproducer is None else reproducer)
+    print(result.summary())
     return 0
 
 
@@ -293,7 +347,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         return demo(args.optimize, args.example, None if args.no_report else args.report_dir)
     if args.command == "report":
-        return report(args.function, args.args, args.output, args.optimize, args.granularity)
+        options = ExploreOptions(optimize=args.optimize, granularity=args.granularity,
+                                 verify=args.verify,
+                                 exclude_patterns=tuple(args.exclude_patterns), exact=args.exact)
+        return report(args.function, args.args, args.output, options=options)
+    if args.command == "bisect":
+        return bisect_command(args.function, args.args, metric=args.metric,
+                              threshold=args.threshold, optimize=args.optimize,
+                              pipeline=args.pipeline, reference=args.reference,
+                              exclude_patterns=args.exclude_patterns, exact=args.exact,
+                              reproducer=args.reproducer)
     return bench_command(args.function, args.args, args.presets, args.baselines,
                          args.min_time, args.repeats, args.json)
 

@@ -130,13 +130,14 @@ class Exploration:
         return self.traced
 
     def summary(self) -> str:
-        """Plain-text summary: signature, stage table, compile and run times."""
+        """Plain-text summary: signature, stage table (with the verification's columns when
+        ``verification`` is set), compile and run times."""
         if isinstance(self.traced, ModuleSource):
             head = (f"Module text, optimize={self.stages.optimize}, granularity="
                     f"{self.stages.granularity}")
         else:
             head = self.traced.summary()
-        parts = [head, "", self.stages.table()]
+        parts = [head, "", self.stages.table(self.verification)]
         if self.compiled is not None:
             parts.append(f"\nXLA compile: {self.compiled.compile_seconds * 1e3:.1f} ms "
                          f"on {self.compiled.device}")
@@ -146,7 +147,12 @@ class Exploration:
 
     def restaged(self, **changes: Any) -> Exploration:
         """The same trace (or text) staged and compiled again with some options changed, e.g.
-        ``ex.restaged(optimize="none")``; nothing is run."""
+        ``ex.restaged(optimize="none")``; nothing is run.
+
+        Nor verified: an Exploration keeps no arguments to run the stages on, so the result's
+        ``verification`` is None even when ``options.verify`` is set (kept, for the caller):
+        ``verified(ex.restaged(...), args, kwargs)`` verifies it.
+        """
         options = self.options.replace(**changes)
         if isinstance(self.traced, ModuleSource):
             return build_from_text(self.traced.ir, options)
@@ -194,7 +200,12 @@ def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, An
 
 def verified(ex: Exploration, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Exploration:
     """``ex`` with every stage compiled, run on fresh copies of ``args``, compared with the
-    reference (``ex.options.reference``) and timed."""
+    reference (``ex.options.reference``) and timed (whatever ``ex.options.verify`` says). An
+    exploration of module text has no call to run: TraceError."""
+    if isinstance(ex.traced, ModuleSource):
+        raise TraceError("an exploration of module text has no Python call to run its stages "
+                         "with, so it cannot be verified; explore the function itself: "
+                         "rl.explore(fn, *args, verify=True)")
     verification = ex.stages.verify(*args, reference=ex.options.reference,
                                     device=ex.options.device, **kwargs)
     return dataclasses.replace(ex, verification=verification)

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 REFERENCES = ("auto", "numpy", "jax", "stage0")
 SLOWER = 2.0
-"""A stage is marked slower when its run time exceeds this many times the fastest earlier one."""
+"""A stage is marked slower when its run time exceeds this many times the fastest earlier one
+(fastest samples compared)."""
 _SLOWER_FLOOR_S = 10e-6  # ... and by more than this: timer noise on microsecond kernels
 _SAMPLE_TARGET_S = 1e-3  # calls faster than this are batched into one sample
 
@@ -39,8 +40,9 @@ _SAMPLE_TARGET_S = 1e-3  # calls faster than this are batched into one sample
 @dataclass(frozen=True)
 class Tolerance:
     """How close a value must be to the reference: ``|got - want| <= rtol * (|want| + scale)``
-    with ``scale`` the largest magnitude in the reference leaf (so cancellation near zero in a
-    large-valued result is judged against the result's size); exact for integers and bools."""
+    with ``scale`` the largest finite magnitude in the reference value (so cancellation near zero
+    in a large-valued result is judged against the result's size); exact for integers and bools.
+    Non-finite reference elements must be matched exactly (NaN matches NaN)."""
 
     rtol: float
     """Relative tolerance (0: exact)."""
@@ -49,14 +51,29 @@ class Tolerance:
         """Elementwise: whether ``got`` is close enough to ``want`` (NaN matches NaN)."""
         if self.rtol == 0:
             return np.asarray(got == want)
-        g, w = got.astype(np.complex128 if np.iscomplexobj(want) else np.float64), \
-            want.astype(np.complex128 if np.iscomplexobj(want) else np.float64)
-        finite = np.isfinite(w)
-        scale = float(np.max(np.abs(w[finite]), initial=0.0))
-        with np.errstate(invalid="ignore", over="ignore"):
-            close = np.abs(g - w) <= self.rtol * (np.abs(w) + scale)
-        same = (g == w) | (np.isnan(g) & np.isnan(w))
-        return np.asarray(np.where(finite, close, same))
+        return np.asarray(relative_error(got, want) <= self.rtol)
+
+
+def relative_error(got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Elementwise ``|got - want| / (|want| + max|want|)``, the measure ``Tolerance`` bounds:
+    0 where equal (NaN with NaN, inf with the same inf), inf where a non-finite reference
+    element is not matched or the reference is all zeros and ``got`` is not."""
+    g, w = _wide(got), _wide(want)
+    finite = np.isfinite(w)
+    scale = float(np.max(np.abs(w[finite]), initial=0.0))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        diff = np.abs(g - w)
+        denom = np.abs(w) + scale
+        rel = np.where(diff == 0, 0.0, np.where(denom > 0, diff / np.where(denom > 0, denom, 1),
+                                                 np.inf))
+    same = (g == w) | (np.isnan(g) & np.isnan(w))
+    rel = np.where(finite, np.where(np.isnan(rel), np.inf, rel), np.where(same, 0.0, np.inf))
+    return np.asarray(rel, dtype=np.float64)
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """``a`` as complex128 or float64 (bools and integers as numbers)."""
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
 
 _RTOL = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4, "complex64": 1e-4,
@@ -69,8 +86,9 @@ def tolerance_for(dtype: Any) -> Tolerance:
     return Tolerance(_RTOL.get(np.dtype(dtype).name, 0.0))
 
 
-TOLERANCE_TEXT = ("|got − want| ≤ rtol·(|want| + max|want|) per result: rtol 1e-2 for 16-bit "
-                  "floats, 1e-4 for float32, 1e-9 for float64; integers and bools exact")
+TOLERANCE_TEXT = ("|got − want| ≤ rtol·(|want| + max|want|) per value, by dtype: rtol 1e-2 for "
+                  "16-bit floats, 1e-4 for float32/complex64, 1e-9 for float64/complex128; "
+                  "integers and bools exact; NaN must match NaN")
 
 
 # -- outcomes --------------------------------------------------------------------------------
@@ -78,22 +96,48 @@ TOLERANCE_TEXT = ("|got − want| ≤ rtol·(|want| + max|want|) per result: rto
 @dataclass(frozen=True)
 class Outcome:
     """What one call leaves for the user to see, on the host: each result leaf and the final
-    value of each array argument (a NumPy kernel updates its arguments in place)."""
+    value of each NumPy array argument (a NumPy kernel updates its arguments in place)."""
 
     names: tuple[str, ...]
-    """One name per value: ``result[0]``, ``arg a`` ..."""
+    """One name per value: ``result[0]``, ``argument args[0]`` ..."""
     values: tuple[np.ndarray, ...] = field(repr=False)
-    """The values, as NumPy arrays."""
+    """The values, as NumPy arrays (a scalar result as a 0-d array)."""
+    weak: tuple[bool, ...] = field(default=(), repr=False)
+    """Per value: whether it has no dtype of its own (a Python number, or JAX's weakly typed
+    array for one), so only its value is compared. Empty: none is."""
+
+
+_ARRAYS = (np.ndarray, np.generic, jax.Array)
 
 
 def fresh_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """A copy of the NumPy array leaves of the call (layout kept), so a run cannot touch the
-    caller's arrays; JAX arrays are immutable and are kept."""
+    """A copy of each NumPy array leaf of the call, laid out in memory as the original (C, F or
+    the same strides: a trace may depend on it) and read-only where it is, so a run cannot touch the
+    caller's arrays; other leaves (JAX arrays are immutable) are kept."""
     def copy(leaf: Any) -> Any:
-        return leaf.copy(order="K") if isinstance(leaf, np.ndarray) else leaf
+        if not isinstance(leaf, np.ndarray):
+            return leaf
+        new = _same_layout_copy(leaf)
+        if not leaf.flags.writeable:
+            new.flags.writeable = False
+        return new
     copied: tuple[tuple[Any, ...], dict[str, Any]] = jax.tree_util.tree_map(copy, (args, kwargs))
     return copied
+
+
+def _same_layout_copy(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` with its strides: C and F order kept by ``copy('K')``; a strided or
+    reversed view copied into a fresh buffer spanning the same elements."""
+    if a.flags.c_contiguous or a.flags.f_contiguous or a.size == 0 or \
+            any(s % a.itemsize for s in a.strides):
+        return a.copy(order="K")
+    low = sum(s * (n - 1) for s, n in zip(a.strides, a.shape, strict=True) if s < 0)
+    high = sum(s * (n - 1) for s, n in zip(a.strides, a.shape, strict=True) if s > 0)
+    buffer = np.empty((high - low) // a.itemsize + 1, dtype=a.dtype)
+    view = np.lib.stride_tricks.as_strided(buffer[-low // a.itemsize:], a.shape, a.strides)
+    view[...] = a
+    return view
 
 
 def outcome(call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -106,15 +150,18 @@ def outcome(call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
 
 def outcome_of(result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Outcome:
     """The outcome of a call that returned ``result`` and left ``args`` / ``kwargs`` so."""
-    names, values = [], []
+    names, values, weak = [], [], []
     for path, leaf in jax.tree_util.tree_leaves_with_path(result):
         names.append(f"result{jax.tree_util.keystr(path)}")
         values.append(np.asarray(leaf))
+        weak.append((isinstance(leaf, int | float | complex) and not isinstance(leaf, bool))
+                    or bool(getattr(leaf, "weak_type", False)))
     for path, leaf in jax.tree_util.tree_leaves_with_path((args, kwargs)):
         if isinstance(leaf, np.ndarray):
             names.append(f"argument {_arg_name(path)}")
             values.append(np.array(leaf))
-    return Outcome(tuple(names), tuple(values))
+            weak.append(False)
+    return Outcome(tuple(names), tuple(values), tuple(weak))
 
 
 def _arg_name(path: tuple[Any, ...]) -> str:
@@ -130,8 +177,13 @@ def reference_name(traced: Traced, reference: str) -> str:
     if reference == "auto":
         return "numpy" if traced.mode == "numpy" else "jax"
     if reference == "numpy" and traced.mode != "numpy":
-        raise TraceError("reference='numpy' needs NumPy-mode code; this function was traced in "
-                         "JAX mode: use reference='jax' or 'stage0'")
+        raise TraceError(f"reference='numpy' runs NumPy code eagerly, but {traced.fn_name} was "
+                         "traced as JAX code (JAX mode): use reference='jax' (jax.jit) or "
+                         "'stage0' (the traced module)")
+    if reference == "jax" and traced.mode == "numpy":
+        raise TraceError(f"reference='jax' runs the function under jax.jit, which NumPy code "
+                         f"such as {traced.fn_name} (traced in NumPy mode) cannot run under: "
+                         "use reference='numpy' (NumPy eager) or 'stage0' (the traced module)")
     return reference
 
 
@@ -140,27 +192,54 @@ REFERENCE_LABELS = {"numpy": "NumPy eager", "jax": "jax.jit", "stage0": "the tra
 
 def reference_outcome(traced: Traced, args: tuple[Any, ...], kwargs: dict[str, Any],
                       reference: str, stage0: Callable[[], Compiled] | None = None) -> Outcome:
-    """The reference outcome: the function run eagerly by NumPy, under ``jax.jit``, or the
-    traced module (stage 0, compiled by ``stage0()``)."""
+    """The reference outcome: the function run eagerly by NumPy, under ``jax.jit`` (every
+    leaf that is not an array static), or the traced module (stage 0, compiled by
+    ``stage0()``). A reference that fails raises TraceError naming it."""
     fn = traced.fn
     if reference in ("numpy", "jax") and fn is None:
         raise TraceError("the traced call keeps no function to run as a reference; use "
                          "reference='stage0'")
-    if reference == "numpy":
-        assert fn is not None
-        with np.errstate(all="ignore"):
-            return outcome(fn, args, kwargs)
-    if reference == "jax":
-        assert fn is not None
-        statics = tuple(i for i, a in enumerate(args) if not any(
-            isinstance(x, np.ndarray | np.generic | jax.Array)
-            for x in jax.tree_util.tree_leaves(a)))
+    if reference == "stage0":
+        if stage0 is None:
+            raise ReactantLabError("reference='stage0' needs the traced module compiled")
+        return outcome(stage0(), args, kwargs)
+    assert fn is not None
+    try:
+        if reference == "numpy":
+            with np.errstate(all="ignore"):
+                return outcome(fn, args, kwargs)
         with backend.x64_scope(traced.layout.x64):
-            jitted = jax.jit(fn, static_argnums=statics)
-            return outcome(jitted, args, kwargs)
-    if stage0 is None:
-        raise ReactantLabError("reference='stage0' needs the traced module compiled")
-    return outcome(stage0(), args, kwargs)
+            return outcome(_jitted(fn, args, kwargs), args, kwargs)
+    except ReactantLabError:
+        raise
+    except Exception as exc:
+        raise TraceError(
+            f"the reference run of {traced.fn_name} ({REFERENCE_LABELS[reference]}) failed: "
+            f"{_first(exc)}. Fix the function, or compare with the traced "
+            "module instead (reference='stage0').") from exc
+
+
+def _jitted(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+            ) -> Callable[..., Any]:
+    """``fn`` under ``jax.jit`` for calls of this structure: the array leaves are its inputs,
+    every other leaf (a Python number, a string, a list's length...) is baked in, as in the
+    trace; no static leaf needs to be hashable."""
+    leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+    dynamic = [i for i, leaf in enumerate(leaves) if isinstance(leaf, _ARRAYS)]
+
+    def on_arrays(*arrays: Any) -> Any:
+        full = list(leaves)
+        for i, value in zip(dynamic, arrays, strict=True):
+            full[i] = value
+        a, k = jax.tree_util.tree_unflatten(tree, full)
+        return fn(*a, **k)
+
+    jitted = jax.jit(on_arrays)
+
+    def call(*a: Any, **k: Any) -> Any:
+        now = jax.tree_util.tree_leaves((a, k))
+        return jitted(*[now[i] for i in dynamic])
+    return call
 
 
 # -- comparison ------------------------------------------------------------------------------
@@ -172,42 +251,60 @@ class Comparison:
     ok: bool
     """Every value within its dtype's tolerance (and of the reference's shape and dtype)."""
     max_abs: float
-    """Largest absolute difference over all values (0 when equal; inf for a shape mismatch)."""
+    """Largest absolute difference over all values (0 when equal; inf for a shape or dtype
+    mismatch, or a NaN / inf where the reference has none)."""
     max_rel: float
-    """Largest difference relative to the reference value's magnitude."""
+    """Largest ``|got - want| / (|want| + max|want|)``: the measure the tolerance bounds, so a
+    float value is ok exactly when this is at most its dtype's rtol."""
     first_bad: str | None = None
     """The first value that is off, with where and what: for the user to read."""
 
 
 def compare(got: Outcome, want: Outcome) -> Comparison:
-    """Compare value by value, each within the tolerance of the reference value's dtype."""
-    max_abs = max_rel = 0.0
-    first_bad: str | None = None
+    """Compare value by value, each within the tolerance of the reference value's dtype (of the
+    coarser of the two dtypes where one side has none of its own: ``Outcome.weak``)."""
     if got.names != want.names:
         return Comparison(False, float("inf"), float("inf"),
                           f"different outputs: {list(got.names)} vs {list(want.names)}")
-    for name, g, w in zip(want.names, got.values, want.values, strict=True):
-        if g.shape != w.shape or g.dtype != w.dtype:
+    max_abs = max_rel = 0.0
+    first_bad: str | None = None
+    for i, (name, g, w) in enumerate(zip(want.names, got.values, want.values, strict=True)):
+        weak = _flag(got.weak, i) or _flag(want.weak, i)
+        if g.shape != w.shape or (g.dtype != w.dtype and not weak):
             bad = f"{name}: {g.dtype}{list(g.shape)}, reference {w.dtype}{list(w.shape)}"
             return Comparison(False, float("inf"), float("inf"), first_bad or bad)
         if w.size == 0:
             continue
-        holds = tolerance_for(w.dtype).holds(g, w)
-        if w.dtype.kind in "fciu":
-            diff = np.abs(g.astype(np.complex128) - w.astype(np.complex128)) if \
-                w.dtype.kind == "c" else np.abs(g.astype(np.float64) - w.astype(np.float64))
-            finite = np.isfinite(diff)
-            if finite.any():
-                max_abs = max(max_abs, float(diff[finite].max()))
-                mag = np.abs(w.astype(np.complex128 if w.dtype.kind == "c" else np.float64))
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    rel = np.where(mag > 0, diff / np.where(mag > 0, mag, 1), diff > 0)
-                max_rel = max(max_rel, float(np.asarray(rel)[finite].max()))
+        rtol = max(tolerance_for(g.dtype).rtol, tolerance_for(w.dtype).rtol)
+        if _numeric(w.dtype) and _numeric(g.dtype):
+            rel = relative_error(g, w)
+            holds = rel <= rtol if rtol else np.asarray(g == w)
+            with np.errstate(invalid="ignore", over="ignore"):
+                diff = np.abs(_wide(g) - _wide(w))
+            max_abs = max(max_abs, float(np.where(rel == 0, 0.0,
+                                                  np.where(np.isnan(diff), np.inf, diff)).max()))
+            max_rel = max(max_rel, float(rel.max()))
+        else:
+            holds = np.asarray(g == w)
         if not holds.all() and first_bad is None:
-            where = tuple(int(i) for i in np.argwhere(~holds)[0])
-            first_bad = (f"{name}{list(where) if where else ''}: got {g[where]!r}, reference "
-                         f"{w[where]!r} ({int((~holds).sum())} of {w.size} values off)")
+            where = tuple(int(k) for k in np.argwhere(~holds)[0])
+            first_bad = (f"{name}{list(where) if where else ''}: got {_show(g[where])}, "
+                         f"reference {_show(w[where])} ({int((~holds).sum())} of {w.size} "
+                         "values off)")
     return Comparison(first_bad is None, max_abs, max_rel, first_bad)
+
+
+def _flag(flags: tuple[bool, ...], i: int) -> bool:
+    return flags[i] if i < len(flags) else False
+
+
+def _numeric(dtype: np.dtype) -> bool:
+    return dtype.kind in "biufc" or dtype.name in _RTOL
+
+
+def _show(value: Any) -> str:
+    item = value.item() if isinstance(value, np.generic | np.ndarray) else value
+    return repr(item)
 
 
 # -- one module ------------------------------------------------------------------------------
@@ -233,18 +330,29 @@ class StageCheck:
     first_bad: str | None = None
     """The first value off, when not ok."""
     error: str | None = None
-    """Why the module could not be compiled or run (then the figures are None)."""
+    """Why the module could not be compiled, run or timed (the figures that step would have
+    given are None; a timing failure keeps the comparison)."""
     same_as: int | None = None
     """The earlier stage whose module this one equals (its figures are reused)."""
     slower: bool = False
     """More than SLOWER times the fastest earlier stage (and by more than timer noise)."""
+    run_min_seconds: float | None = None
+    """The fastest timed sample: what ``slower`` compares, being the figure other work on the
+    machine disturbs least."""
 
 
 def run_timer(compiled: Compiled, args: tuple[Any, ...], kwargs: dict[str, Any],
               repeat: int) -> float:
-    """Median seconds of one run of the executable alone on ``args`` (placed on its device once;
-    calls faster than a millisecond are batched into samples)."""
-    run = compiled.device_runner(*args, **kwargs)
+    """Median seconds of one run of the executable alone on (copies of) ``args``."""
+    return statistics.median(run_samples(compiled, args, kwargs, repeat))
+
+
+def run_samples(compiled: Compiled, args: tuple[Any, ...], kwargs: dict[str, Any],
+                repeat: int) -> list[float]:
+    """``repeat`` timed samples of one run of the executable alone on (copies of) ``args``,
+    placed on its device once; calls faster than a millisecond are batched into samples."""
+    a, k = fresh_inputs(args, kwargs)
+    run = compiled.device_runner(*a, **k)
     run()  # the first call may allocate
     start = time.perf_counter()
     run()
@@ -256,35 +364,51 @@ def run_timer(compiled: Compiled, args: tuple[Any, ...], kwargs: dict[str, Any],
         for _ in range(batch):
             run()
         samples.append((time.perf_counter() - start) / batch)
-    return statistics.median(samples)
+    return samples
 
 
 def check_module(traced: Traced, ir: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                  want: Outcome, index: int = 0, name: str = "module", repeat: int = 5,
                  device: Any | None = None, time_it: bool = True) -> StageCheck:
     """Compile ``ir`` (a stage's module of ``traced``), run it on fresh copies of the inputs,
-    compare with ``want`` and (``time_it``) time it; failures are recorded, not raised."""
+    compare with ``want`` and (``time_it``) time it. Whatever fails (XLA refusing the module,
+    the executable failing, the timing) is recorded in ``StageCheck.error``, not raised."""
     from reactant_lab.compile import compile_traced
 
+    # Any exception is a finding about this module (XLA's errors carry no stable type), so
+    # each step catches Exception; KeyboardInterrupt still stops the verification.
     try:
         compiled = compile_traced(traced, ir, device=device, stage_name=name)
-    except ReactantLabError as exc:
+    except Exception as exc:
         return StageCheck(index=index, name=name, error=f"XLA compile failed: {_first(exc)}")
     try:
         got = outcome(compiled, args, kwargs)
-        seconds = run_timer(compiled, args, kwargs, repeat) if time_it else None
-    except ReactantLabError as exc:
+    except Exception as exc:
         return StageCheck(index=index, name=name, compile_seconds=compiled.compile_seconds,
                           error=f"run failed: {_first(exc)}")
     c = compare(got, want)
+    samples: list[float] = []
+    error = None
+    if time_it:
+        try:
+            samples = run_samples(compiled, args, kwargs, repeat)
+        except Exception as exc:
+            error = f"timing failed: {_first(exc)}"
     return StageCheck(index=index, name=name, compile_seconds=compiled.compile_seconds,
-                      run_seconds=seconds, max_abs=c.max_abs, max_rel=c.max_rel, ok=c.ok,
-                      first_bad=c.first_bad)
+                      run_seconds=statistics.median(samples) if samples else None,
+                      run_min_seconds=min(samples) if samples else None,
+                      max_abs=c.max_abs, max_rel=c.max_rel, ok=c.ok, first_bad=c.first_bad,
+                      error=error)
 
 
 def _first(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its type when it has none), named by its type
+    where that is not one of ours (an XLA or JAX error)."""
     text = str(exc).strip()
-    return text.splitlines()[0][:400] if text else type(exc).__name__
+    line = text.splitlines()[0][:400] if text else ""
+    if isinstance(exc, ReactantLabError):
+        return line or type(exc).__name__
+    return f"{type(exc).__name__}: {line}" if line else type(exc).__name__
 
 
 # -- every stage -----------------------------------------------------------------------------
@@ -313,25 +437,41 @@ class Verification:
         return next((c for c in self.checks if c.slower and c.same_as is None), None)
 
     @property
+    def first_error(self) -> StageCheck | None:
+        """The first stage whose module XLA could not compile or run, or None."""
+        return next((c for c in self.checks if c.ok is None and c.error and c.same_as is None),
+                    None)
+
+    @property
     def ok(self) -> bool:
-        """Every stage that ran matched the reference."""
-        return all(c.ok is not False for c in self.checks)
+        """Every stage compiled, ran and matched the reference."""
+        return all(c.ok is True for c in self.checks)
+
+    def cells(self, index: int) -> tuple[str, str, str, str]:
+        """The CELLS columns of stage ``index`` as text (the stage table's extra columns)."""
+        c = next((c for c in self.checks if c.index == index), None)
+        if c is None:
+            return ("", "", "", "")
+        return (_ms(c.compile_seconds), _ms(c.run_seconds), _num(c.max_abs), self._verdict(c))
 
     def table(self) -> str:
         """Plain text: per stage, compile time, run time, errors, and the marks."""
         rows = [("#", "stage", "compile", "run", "max abs err", "max rel err", "ok")]
         for c in self.checks:
             rows.append((str(c.index), c.name, _ms(c.compile_seconds), _ms(c.run_seconds),
-                         _num(c.max_abs), _num(c.max_rel), _verdict(c)))
+                         _num(c.max_abs), _num(c.max_rel), self._verdict(c)))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(cell.ljust(w) if i in (1, 6) else cell.rjust(w)
-                           for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+                           for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
                  for row in rows]
-        lines.append(f"reference: {REFERENCE_LABELS[self.reference]}; tolerance: "
-                     f"{self.tolerance}; run time: median of {self.repeat} samples")
-        for c in self.checks:
-            if c.error:
-                lines.append(f"  {c.index} {c.name}: {c.error}")
+        return "\n".join(lines + self.notes())
+
+    def notes(self) -> list[str]:
+        """The lines under a table: reference, tolerance, errors, first wrong / slower stage."""
+        lines = [f"reference: {REFERENCE_LABELS[self.reference]}; run time: median of "
+                 f"{self.repeat} samples; tolerance: {self.tolerance}"]
+        lines += [f"  {c.index} {c.name}: {c.error}" for c in self.checks
+                  if c.error and c.same_as is None]
         wrong, slow = self.first_wrong, self.first_slower
         if wrong is not None:
             lines.append(f"first stage that went wrong: {wrong.index} {wrong.name}: "
@@ -339,27 +479,35 @@ class Verification:
         if slow is not None:
             lines.append(f"first stage more than {SLOWER:g}x slower than an earlier one: "
                          f"{slow.index} {slow.name}")
-        return "\n".join(lines)
+        return lines
+
+    def _verdict(self, c: StageCheck) -> str:
+        if c.ok is None:
+            verdict = "error" if c.error else "-"
+        else:
+            verdict = ("ok" if c.ok else "WRONG") + (" SLOWER" if c.slower else "")
+        if c is self.first_wrong or c is self.first_slower or c is self.first_error:
+            verdict += " <- first"
+        return verdict + (f" (= {c.same_as})" if c.same_as is not None else "")
 
     def __str__(self) -> str:
         return self.table()
 
 
+CELLS = ("compile", "run", "max abs err", "ok")
+"""The columns ``Verification.cells`` gives, as the stage table heads them."""
+
+
 def _ms(seconds: float | None) -> str:
     if seconds is None:
         return "-"
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
     return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.3g} us"
 
 
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.2g}"
-
-
-def _verdict(c: StageCheck) -> str:
-    if c.ok is None:
-        return "error" if c.error else "-"
-    marks = ("ok" if c.ok else "WRONG") + (" SLOWER" if c.slower else "")
-    return marks + (f" (= {c.same_as})" if c.same_as is not None else "")
 
 
 def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, Any], *,
@@ -370,8 +518,10 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
     as it was reuses the figures of the one before) and compare each with the reference."""
     traced = stages.traced
     if traced is None:
-        raise TraceError("this StageTrace came from module text: there are no inputs to run "
-                         "it on. Verify a traced call (rl.trace(fn, *args).stages(...)).")
+        raise TraceError("this StageTrace came from module text: it has no Python call to run "
+                         "its stages with. Verify a traced call instead: "
+                         "rl.trace(fn, *args).stages(...).verify(*args), or "
+                         "rl.explore(fn, *args, verify=True).")
     ref = reference_name(traced, reference)
     want = reference_outcome(traced, args, kwargs, ref,
                              lambda: stages.compile(0, device=device))
@@ -393,8 +543,13 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
 
 
 def _slower(check: StageCheck, before: Sequence[StageCheck]) -> bool:
-    times = [c.run_seconds for c in before if c.run_seconds is not None]
-    if check.run_seconds is None or not times:
+    """Whether ``check`` ran more than SLOWER times slower than the fastest stage before it,
+    comparing fastest samples (a median can catch a burst of other work on the machine)."""
+    def fastest(c: StageCheck) -> float | None:
+        return c.run_min_seconds if c.run_min_seconds is not None else c.run_seconds
+    times = [t for t in map(fastest, before) if t is not None]
+    mine = fastest(check)
+    if mine is None or not times:
         return False
     best = min(times)
-    return check.run_seconds > SLOWER * best and check.run_seconds - best > _SLOWER_FLOOR_S
+    return mine > SLOWER * best and mine - best > _SLOWER_FLOOR_S

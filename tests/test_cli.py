@@ -6,6 +6,11 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab import backend
 from reactant_lab.cli import main
 
 
@@ -94,3 +99,51 @@ def test_bench_command_explains_bad_names(tmp_path, capsys):
     user.write_text(USER_FILE)
     assert main(["bench", f"{user}:model", "--args", "no_such_maker"]) == 2
     assert "has no function 'no_such_maker'" in capsys.readouterr().err
+
+
+def test_report_command_verifies_and_takes_pattern_options(tmp_path, capsys):
+    user = tmp_path / "user.py"
+    user.write_text(USER_FILE)
+    out = tmp_path / "out.html"
+    assert main(["report", f"{user}:model", "--args", "make_args", "-o", str(out), "--verify",
+                 "--exclude-patterns", "add_simplify", "transpose_transpose<16>"]) == 0
+    printed = capsys.readouterr().out
+    assert "max abs err" in printed and "reference: jax.jit" in printed
+    assert "left out as asked (exclude_patterns): " in printed
+    assert "add_simplify<16>" in printed and "transpose_transpose<16>" in printed
+    assert main(["report", f"{user}:model", "--args", "make_args", "-o", str(out),
+                 "--exact"]) == 0
+    printed = capsys.readouterr().out
+    assert "exact: Reactant's list untouched" in printed and "max abs err" not in printed
+
+
+BISECT_FILE = """
+import numpy as np
+
+
+def add_slice(x):
+    return x.at[1:3].add(1.0)
+
+
+def make_x(rng):
+    return rng.random(8).astype(np.float32)
+"""
+
+
+@pytest.mark.skipif(not rl.enzyme_available(), reason="the pattern passes need enzyme-ad")
+def test_bisect_command_names_the_culprit_patterns(tmp_path, capsys):
+    user = tmp_path / "user.py"
+    user.write_text(BISECT_FILE)
+    listed = [p for p in backend.transform_patterns(no_nan=False).split(";") if p]
+    pipeline = rl.trace(lambda x: x.at[1:3].add(1.0), np.zeros(8, np.float32)).stages(
+        "all", patterns=listed).pipeline
+    where = tmp_path / "repro"
+    assert main(["bisect", f"{user}:add_slice", "--args", "make_x", "--pipeline", pipeline,
+                 "--reproducer", str(where)]) == 0
+    printed = capsys.readouterr().out
+    assert "metric=result: culprit found" in printed
+    assert "patterns: reshape_empty_broadcast<1>, scatter_op_canon<16>" in printed
+    assert f"reproducer: {where}" in printed and (where / "rerun.py").is_file()
+    assert main(["bisect", f"{user}:add_slice", "--args", "make_x", "--metric", "runtime",
+                 "--threshold", "0.5"]) == 2
+    assert "threshold must be a factor above 1" in capsys.readouterr().err

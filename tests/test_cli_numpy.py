@@ -155,10 +155,22 @@ def test_our_own_errors_keep_their_advice(kernels, tmp_path):
      "invalid float value: 'soon'"),
     (["report", "{kernels}:scaled", "--args", "make_scaled", "-o", "{dir}/no/such/dir/r.html"],
      "No such file or directory"),
+    (["bisect", "{kernels}:scaled", "--args", "make_scaled", "--metric", "speed"],
+     "invalid choice: 'speed'"),
+    (["bisect", "{kernels}:scaled", "--args", "make_scaled", "--threshold", "3"],
+     "threshold applies to metric='runtime' or 'compile_time'"),
 ])
 def test_bad_command_lines(kernels, tmp_path, args, phrase):
     argv = [a.format(dir=tmp_path, kernels=kernels) for a in args]
     assert_one_error_line(run_cli(*argv, cwd=tmp_path), phrase)
+
+
+def test_bisect_on_a_correct_numpy_kernel(kernels, tmp_path):
+    proc = run_cli("bisect", f"{kernels}:jacobi_2d", "--args", "make_jacobi", "--metric",
+                   "result", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "bisect jacobi_2d, metric=result: no culprit" in proc.stdout
+    assert "The final module is not bad: ok" in proc.stdout and "NumPy eager" in proc.stdout
 
 
 def test_interrupt_is_one_line_and_exit_130(tmp_path):

@@ -144,9 +144,12 @@ class StageTrace:
         return verify_stages(self, args, kwargs, reference=reference, repeat=repeat,
                              device=device, changed_only=changed_only, progress=progress)
 
-    def table(self) -> str:
-        """Plain-text table: stage, ops, change in ops, changed, milliseconds."""
-        rows = [("#", "stage", "ops", "Δops", "changed", "ms")]
+    def table(self, verification: Verification | None = None) -> str:
+        """Plain-text table: stage, ops, change in ops, changed, milliseconds; with a
+        ``verification`` (``verify()``'s) also XLA compile time, run time, max abs error and
+        ok per stage, the first wrong and first >2x slower stage marked '<- first', and the
+        reference and tolerance under it."""
+        rows: list[tuple[str, ...]] = [("#", "stage", "ops", "Δops", "changed", "ms")]
         prev: Stage | None = None
         for s in self.stages:
             delta = "" if prev is None else f"{s.ops - prev.ops:+d}"
@@ -154,15 +157,22 @@ class StageTrace:
             rows.append((str(s.index), s.name, str(s.ops), delta, mark,
                          f"{s.seconds * 1e3:.1f}"))
             prev = s
-        widths = [max(len(r[i]) for r in rows) for i in range(6)]
-        lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in
-                           enumerate(zip(r, widths, strict=True))) for r in rows]
+        left = 2  # columns aligned left: '#' and 'stage' (and 'ok' when verified)
+        if verification is not None:
+            from reactant_lab.verify import CELLS
+
+            rows = [rows[0] + CELLS] + [row + verification.cells(s.index)
+                                        for row, s in zip(rows[1:], self.stages, strict=True)]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(c.ljust(w) if i < left or i == 9 else c.rjust(w) for i, (c, w) in
+                           enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
         shared: dict[str, list[str]] = {}  # one line per note, however many stages share it
         for s in self.stages:
             if s.unavailable:
                 shared.setdefault(s.unavailable, []).append(s.name)
         notes = [f"  {', '.join(names)}: {note}" for note, names in shared.items()]
-        return "\n".join(lines + (["notes (passes or patterns not run):", *notes] if notes else []))
+        lines += (["notes (passes or patterns not run):", *notes] if notes else [])
+        return "\n".join(lines + (verification.notes() if verification is not None else []))
 
     def op_delta(self, stage: int | str) -> dict[str, int]:
         """Change in op counts from the previous stage to ``stage``."""
