@@ -14,6 +14,7 @@ import pytest
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
+import reactant_lab as rl
 from reactant_lab.bench import BenchResult
 from reactant_lab.errors import ControlFlowError, PassFailedError, PipelineError
 from reactant_lab.notebook import last_explorations
@@ -389,7 +390,8 @@ def test_calls_under_the_users_own_jax_transformation_run_the_python(shell, rng)
 def test_help_lists_every_option(shell):
     _, _, out = run(shell, "%%reactant_jit?")
     for option in ("--optimize", "--granularity", "--fn", "--bench", "--device", "--no-run",
-                   "--no-display", "--pipeline"):
+                   "--no-display", "--pipeline", "--verify", "--reference", "--exact",
+                   "--exclude-patterns"):
         assert option in out
     assert "every call the cell makes" in out
 
@@ -439,3 +441,107 @@ def test_a_cell_function_called_with_another_memory_layout_is_traced_again(shell
         np.testing.assert_array_equal(shell.user_ns[k], v, err_msg=k)
     assert not want["f"].any() and not want["base"].any()  # ravel() copied: nothing written
     assert len(explorers(outputs)) == 3
+
+
+CLAMPED = """
+def clamped(z):
+    return jax.lax.dynamic_update_slice(z, jnp.full((1,), 1.5, z.dtype), (9,))[3:4]
+"""
+
+
+def test_verify_adds_every_stages_check_and_leaves_the_arrays_as_one_run_does(shell, rng):
+    a0 = rng.random(6)
+    a = a0.copy()
+    shell.push({"a": a})
+    result, outputs, _ = run(shell, "%%reactant_jit --verify --optimize canonicalize\n"
+                                    "def bump(v):\n    v += 1\n    return v.sum()\n\nbump(a)\n")
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(shell.user_ns["a"], a0 + 1, rtol=1e-12)  # one run, not more
+    assert shell.user_ns["a"] is a
+    [payload] = explorers(outputs)
+    v = payload["verification"]
+    assert v["reference"] == "numpy" and len(v["checks"]) == len(payload["stages"])
+    assert all(c["ok"] for c in v["checks"]) and v["first_wrong"] is None
+    [ex] = last_explorations()
+    assert ex.options.verify and ex.verification is not None
+
+
+def test_without_verify_the_payload_has_no_verification(shell, rng):
+    shell.push({"x": rng.random(3)})
+    result, outputs, _ = run(shell, "%%reactant_jit\ndef g(v):\n    return v * 3\n\ng(x)\n")
+    assert result.success
+    assert "verification" not in explorers(outputs)[0]
+
+
+@pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
+def test_exact_and_exclude_patterns_reach_the_pipeline_and_verify_finds_the_wrong_stage(shell):
+    shell.push({"z": np.arange(4, dtype=np.float32) + 1})
+    result, outputs, _ = run(shell, "%%reactant_jit --verify --exact" + CLAMPED + "clamped(z)\n")
+    assert result.success, result.error_in_exec
+    [payload] = explorers(outputs)
+    v = payload["verification"]
+    assert v["reference"] == "jax" and v["first_wrong"] == 1
+    assert "1.5" in v["checks"][1]["first_bad"]
+    result, outputs, _ = run(shell, "%%reactant_jit --verify --exact --exclude-patterns "
+                                    "slice_of_dynamic_update" + CLAMPED + "clamped(z)\n")
+    assert result.success and np.asarray(result.result).tolist() == [1.5]
+    assert explorers(outputs)[0]["verification"]["first_wrong"] is None
+    [ex] = last_explorations()
+    assert ex.options.exact and ex.options.exclude_patterns == ("slice_of_dynamic_update",)
+
+
+def test_an_unknown_excluded_pattern_is_a_usage_error(shell, rng):
+    shell.push({"x": rng.random(3)})
+    result, _, _ = run(shell, "%%reactant_jit --exclude-patterns no_such_pattern_anywhere\n"
+                              "def g(v):\n    return v * 3\n\ng(x)\n")
+    assert not result.success
+
+
+@pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
+def test_reactant_bisect_finds_the_culprit_pattern_with_progress(shell, tmp_path, monkeypatch):
+    from reactant_lab.bisect import BisectResult
+
+    monkeypatch.setenv("REACTANT_LAB_REPRO_DIR", str(tmp_path))
+    z = np.arange(4, dtype=np.float32) + 1
+    shell.push({"z": z})
+    assert run(shell, CLAMPED)[0].success
+    result, outputs, _ = run(shell, "%reactant_bisect --exact --metric result clamped(z)")
+    assert result.success, result.error_in_exec
+    res = result.result
+    assert isinstance(res, BisectResult) and res.found
+    assert res.patterns == ("slice_of_dynamic_update<1>",) and res.metric == "result"
+    assert z.tolist() == [1, 2, 3, 4]  # the user's array is left alone
+    progress = [o["text/plain"] for o in outputs if "text/plain" in o]
+    assert progress and all(p.startswith("%reactant_bisect: ") for p in progress)
+    html = shell.display_formatter.formatters["text/html"].lookup(res)(res)
+    assert "Culprit for the result" in html and "slice_of_dynamic_update&lt;1&gt;" in html
+    assert str(res.reproducer) in html and "<script" not in html.lower()
+
+
+def test_reactant_bisect_runtime_options_reach_bisect(shell, rng, monkeypatch):
+    import importlib
+
+    # the package module (rl.bisect, the attribute, is the function)
+    bisect_mod = importlib.import_module("reactant_lab.bisect")
+
+    seen = {}
+
+    def fake(fn, *args, **kwargs):
+        seen.update(fn=fn, args=args, **kwargs)
+        kwargs["progress"]("step one")
+        return bisect_mod.BisectResult(fn_name="h", metric=kwargs["metric"], threshold=3.0,
+                                       reference=None, found=False, why="nothing slower")
+
+    monkeypatch.setattr(bisect_mod, "bisect", fake)
+    shell.push({"x": rng.random(3)})
+    assert run(shell, "def h(v):\n    return v + 1\n")[0].success
+    result, outputs, _ = run(shell, "%reactant_bisect --metric runtime --threshold 3 --optimize "
+                                    "canonicalize --exclude-patterns a,b h(x)")
+    assert result.success, result.error_in_exec
+    assert seen["fn"] is shell.user_ns["h"] and seen["args"][0] is shell.user_ns["x"]
+    assert (seen["metric"], seen["threshold"], seen["optimize"]) == ("runtime", 3.0,
+                                                                     "canonicalize")
+    assert seen["exclude_patterns"] == ("a", "b") and seen["exact"] is False
+    assert any("step one" in o.get("text/plain", "") for o in outputs)
+    assert not result.result.found
+    assert not run(shell, "%reactant_bisect --metric speed h(x)")[0].success

@@ -204,10 +204,12 @@ def test_the_commands_the_front_end_sends_validate():
     commands = [{"command": "rerun", "optimize": "all", "granularity": "pass", "no_nan": True,
                  "pipeline": None},
                 {"command": "diff", "id": 4, "before": 3, "after": 0},
-                {"command": "slice", "id": 5, "stage": 1, "result": "result[0]"}]
+                {"command": "slice", "id": 5, "stage": 1, "result": "result[0]"},
+                {"command": "verify"}, {"command": "bisect", "metric": "runtime"}]
     for command in commands:
         assert problems(command, "ExplorerCommand") == [], command
     assert problems({"command": "explode", "id": 6}, "ExplorerCommand")
+    assert problems({"command": "bisect", "metric": "speed"}, "ExplorerCommand")
 
 
 @pytest.mark.parametrize("name", ["01_quickstart", "02_numpy_kernels", "03_pass_by_pass",

@@ -115,3 +115,14 @@ def test_a_jax_function_returning_a_scaled_copy_of_a_kwarg(rng):
     np.testing.assert_allclose(np.asarray(s), np.sin(x), rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(yy), np.asarray(y))
     assert isinstance(yy, jax.Array | np.ndarray)
+
+
+def test_the_explorer_shows_both_views(rng):
+    x = jnp.asarray(rng.random(5))
+    ex = rl.explore(identity_arith, x, donate=True)
+    payload = rl.exploration_payload(ex, None)
+    first, second = payload["signature"]["results"]
+    assert first["preserved_from"] is None  # traced: computed
+    assert first["preserved_after"] == "args[0]" and first["index"] == 0  # in the stages' main
+    assert second["preserved_after"] is None
+    assert payload["signature"]["args"][0]["donated"] is False

@@ -137,6 +137,24 @@ def test_rerun_by_pass_and_with_a_pipeline(exploration):
     assert [s["pipeline"] for s in w.payload["stages"][1:]] == ["canonicalize,cse"]
 
 
+@pytest.mark.skipif(not rl.enzyme_available(), reason="the exclusion table applies to enzyme-hlo")
+def test_rerun_in_reactant_exact_mode_runs_the_list_untouched_and_says_so(exploration):
+    w = ExplorerWidget(exploration)
+    assert w.payload["meta"]["exact"] is False
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+             "exact": True, "pipeline": None})
+    assert w.status["state"] == "idle" and "(Reactant exact)" in w.status["message"]
+    assert w.payload["meta"]["exact"] is True and w.exploration.options.exact
+    notes = [s["unavailable"] or "" for s in w.payload["stages"]]
+    assert any("exact: Reactant's list untouched" in n for n in notes)
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+             "pipeline": None})  # without the field: as the payload was made
+    assert w.payload["meta"]["exact"] is True
+    send(w, {"command": "rerun", "optimize": "all", "granularity": "stage", "no_nan": False,
+             "exact": False, "pipeline": None})
+    assert w.payload["meta"]["exact"] is False
+
+
 def test_rerun_error_sets_a_readable_error_status_and_keeps_the_explorer(exploration):
     w = ExplorerWidget(exploration)
     before = w.payload
@@ -191,3 +209,50 @@ def test_missing_front_end_says_to_reinstall(exploration, monkeypatch, tmp_path)
     monkeypatch.setattr(widget_mod, "BUNDLE", tmp_path / "widget.js")
     with pytest.raises(rl.ReactantLabError, match="Reinstall reactant_lab"):
         ExplorerWidget(exploration)
+
+
+def _double(a):
+    return a * 2 + 1
+
+
+def test_verify_without_the_call_says_how_to_get_it(exploration):
+    w = ExplorerWidget(exploration)
+    send(w, {"command": "verify"})
+    assert w.status["state"] == "error" and "example=(fn, args, kwargs)" in w.status["message"]
+    assert "verification" not in w.payload
+
+
+def test_verify_adds_the_columns_and_a_rerun_keeps_them():
+    x = np.linspace(0, 1, 6)
+    w = ExplorerWidget(rl.explore(_double, x), example=(_double, (x,), {}))
+    seen = statuses(w)
+    send(w, {"command": "verify"})
+    assert w.status["state"] == "idle", w.status
+    assert "every stage matches" in w.status["message"]
+    assert any(s["state"] == "running" and "verifying" in s["message"] for s in seen)
+    v = w.payload["verification"]
+    assert len(v["checks"]) == len(w.payload["stages"]) and v["first_wrong"] is None
+    send(w, {"command": "rerun", "optimize": "none", "granularity": "stage", "no_nan": False,
+             "pipeline": None})
+    assert w.status["state"] == "idle" and len(w.payload["verification"]["checks"]) == 1
+
+
+@pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
+def test_find_culprit_runs_a_bisection_with_the_explorers_options(tmp_path, monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    def clamped(z):
+        return jax.lax.dynamic_update_slice(z, jnp.full((1,), 1.5, z.dtype), (9,))[3:4]
+
+    monkeypatch.setenv("REACTANT_LAB_REPRO_DIR", str(tmp_path))
+    z = np.arange(4, dtype=np.float32) + 1
+    w = ExplorerWidget(rl.explore(clamped, z, exact=True), example=(clamped, (z,), {}))
+    seen = statuses(w)
+    send(w, {"command": "bisect", "metric": "result"})
+    assert w.status["state"] == "idle", w.status
+    assert w.bisect["found"] and w.bisect["patterns"] == ["slice_of_dynamic_update<1>"]
+    assert any("find culprit (result):" in s["message"] for s in seen if s["state"] == "running")
+    assert z.tolist() == [1, 2, 3, 4]
+    send(w, {"command": "bisect", "metric": "speed"})
+    assert w.status["state"] == "error" and "unknown metric 'speed'" in w.status["message"]

@@ -1,5 +1,5 @@
-"""Jupyter: the ``%%reactant_jit``, ``%reactant_jit``, ``%%reactant_mlir`` and ``%reactant_bench``
-magics (``%load_ext reactant_lab``) and the explorer's display bundle."""
+"""Jupyter: the ``%%reactant_jit``, ``%reactant_jit``, ``%%reactant_mlir``, ``%reactant_bench`` and
+``%reactant_bisect`` magics (``%load_ext reactant_lab``) and the explorer's display bundle."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The IPython magics: ``%%reactant_jit`` (and its line form), ``%%reactant_mlir`` and
-``%reactant_bench``; errors of reactant_lab become an error panel instead of a traceback."""
+"""The IPython magics: ``%%reactant_jit`` (and its line form), ``%%reactant_mlir``,
+``%reactant_bench`` and ``%reactant_bisect``; errors of reactant_lab become an error panel instead
+of a traceback."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from reactant_lab.bench import BASELINES, BenchResult, bench
-from reactant_lab.errors import ReactantLabError, UnknownPresetError
+from reactant_lab.errors import PipelineError, ReactantLabError, UnknownPresetError
 from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
 from reactant_lab.notebook.cell import NoValue, run_body
-from reactant_lab.notebook.session import CellOptions, CellSession, Explored
+from reactant_lab.notebook.session import CellOptions, CellSession, Example, Explored
 from reactant_lab.stages.presets import PRESETS
 
 _LAST: list[Exploration] = []
@@ -53,6 +54,17 @@ class ReactantMagics(Magics):
               help="device to compile for and run on (default: JAX's default device)")
     @argument("--no-run", action="store_true",
               help="explore without running compiled code: the calls run the original Python")
+    @argument("--verify", action="store_true",
+              help="also compile, run and time every stage on copies of the call's arguments "
+                   "and compare each with the reference (the explorer's XLA / run / error "
+                   "columns)")
+    @argument("--reference", choices=("auto", "numpy", "jax", "stage0"), default="auto",
+              help="what --verify compares with (default auto: NumPy eager for NumPy code, "
+                   "jax.jit for JAX code)")
+    @argument("--exclude-patterns", default="", metavar="P1,P2",
+              help="enzyme-hlo patterns to leave out (entries or names, comma-separated)")
+    @argument("--exact", action="store_true",
+              help="run Reactant's pattern list untouched (no exclusions applied)")
     @argument("--no-display", action="store_true", help="show no explorer")
     @argument("call", nargs="*", help="line form only: the call to explore, e.g. f(x, y)")
     @line_cell_magic
@@ -69,7 +81,9 @@ class ReactantMagics(Magics):
         func.func (called, until the inline stage inlines it). Calls without an array argument,
         and calls under the cell's own jax.jit / jax.grad / vmap, run the original Python. After
         the cell the names hold the original functions again; errors of reactant_lab show as a
-        panel (stage, pass, diagnostics, reproducer) and leave the arrays as they were.
+        panel (stage, pass, diagnostics, reproducer) and leave the arrays as they were. With
+        --verify every stage is also compiled, run on copies of the first call's arguments,
+        compared with the reference and timed (the arrays end as one run leaves them).
 
         Line form: ``%reactant_jit f(x, y)`` explores one call and returns its value.
         """
@@ -118,10 +132,10 @@ class ReactantMagics(Magics):
         _LAST[:] = [e.exploration for e in explored]
         for entry in explored:
             result = None
-            if options.bench is not None and entry.inputs is not None:
+            if options.bench is not None:
                 result = _bench(entry, options)
             if not no_display:
-                show(self.shell, entry.exploration, bench=result)
+                show(self.shell, entry.exploration, bench=result, example=entry.example())
 
     @magic_arguments()
     @argument("--granularity", choices=("stage", "pass"), default="stage",
@@ -172,6 +186,56 @@ class ReactantMagics(Magics):
         return bench(fn, *call_args, presets=_names(args.presets),
                      baselines=_names(args.baselines), repeats=args.repeats,
                      min_time=args.min_time, device=args.device, **call_kwargs)
+
+    @magic_arguments()
+    @argument("--metric", choices=("result", "runtime", "compile_time"), default="result",
+              help="what goes bad: a wrong result (default), a slower run, a slower compile")
+    @argument("--threshold", type=float, default=None, metavar="X",
+              help="runtime / compile_time: bad above X times the traced module's (default 2)")
+    @argument("--optimize", default="all", metavar="PRESET",
+              help=f"optimize preset to bisect (default all): {', '.join(PRESETS)}")
+    @argument("--pipeline", default=None, metavar="PASSES",
+              help="a pass pipeline to bisect instead of the preset")
+    @argument("--reference", choices=("auto", "numpy", "jax", "stage0"), default="auto",
+              help="what a result is compared with (default auto)")
+    @argument("--exclude-patterns", default="", metavar="P1,P2",
+              help="enzyme-hlo patterns to leave out (entries or names, comma-separated)")
+    @argument("--exact", action="store_true",
+              help="run Reactant's pattern list untouched (no exclusions applied)")
+    @argument("--no-nan", action="store_true", help="let the enzyme-hlo patterns assume no NaNs")
+    @argument("--device", choices=("cpu", "gpu"), default=None, help="device to run on")
+    @argument("--no-reproducer", action="store_true", help="write no reproducer directory")
+    @argument("call", nargs="*", help="the call to bisect, e.g. f(x, y)")
+    @line_magic
+    def reactant_bisect(self, line: str) -> Any:
+        """Find the pass (and inside the enzyme-hlo pattern pass, the patterns) that first makes
+        the call's result wrong, or its run or compile slower: rl.bisect on the call, with its
+        progress shown below the cell; returns the BisectResult (the culprit, the figures
+        without and with it, what it changed, the reproducer, the log)."""
+        __tracebackhide__ = True
+        from reactant_lab.bisect import bisect
+
+        prefix, call = split_call(line)
+        args = parse_argstring(self.reactant_bisect, prefix)
+        install_error_panel(self.shell)
+        fn, call_args, call_kwargs = self._evaluate_call(call)
+        progress = display({"text/plain": "%reactant_bisect: starting…"}, raw=True,
+                           display_id=True)
+
+        def say(message: str) -> None:
+            if progress is not None:
+                progress.update({"text/plain": f"%reactant_bisect: {message}"}, raw=True)
+
+        try:
+            result = bisect(fn, *call_args, optimize=args.optimize, pipeline=args.pipeline,
+                            metric=args.metric, threshold=args.threshold, no_nan=args.no_nan,
+                            device=args.device, exclude_patterns=_names(args.exclude_patterns),
+                            exact=args.exact, reference=args.reference,
+                            reproducer=not args.no_reproducer, progress=say, **call_kwargs)
+        except UnknownPresetError as exc:
+            raise UsageError(str(exc)) from None
+        say(f"done: {result.tests} tests in {result.seconds:.1f} s")
+        return result
 
     def _shell(self) -> InteractiveShell:
         shell = self.shell
@@ -233,29 +297,32 @@ def _names(text: str) -> tuple[str, ...]:
 def _options(args: argparse.Namespace) -> CellOptions:
     try:
         explore = ExploreOptions(optimize=args.optimize, pipeline=args.pipeline,
-                                 granularity=args.granularity, device=args.device)
-    except UnknownPresetError as exc:
+                                 granularity=args.granularity, device=args.device,
+                                 exclude_patterns=_names(args.exclude_patterns),
+                                 exact=args.exact, verify=args.verify, reference=args.reference)
+    except (UnknownPresetError, PipelineError) as exc:
         raise UsageError(str(exc)) from None
     return CellOptions(explore=explore, run=not args.no_run, bench=args.bench)
 
 
 def _bench(entry: Explored, options: CellOptions) -> BenchResult:
-    assert entry.inputs is not None  # checked by the caller
     args, kwargs = entry.inputs
     presets = tuple(dict.fromkeys(("none", options.explore.optimize)))
     return bench(entry.fn, *args, presets=presets, repeats=options.bench or None,
                  device=options.explore.device, **kwargs)
 
 
-def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None) -> None:
+def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None,
+         example: Example | None = None) -> None:
     """Display the explorer of ``ex`` below the cell: the live widget, whose output also carries
     the static bundle that saved notebooks and other front ends show (see notebook/widget.py);
-    the static bundle alone when this installation has no widget front end."""
+    the static bundle alone when this installation has no widget front end. ``example`` (the
+    call's function and arguments) lets the widget verify and bisect."""
     from reactant_lab.notebook.widget import ExplorerWidget
 
     labels = nbdisplay.cell_file_labels(shell)
     try:
-        widget = ExplorerWidget(ex, bench=bench, labels=labels)
+        widget = ExplorerWidget(ex, bench=bench, labels=labels, example=example)
     except ReactantLabError as exc:  # the front end was not built into this installation
         display(nbdisplay.explorer_bundle(ex, bench=bench, labels=labels), raw=True)
         print(f"(static explorer: {exc})")

@@ -14,10 +14,13 @@ import jax
 import numpy as np
 
 from reactant_lab.errors import ReactantLabError
-from reactant_lab.explore import Exploration, ExploreOptions, build_from_trace, ran
+from reactant_lab.explore import Exploration, ExploreOptions, build_from_trace, ran, verified
 from reactant_lab.notebook.nested import call_nested, has_traced
 from reactant_lab.trace import SignatureCache, flatten_for, trace
 from reactant_lab.trace.user_errors import is_user_file
+
+Example = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+"""A call to re-run: the function, its positional and its keyword arguments."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +45,14 @@ class Explored:
     """Its trace, stages and executable (with the first compiled run's time)."""
     calls: int = 0
     """How many calls of the cell had this signature."""
-    inputs: tuple[tuple[Any, ...], dict[str, Any]] | None = None
-    """Copies of the first call's arguments, taken before it ran (for --bench)."""
+    inputs: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+    """The first call's arguments as they were before it ran (for --bench, and the widget's
+    verify and bisect): copies when the call updates arguments in place, else the arguments."""
+
+    def example(self) -> Example:
+        """The first call: the function and its arguments as they were before it ran."""
+        args, kwargs = self.inputs
+        return self.fn, args, kwargs
 
 
 class CellFunction:
@@ -118,7 +127,6 @@ class CellSession:
     def _explore(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
                  ) -> Explored:
         __tracebackhide__ = True
-        inputs = _copy_inputs(args, kwargs) if self.options.bench is not None else None
         self._nested = {}
         try:
             with self._in("tracing"):
@@ -131,7 +139,11 @@ class CellSession:
             raise exc.with_traceback(user_traceback(exc.__traceback__)) from None
         finally:
             self._nested = {}
-        return Explored(fn, build_from_trace(traced, self.options.explore), inputs=inputs)
+        inputs = _copy_inputs(args, kwargs) if traced.mutated else (args, dict(kwargs))
+        ex = build_from_trace(traced, self.options.explore)
+        if self.options.explore.verify:  # on copies, before the call runs
+            ex = verified(ex, args, kwargs)
+        return Explored(fn, ex, inputs=inputs)
 
     @contextlib.contextmanager
     def _in(self, state: str) -> Iterator[None]:

@@ -17,9 +17,11 @@ kernel is replaced, and in a notebook opened with no kernel at all, the saved ex
 no kernel is started). Without the extension (nbconvert, VS Code, GitHub) the HTML shows.
 
 Protocol (docs/widget-protocol.md): the synced traits are ``payload`` (the explorer payload,
-schema 1), ``status`` (``{"state": "idle" | "running" | "error", "message", "progress"}``) and
+schema 1), ``status`` (``{"state": "idle" | "running" | "error", "message", "progress"}``),
 ``result`` (``{"id", "kind": "diff" | "slice" | "error", "data"}``, the answer to the last
-request). The front end sends ``{"command": "rerun" | "diff" | "slice", ...}`` messages.
+request) and ``bisect`` (the last bisection's ``BisectEntry``, or None). The front end sends
+``{"command": "rerun" | "diff" | "slice" | "verify" | "bisect", ...}`` messages; verify and
+bisect need the call's ``example`` (the magics give it).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from reactant_lab.render.explorer import graph_svg
 if TYPE_CHECKING:
     from reactant_lab.bench import BenchResult
     from reactant_lab.explore import Exploration
+    from reactant_lab.notebook.session import Example
 
 __all__ = ["BUNDLE", "ExplorerWidget", "Rerun", "front_end_bundle"]
 
@@ -81,12 +84,16 @@ class ExplorerWidget(anywidget.AnyWidget):
     """What the widget is doing: idle, running (with a progress fraction) or error."""
     result = traitlets.Dict().tag(sync=True)
     """The answer to the front end's last ``diff`` or ``slice`` request (or its error)."""
+    bisect = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    """What the last ``bisect`` command found (the schema's ``BisectEntry``), or None."""
 
     def __init__(self, exploration: Exploration, *, rerun: Rerun | None = None,
-                 bench: BenchResult | None = None, labels: dict[str, str] | None = None) -> None:
+                 bench: BenchResult | None = None, labels: dict[str, str] | None = None,
+                 example: Example | None = None) -> None:
         """``rerun`` re-explores for the controls (default: the exploration's own trace, staged
         and compiled again); ``bench`` a BenchResult shown in the timing panel; ``labels`` file
-        name -> label for the texts (the magics' cell labels)."""
+        name -> label for the texts (the magics' cell labels); ``example`` the call as
+        ``(fn, args, kwargs)``, which the verify and find-culprit controls run (on copies)."""
         self._esm = front_end_bundle()
         super().__init__()
         self.exploration = exploration
@@ -94,6 +101,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._rerun = rerun
         self._bench = bench
         self._labels = labels
+        self._example = example
         self.status = _status("idle")
         self.payload = self._payload(exploration)
         self.on_msg(self._on_msg)
@@ -124,19 +132,19 @@ class ExplorerWidget(anywidget.AnyWidget):
         """Carry out one front-end command; a failure becomes the ``status`` (re-runs) or an
         ``error`` result (requests), never an exception in the kernel."""
         command = content.get("command") if isinstance(content, dict) else None
-        handler = {"rerun": self._cmd_rerun, "diff": self._cmd_diff,
-                   "slice": self._cmd_slice}.get(str(command))
+        handler = {"rerun": self._cmd_rerun, "diff": self._cmd_diff, "slice": self._cmd_slice,
+                   "verify": self._cmd_verify, "bisect": self._cmd_bisect}.get(str(command))
         request = content.get("id", 0) if isinstance(content, dict) else 0
         try:
             if handler is None:
                 raise ReactantLabError(f"unknown explorer command {command!r}; known: rerun, "
-                                       "diff, slice")
+                                       "diff, slice, verify, bisect")
             handler(content)
         except Exception as exc:
             if not isinstance(exc, ReactantLabError):
                 self.log.exception("explorer command %r failed", command)
             message = _error_message(exc)
-            if command == "rerun":
+            if command in ("rerun", "verify", "bisect"):
                 self.status = _status("error", message)
             else:
                 self.result = {"id": request, "kind": "error", "data": {"message": message}}
@@ -177,20 +185,87 @@ class ExplorerWidget(anywidget.AnyWidget):
         granularity = str(content.get("granularity") or "stage")
         no_nan = bool(content.get("no_nan"))
         pipeline = str(content.get("pipeline") or "").strip() or None
+        # a pipeline's own pattern pass says its list: exact is for the presets
+        exact = bool(content.get("exact", self.exploration.options.exact)) and pipeline is None
         if granularity not in ("stage", "pass"):
             raise ReactantLabError(f"unknown granularity {granularity!r}; use 'stage' or 'pass'")
-        what = f"pipeline {pipeline}" if pipeline else f"preset {optimize}"
+        what = f"pipeline {pipeline}" if pipeline else f"preset {optimize}" + (
+            " (Reactant exact)" if exact else "")
         start = time.perf_counter()
         self.status = _status("running", f"re-running with {what}: running the passes…", 0.05)
         if self._rerun is not None:
             exploration = self._rerun(optimize, granularity, no_nan, pipeline)
+            if exploration.options.exact != exact:
+                exploration = exploration.restaged(exact=exact)
         else:
             exploration = self.exploration.restaged(optimize=optimize, granularity=granularity,
-                                                    no_nan=no_nan, pipeline=pipeline)
+                                                    no_nan=no_nan, pipeline=pipeline,
+                                                    exact=exact)
+        if self.exploration.verification is not None and exploration.verification is None \
+                and self._example is not None:  # a verified explorer stays verified
+            self.status = _status("running", f"re-running with {what}: verifying…", 0.5)
+            exploration = self._verified(exploration)
+        self._show(exploration, f"re-ran with {what}: {len(exploration.stages.stages)} stages "
+                                f"in {time.perf_counter() - start:.2f} s")
+
+    def _show(self, exploration: Exploration, done: str) -> None:
         self.status = _status("running", "drawing the explorer…", 0.8)
         payload = self._payload(exploration)
         self.exploration = exploration
         self.payload = payload
-        n = len(exploration.stages.stages)
-        self.status = _status("idle", f"re-ran with {what}: {n} stages in "
-                                      f"{time.perf_counter() - start:.2f} s")
+        self.status = _status("idle", done)
+
+    def _example_call(self, what: str) -> Example:
+        if self._example is None:
+            raise ReactantLabError(
+                f"this explorer cannot {what}: it was made without the call's arguments. Use "
+                "%%reactant_jit (or ExplorerWidget(ex, example=(fn, args, kwargs))), or call "
+                f"rl.{'explore(..., verify=True)' if what == 'verify' else 'bisect(fn, *args)'}.")
+        return self._example
+
+    def _verified(self, exploration: Exploration) -> Exploration:
+        from reactant_lab.explore import verified
+
+        _fn, args, kwargs = self._example_call("verify")
+        return verified(exploration, args, kwargs)
+
+    def _cmd_verify(self, _content: dict[str, Any]) -> None:
+        if self.exploration.from_text:
+            raise ReactantLabError("an explorer of module text has no inputs to run its stages "
+                                   "on: verify a traced call")
+        self._example_call("verify")
+        start = time.perf_counter()
+        n = len(self.exploration.stages.stages)
+        self.status = _status("running", f"verifying {n} stages: compiling and running each…",
+                              0.1)
+        exploration = self._verified(self.exploration)
+        v = exploration.verification
+        wrong = v.first_wrong if v is not None else None
+        verdict = (f"stage {wrong.index} {wrong.name} went wrong" if wrong is not None
+                   else "every stage matches")
+        self._show(exploration, f"verified {n} stages in {time.perf_counter() - start:.2f} s: "
+                                f"{verdict}")
+
+    def _cmd_bisect(self, content: dict[str, Any]) -> None:
+        from reactant_lab.bisect import METRICS, bisect
+        from reactant_lab.render.bisect_view import bisect_entry
+
+        metric = str(content.get("metric") or "result")
+        if metric not in METRICS:
+            raise ReactantLabError(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
+        fn, args, kwargs = self._example_call("find the culprit")
+        o = self.exploration.options
+        self.status = _status("running", f"finding the culprit for {metric}…", None)
+
+        def progress(message: str) -> None:
+            self.status = _status("running", f"find culprit ({metric}): {message}", None)
+
+        result = bisect(fn, *args, optimize=o.optimize, pipeline=o.pipeline, metric=metric,
+                        no_nan=o.no_nan, device=o.device, mode=o.mode,
+                        trace_scalars=o.trace_scalars, exclude_patterns=o.exclude_patterns,
+                        patterns=o.patterns, exact=o.exact, reference=o.reference,
+                        progress=progress, **kwargs)
+        self.bisect = bisect_entry(result)
+        verdict = f"culprit {result.pass_name}" if result.found else "no single culprit"
+        self.status = _status("idle", f"find culprit ({metric}): {verdict} after {result.tests} "
+                                      f"tests in {result.seconds:.1f} s")

@@ -20,6 +20,9 @@ table{border-collapse:collapse;margin:.3em 0}td,th{border:1px solid var(--line);
 text-align:left;vertical-align:top}table.ops td{text-align:right}
 td.up{background:var(--add)}td.down{background:var(--del)}
 tr.unchanged td{color:var(--mute)}.chg{color:#9a6700;font-weight:600}.same{color:var(--mute)}
+tr.first-wrong td{background:#ffebe9}tr.first-slower td{background:#fff8c5}
+.bad{color:#cf222e;font-weight:600}.slow{color:#9a6700;font-weight:600}
+.verify-note{margin:.4em 0;padding:.3em .6em;border:1px solid var(--line);background:var(--bg2)}
 .mark{font-size:.8em;padding:0 .4em;border-radius:.6em;background:var(--bg2);border:1px solid var(--line)}
 .mark.mutated{background:#fed7aa}.mark.donated{border-style:dashed}.mark.preserved{background:#f3f4f6}
 section.stage{border-top:2px solid var(--line);margin-top:1.5em}

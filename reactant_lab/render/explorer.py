@@ -4,13 +4,16 @@ rendering."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from reactant_lab.analysis.graph import MAX_OPS, Dataflow, dataflow, signature_of
 from reactant_lab.render.graph_dot import to_dot
-from reactant_lab.render.payload import PayloadOptions, build_payload
-from reactant_lab.render.report import report_html
+from reactant_lab.render.highlight import esc
+from reactant_lab.render.payload import PayloadOptions, build_payload, verification_entry
+from reactant_lab.render.report import report_html, scoped_css
 from reactant_lab.render.svg import render_svg
+from reactant_lab.render.tables import stage_table_html
 
 if TYPE_CHECKING:
     from reactant_lab.explore import Exploration
@@ -51,11 +54,13 @@ def exploration_payload(ex: Exploration, run: dict[str, Any] | None = None, *,
                         meta: dict[str, Any] | None = None,
                         options: PayloadOptions | None = None) -> dict[str, Any]:
     """The explorer payload of an Exploration (JSON-able; schema in
-    ``render/explorer.schema.json``); ``run`` adds measured run times."""
+    ``render/explorer.schema.json``); ``run`` adds measured run times. A verified exploration's
+    payload carries its ``verification``."""
     timing = {"first_call_seconds": ex.run_seconds} if ex.run_seconds is not None else {}
     timing.update(run or {})
     return build_payload(ex.stages, traced=_traced(ex), compiled=ex.compiled, run=timing or None,
-                         meta={"versions": dict(ex.versions), **(meta or {})}, options=options)
+                         meta={"versions": dict(ex.versions), **(meta or {})}, options=options,
+                         verification=ex.verification)
 
 
 def exploration_html(ex: Exploration, run: dict[str, Any] | None = None, *,
@@ -70,3 +75,24 @@ def save_html(ex: Exploration, path: str, run: dict[str, Any] | None = None) -> 
     with open(path, "w", encoding="utf-8") as f:
         f.write(exploration_html(ex, run))
     return path
+
+
+def exploration_summary_html(ex: Exploration) -> str:
+    """An Exploration as a notebook shows the value: what was explored, and the stage table (with
+    XLA compile, run time and error per stage when it was verified); the explorer shows more."""
+    scope = "rl-" + uuid.uuid4().hex[:10]
+    st = ex.stages
+    stages = [{"index": s.index, "name": s.name, "pipeline": s.pipeline,
+               "unavailable": s.unavailable, "changed": bool(s.changed), "ops": s.ops,
+               "seconds": s.seconds} for s in st.stages]
+    v = None if ex.verification is None else verification_entry(ex.verification)
+    facts = [f"optimize={st.optimize}", f"granularity={st.granularity}", f"target={st.target}"]
+    if ex.compiled is not None:
+        facts.append(f"XLA compile {ex.compiled.compile_seconds * 1e3:.1f} ms on "
+                     f"{ex.compiled.device}")
+    if ex.run_seconds is not None:
+        facts.append(f"first run {ex.run_seconds * 1e3:.2f} ms")
+    return (f'<div class="reactant-lab-report" id="{scope}"><style>{scoped_css(scope)}</style>'
+            f"<p><strong>{esc(ex.traced.fn_name)}</strong> "
+            f'<span class="meta">{esc(" · ".join(facts))}</span></p>'
+            f"{stage_table_html(stages, v)}</div>")

@@ -5,6 +5,7 @@ notebook widget and MIME renderer read the same schema (docs/explorer-schema.md)
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +21,13 @@ from reactant_lab.render.graph_dot import to_dot
 from reactant_lab.render.svg import render_svg
 from reactant_lab.render.texts import TextStore
 from reactant_lab.stages.presets import PRESETS
+from reactant_lab.verify import REFERENCE_LABELS, SLOWER
 
 if TYPE_CHECKING:
     from reactant_lab.compile import Compiled
     from reactant_lab.stages.runner import Stage, StageTrace
     from reactant_lab.trace import Traced
+    from reactant_lab.verify import StageCheck, Verification
 
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change of the payload's layout."""
@@ -59,8 +62,10 @@ class PayloadOptions:
 def build_payload(stages: StageTrace, *, traced: Traced | None = None,
                   compiled: Compiled | None = None,
                   run: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
-                  options: PayloadOptions | None = None) -> dict[str, Any]:
-    """The payload of a StageTrace (with its Traced, Compiled and run timings when known)."""
+                  options: PayloadOptions | None = None,
+                  verification: Verification | None = None) -> dict[str, Any]:
+    """The payload of a StageTrace (with its Traced, Compiled, run timings and per-stage
+    verification when known)."""
     opts = options or PayloadOptions()
     st = list(stages.stages)
     traced = traced if traced is not None else stages.traced
@@ -73,8 +78,9 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         "meta": {"function": traced.fn_name if traced is not None else "module",
                  "mode": traced.mode if traced is not None else None, "optimize": stages.optimize,
                  "granularity": stages.granularity, "target": stages.target,
-                 "no_nan": bool(stages.no_nan), "presets": list(PRESETS), **(meta or {})},
-        "signature": _sig_dict(sig),
+                 "no_nan": bool(stages.no_nan), "exact": stages.pattern_choice.exact,
+                 "presets": list(PRESETS), **(meta or {})},
+        "signature": _sig_dict(sig, compiled.forwarded if compiled is not None else ()),
         "texts": texts.entries,
         "stages": [_stage_entry(s, texts, structure[s.index], table.stage_delta(s.index))
                    for s in st],
@@ -85,7 +91,33 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         "xla": _xla(compiled, texts),
         "run": run,
     }
+    if verification is not None:
+        payload["verification"] = verification_entry(verification)
     return payload
+
+
+def verification_entry(v: Verification) -> dict[str, Any]:
+    """The payload's ``verification``: the reference, the tolerance, one entry per stage, and
+    which stage first went wrong and which first got more than SLOWER times slower."""
+    wrong, slow = v.first_wrong, v.first_slower
+    return {"reference": v.reference, "reference_label": REFERENCE_LABELS.get(v.reference,
+                                                                              v.reference),
+            "tolerance": v.tolerance, "repeat": v.repeat, "slower_factor": SLOWER,
+            "first_wrong": None if wrong is None else wrong.index,
+            "first_slower": None if slow is None else slow.index,
+            "checks": [check_entry(c) for c in v.checks]}
+
+
+def check_entry(c: StageCheck) -> dict[str, Any]:
+    """One StageCheck as JSON (a figure that is not finite becomes null: JSON has no NaN)."""
+    return {"index": c.index, "name": c.name, "compile_seconds": _finite(c.compile_seconds),
+            "run_seconds": _finite(c.run_seconds), "max_abs": _finite(c.max_abs),
+            "max_rel": _finite(c.max_rel), "ok": c.ok, "first_bad": c.first_bad,
+            "error": c.error, "same_as": c.same_as, "slower": bool(c.slower)}
+
+
+def _finite(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def payload_title(traced: Traced | None) -> str:
@@ -115,11 +147,17 @@ def _signature(first_ir: str, traced: Traced | None, compiled: Compiled | None) 
         return Signature((), ())
 
 
-def _sig_dict(sig: Signature) -> dict[str, Any]:
+def _sig_dict(sig: Signature, forwarded: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The signature as the explorer shows it: the traced view (preserved_from, decided from the
+    traced function) beside the view after the pipeline (preserved_after: results the passes
+    reduced to an unchanged argument, which the executable neither computes nor donates)."""
+    after = dict(forwarded)
+    kept = set(after.values())
     return {"args": [{"index": a.index, "path": a.path, "type": a.type, "mutated": a.mutated,
-                      "donated": a.donated} for a in sig.args],
-            "results": [{"index": r.index, "path": r.path, "type": r.type,
-                         "preserved_from": r.preserved_from, "writes_back": r.writes_back}
+                      "donated": a.donated and a.path not in kept} for a in sig.args],
+            "results": [{"index": r.index, "path": r.path,
+                         "type": r.type, "preserved_from": r.preserved_from,
+                         "writes_back": r.writes_back, "preserved_after": after.get(r.path)}
                         for r in sig.results],
             "skipped": [list(s) for s in sig.skipped]}
 

@@ -77,7 +77,7 @@ def report_html(payload: dict[str, Any], *, script: bool = True) -> str:
     r = _Report(payload, explorer=script)
     body = (f'<div class="reactant-lab-report" id="{STATIC_ID}">{_TOGGLES}'
             f"<main>{''.join(_body(payload, r))}</main></div>")
-    page_css = PAGE_CSS + _scoped_css(STATIC_ID, prefix_ids=False)
+    page_css = PAGE_CSS + scoped_css(STATIC_ID, prefix_ids=False)
     head, scripts, styles = f"<style>{page_css}</style>", [], [page_css]
     if script:
         js, css = explorer_front_end()
@@ -111,7 +111,7 @@ def report_fragment(payload: dict[str, Any], scope: str, *,
     r = _Report(payload, explorer=False, budget=budget)
     inner = f"{_TOGGLES}<main>{''.join(_body(payload, r))}</main>"
     inner = _ID_ATTR.sub(lambda m: f"{m.group(0)}{scope}-", inner)
-    return (f'<div class="reactant-lab-report" id="{scope}"><style>{_scoped_css(scope)}</style>'
+    return (f'<div class="reactant-lab-report" id="{scope}"><style>{scoped_css(scope)}</style>'
             f"{inner}</div>")
 
 
@@ -124,7 +124,7 @@ _ID_ATTR = re.compile(r'\s(?:id|for|name)="|\shref="#')
 _RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
 
 
-def _scoped_css(scope: str, *, prefix_ids: bool = True) -> str:
+def scoped_css(scope: str, *, prefix_ids: bool = True) -> str:
     """The report's CSS limited to ``#scope``: page-level rules apply to the div instead (so
     nothing of it touches the explorer beside it), and with ``prefix_ids`` the toggles' ids
     carry the prefix, as ``report_fragment`` writes them."""
@@ -153,7 +153,8 @@ def _body(payload: dict[str, Any], r: _Report) -> list[str]:
         "unchanged stages]</label></p>",
         f'<section id="signature"><h2>Signature</h2>{signature_html(payload["signature"])}'
         "</section>",
-        f'<section id="stages"><h2>Stages</h2>{stage_table_html(payload["stages"])}</section>',
+        f'<section id="stages"><h2>Stages</h2>'
+        f'{stage_table_html(payload["stages"], payload.get("verification"))}</section>',
         f'<section id="metrics"><h2>Op metrics</h2>{r.metrics()}</section>',
         *(r.stage(s) for s in payload["stages"]),
         r.compare(), r.xla(), r.timing()]

@@ -29,8 +29,12 @@ def op_table_html(t: OpTable) -> str:
             f'</table><ul class="stage-key">{legend}</ul>')
 
 
-def stage_table_html(stages: list[dict[str, Any]]) -> str:
-    """The stage list of a payload: name, passes, changed marker, ops, change in ops, time."""
+def stage_table_html(stages: list[dict[str, Any]],
+                     verification: dict[str, Any] | None = None) -> str:
+    """The stage list of a payload: name, passes, changed marker, ops, change in ops, time; with
+    the payload's ``verification``, XLA compile, run time and error per stage too, the first
+    stage that went wrong (or got slower) marked, and a note saying why."""
+    checks = {c["index"]: c for c in (verification or {}).get("checks", [])}
     rows = []
     prev_ops = None
     for s in stages:
@@ -42,12 +46,72 @@ def stage_table_html(stages: list[dict[str, Any]]) -> str:
                   f"{esc(s['pipeline'])}</code></details>" if s["pipeline"] else "")
         note = f'<div class="note">{esc(s["unavailable"])}</div>' if s["unavailable"] else ""
         cls = "changed" if s["changed"] else "unchanged"
+        cells = (_verify_cells(verification, checks.get(s["index"]))
+                 if verification is not None else "")
+        if verification is not None:
+            cls += _first_marks(verification, s["index"])
         rows.append(f'<tr class="{cls}"><td>{s["index"]}</td><td><a href="#stage-{s["index"]}">'
                     f'{esc(s["name"])}</a></td><td>{passes}{note}</td><td>{mark}</td>'
-                    f'<td>{s["ops"]}</td><td>{delta}</td><td>{s["seconds"] * 1e3:.1f}</td></tr>')
+                    f'<td>{s["ops"]}</td><td>{delta}</td><td>{s["seconds"] * 1e3:.1f}</td>'
+                    f"{cells}</tr>")
+    extra = ("<th>XLA compile</th><th>run</th><th>error</th>" if verification is not None
+             else "")
     return ('<table class="stages"><thead><tr><th>#</th><th>stage</th><th>passes</th>'
-            '<th>IR</th><th>ops</th><th>&Delta;ops</th><th>ms</th></tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+            f'<th>IR</th><th>ops</th><th>&Delta;ops</th><th>ms</th>{extra}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
+            + (verification_note_html(verification) if verification is not None else ""))
+
+
+def _first_marks(v: dict[str, Any], index: int) -> str:
+    return ((" first-wrong" if v["first_wrong"] == index else "")
+            + (" first-slower" if v["first_slower"] == index else ""))
+
+
+def _seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e6:,.1f} µs" if s < 1e-3 else f"{s * 1e3:,.2f} ms"
+
+
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2g}"
+
+
+def _verify_cells(v: dict[str, Any], c: dict[str, Any] | None) -> str:
+    if c is None:
+        return "<td>-</td><td>-</td><td>-</td>"
+    if c["error"]:
+        verdict, title = '<span class="bad">failed</span>', c["error"]
+    elif c["ok"] is False:
+        verdict = f'<span class="bad">&#10007; {_num(c["max_abs"])}</span>'
+        title = f"{c['first_bad']} (tolerance: {v['tolerance']})"
+    elif c["ok"]:
+        verdict, title = "ok", f"max abs {_num(c['max_abs'])}, max rel {_num(c['max_rel'])}"
+    else:
+        verdict, title = "-", ""
+    slow = ' class="slow"' if c["slower"] else ""
+    return (f'<td>{_seconds(c["compile_seconds"])}</td><td{slow}>{_seconds(c["run_seconds"])}'
+            f'</td><td title="{esc(title)}">{verdict}</td>')
+
+
+def verification_note_html(v: dict[str, Any]) -> str:
+    """What the stages were verified against, and the first stage that went wrong or got more
+    than ``slower_factor`` times slower, with why."""
+    by_index = {c["index"]: c for c in v["checks"]}
+    parts = [f"Verified against {esc(v['reference_label'])}; run times are medians of "
+             f"{v['repeat']} samples; tolerance: {esc(v['tolerance'])}."]
+    wrong, slow = by_index.get(v["first_wrong"]), by_index.get(v["first_slower"])
+    if wrong is not None:
+        why = wrong["error"] or wrong["first_bad"] or "values differ"
+        parts.append(f'<strong class="bad">First stage that went wrong: {wrong["index"]} '
+                     f'{esc(wrong["name"])}</strong>: {esc(why)}')
+    if slow is not None:
+        parts.append(f'<strong class="slow">First stage more than {v["slower_factor"]:g}x '
+                     f'slower: {slow["index"]} {esc(slow["name"])}</strong> '
+                     f'({_seconds(slow["run_seconds"])})')
+    if wrong is None and slow is None:
+        parts.append("Every stage that ran matches the reference.")
+    return '<div class="verify-note">' + "<br>".join(parts) + "</div>"
 
 
 def _short(pipeline: str, limit: int = 80) -> str:

@@ -1,5 +1,6 @@
 // Live controls (re-run with another preset, granularity, no_nan or a pass pipeline, without
-// re-running the cell) and the status line that shows a run's progress or error.
+// re-running the cell; verify every stage; find the culprit pass of a wrong result or a slowdown)
+// and the status line that shows a run's progress or error.
 
 import { button, el } from './dom';
 import type { ExplorerCommand, ExplorerPayload, ExplorerStatus } from './types';
@@ -9,8 +10,12 @@ export class Controls {
   private readonly preset: HTMLSelectElement;
   private readonly granularity: HTMLSelectElement;
   private readonly noNan: HTMLInputElement;
+  private readonly exact: HTMLInputElement;
   private readonly pipeline: HTMLInputElement;
   private readonly run: HTMLButtonElement;
+  private readonly verify: HTMLButtonElement;
+  private readonly metric: HTMLSelectElement;
+  private readonly bisect: HTMLButtonElement;
 
   constructor(send: (cmd: ExplorerCommand) => void) {
     this.node = el('form', 'rl-controls');
@@ -23,6 +28,8 @@ export class Controls {
     }
     this.noNan = el('input', 'rl-no-nan');
     this.noNan.type = 'checkbox';
+    this.exact = el('input', 'rl-exact');
+    this.exact.type = 'checkbox';
     this.pipeline = el('input', 'rl-pipeline');
     this.pipeline.type = 'text';
     this.pipeline.placeholder = 'or a pass pipeline, e.g. inline,canonicalize,cse';
@@ -34,13 +41,38 @@ export class Controls {
     this.run.type = 'submit';
     const noNan = el('label', '', ' no_nan');
     noNan.prepend(this.noNan);
+    const exact = el('label', '', ' Reactant exact');
+    exact.prepend(this.exact);
+    exact.title =
+      "run Reactant's enzyme-hlo pattern list untouched (by default the patterns measured wrong or slow here are left out)";
+    this.verify = button('verify', () => send({ command: 'verify' }), 'rl-verify-btn');
+    this.verify.title = 'compile, run and time every stage on the example inputs, and compare each with the reference';
+    this.metric = el('select', 'rl-metric');
+    this.metric.setAttribute('aria-label', 'what the culprit breaks');
+    for (const [value, label] of [
+      ['result', 'wrong result'],
+      ['runtime', 'slower run'],
+      ['compile_time', 'slower compile']
+    ]) {
+      this.metric.appendChild(new Option(label, value));
+    }
+    this.bisect = button(
+      'find culprit',
+      () => send({ command: 'bisect', metric: this.metric.value as 'result' | 'runtime' | 'compile_time' }),
+      'rl-bisect-btn'
+    );
+    this.bisect.title = 'bisect the passes for the one that makes this go wrong';
+    const tools = el('span', 'rl-tools');
+    tools.append(this.verify, this.metric, this.bisect);
     this.node.append(
       el('span', 'rl-label', 'optimize'),
       this.preset,
       this.granularity,
       noNan,
+      exact,
       this.pipeline,
-      this.run
+      this.run,
+      tools
     );
     this.node.addEventListener('submit', ev => {
       ev.preventDefault();
@@ -50,6 +82,7 @@ export class Controls {
         optimize: this.preset.value,
         granularity: this.granularity.value as 'stage' | 'pass',
         no_nan: this.noNan.checked,
+        exact: this.exact.checked,
         pipeline: pipeline || null
       });
     });
@@ -70,10 +103,15 @@ export class Controls {
     if (typeof m.no_nan === 'boolean') {
       this.noNan.checked = m.no_nan;
     }
+    if (typeof m.exact === 'boolean') {
+      this.exact.checked = m.exact;
+    }
   }
 
   setBusy(busy: boolean): void {
-    this.run.disabled = busy;
+    for (const b of [this.run, this.verify, this.bisect]) {
+      b.disabled = busy;
+    }
   }
 }
 

@@ -21,6 +21,7 @@ import { installStyle } from './style';
 import { TextStore } from './texts';
 import { TextView } from './textview';
 import type {
+  BisectEntry,
   DiffEntry,
   ExplorerCommand,
   ExplorerHandle,
@@ -29,6 +30,7 @@ import type {
   ExplorerResult,
   ExplorerStatus
 } from './types';
+import { bisectPanel, verifyNote } from './verify';
 
 export * from './types';
 
@@ -63,6 +65,8 @@ class Explorer implements ExplorerHandle {
   private readonly problem = el('div', 'rl-problem');
   private readonly body = el('div', 'rl-body');
   private readonly status = new StatusLine();
+  private readonly verifyBox = el('div', 'rl-verify');
+  private readonly bisectBox = el('div', 'rl-bisect-box');
   private readonly controls: Controls | null;
   private readonly stageList: StageList;
   private readonly tabBar = el('div', 'rl-tabs');
@@ -106,7 +110,16 @@ class Explorer implements ExplorerHandle {
     const main = el('div', 'rl-main');
     main.append(this.tabBar, this.panel);
     this.body.append(this.stageList.node, main);
-    this.root.append(this.title, ...(this.controls ? [this.controls.node] : []), this.status.node, this.problem, this.body);
+    this.bisectBox.hidden = true;
+    this.root.append(
+      this.title,
+      ...(this.controls ? [this.controls.node] : []),
+      this.status.node,
+      this.bisectBox,
+      this.problem,
+      this.verifyBox,
+      this.body
+    );
     host.appendChild(this.root);
   }
 
@@ -133,7 +146,16 @@ class Explorer implements ExplorerHandle {
         (versions ? ` · ${versions}` : '') + (this.controls ? '' : ' · saved output'))
     );
     this.controls?.sync(payload);
+    const v = payload.verification;
+    this.verifyBox.replaceChildren(...(v ? [verifyNote(v)] : []));
+    this.verifyBox.hidden = !v;
     void this.render();
+  }
+
+  showBisect(entry: BisectEntry | null): void {
+    const shown = entry !== null && typeof entry === 'object' && typeof entry.why === 'string';
+    this.bisectBox.replaceChildren(...(shown ? [bisectPanel(entry)] : []));
+    this.bisectBox.hidden = !shown;
   }
 
   setStatus(status: ExplorerStatus): void {
@@ -201,7 +223,7 @@ class Explorer implements ExplorerHandle {
     if (!payload || !state) {
       return;
     }
-    this.stageList.render(payload.stages, state.stage, state.hideUnchanged);
+    this.stageList.render(payload.stages, state.stage, state.hideUnchanged, payload.verification);
     for (const b of Array.from(this.tabBar.children) as HTMLElement[]) {
       b.classList.toggle('active', b.dataset.tab === state.tab);
       b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));

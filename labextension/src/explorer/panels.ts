@@ -144,6 +144,10 @@ export function signaturePanel(payload: ExplorerPayload): HTMLElement {
         r.type,
         marks([
           [r.preserved_from !== null, `alias of ${r.preserved_from}`],
+          [
+            r.preserved_from === null && (r.preserved_after ?? null) !== null,
+            `preserved after the pipeline: ${r.preserved_after} (traced as computed)`
+          ],
           [r.writes_back !== null, `written back to ${r.writes_back}`]
         ])
       ])

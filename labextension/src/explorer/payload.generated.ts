@@ -61,7 +61,7 @@ export type ExplorerResult = DiffResult | SliceResult | ErrorResult;
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
  * via the `definition` "ExplorerCommand".
  */
-export type ExplorerCommand = RerunCommand | DiffCommand | SliceCommand;
+export type ExplorerCommand = RerunCommand | DiffCommand | SliceCommand | VerifyCommand | BisectCommand;
 
 /**
  * The explorer payload, schema version 1: everything the explorer shows of one exploration (reactant_lab.render.payload.build_payload). Indices are 0-based, times are seconds, text is plain text unless a field name says html or svg. The meaning of each part: docs/explorer-schema.md.
@@ -99,6 +99,7 @@ export interface ExplorerPayload {
    */
   run: RunTimings | null;
   bench?: BenchEntry;
+  verification?: VerificationEntry;
 }
 /**
  * What was explored, and how.
@@ -131,6 +132,10 @@ export interface PayloadMeta {
    * Whether the enzyme-hlo patterns could assume no NaNs (absent in payloads of earlier releases).
    */
   no_nan?: boolean;
+  /**
+   * Whether Reactant's enzyme-hlo pattern list ran untouched, the exclusion table not applied (absent in payloads of earlier releases).
+   */
+  exact?: boolean;
   /**
    * The optimize presets a live explorer can re-run with (reactant_lab.PRESETS, in order; absent in payloads of earlier releases).
    */
@@ -211,6 +216,10 @@ export interface SignatureResult {
    * The mutated argument this result's value is written into, else null.
    */
   writes_back: string | null;
+  /**
+   * The argument this result is after the pass pipeline (the passes reduced it to the argument returned unchanged: the executable does not compute it, and the argument is not donated), else null. preserved_from is the traced view.
+   */
+  preserved_after?: string | null;
 }
 /**
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
@@ -629,6 +638,167 @@ export interface BenchRowEntry {
   gb_per_s: number | null;
 }
 /**
+ * Every stage compiled, run on copies of the example inputs, compared with a reference and timed (reactant_lab.verify.Verification); only in payloads of verified explorations.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "VerificationEntry".
+ */
+export interface VerificationEntry {
+  /**
+   * What the stages were compared with.
+   */
+  reference: 'numpy' | 'jax' | 'stage0';
+  /**
+   * The reference in words (NumPy eager, jax.jit, the traced module).
+   */
+  reference_label: string;
+  /**
+   * The tolerance rule, in words.
+   */
+  tolerance: string;
+  /**
+   * Timed samples per stage (run times are their median).
+   */
+  repeat: number;
+  /**
+   * A stage is marked slower past this many times the fastest earlier stage.
+   */
+  slower_factor: number;
+  /**
+   * The index of the first stage whose result is off the reference, else null.
+   */
+  first_wrong: number | null;
+  /**
+   * The index of the first stage more than slower_factor times slower than the fastest before it, else null.
+   */
+  first_slower: number | null;
+  /**
+   * One per stage, in stage order.
+   */
+  checks: StageCheckEntry[];
+}
+/**
+ * One stage's module compiled, run and compared (reactant_lab.verify.StageCheck); figures are null where unknown (or not finite).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "StageCheckEntry".
+ */
+export interface StageCheckEntry {
+  /**
+   * The stage's index.
+   */
+  index: number;
+  /**
+   * The stage's name.
+   */
+  name: string;
+  /**
+   * XLA compile time of the stage's module.
+   */
+  compile_seconds: number | null;
+  /**
+   * Median run time of the executable alone.
+   */
+  run_seconds: number | null;
+  /**
+   * Largest absolute difference from the reference.
+   */
+  max_abs: number | null;
+  /**
+   * Largest relative difference from the reference.
+   */
+  max_rel: number | null;
+  /**
+   * Within tolerance of the reference; null when it could not run.
+   */
+  ok: boolean | null;
+  /**
+   * The first value off, when not ok.
+   */
+  first_bad: string | null;
+  /**
+   * Why the module could not be compiled or run.
+   */
+  error: string | null;
+  /**
+   * The earlier stage whose module this one equals (its figures are reused), else null.
+   */
+  same_as: number | null;
+  /**
+   * More than slower_factor times the fastest earlier stage.
+   */
+  slower: boolean;
+}
+/**
+ * The live widget's bisect trait: the pass a bisection found (reactant_lab.BisectResult), or null before any.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "BisectEntry".
+ */
+export interface BisectEntry {
+  fn_name: string;
+  /**
+   * What was bisected on.
+   */
+  metric: 'result' | 'runtime' | 'compile_time';
+  /**
+   * The factor a time metric had to grow by, else null.
+   */
+  threshold: number | null;
+  /**
+   * What results were compared with (the result metric), else null.
+   */
+  reference: string | null;
+  /**
+   * A single culprit pass was found.
+   */
+  found: boolean;
+  /**
+   * What the bisection concluded, in words.
+   */
+  why: string;
+  /**
+   * The stage the culprit ran in.
+   */
+  stage: string | null;
+  pass_index: number | null;
+  pass_name: string | null;
+  /**
+   * The culprit pass as a pipeline string.
+   */
+  pass_pipeline: string | null;
+  /**
+   * The enzyme-hlo patterns narrowed to, when the culprit is a pattern set.
+   */
+  patterns: string[];
+  /**
+   * The figures without the culprit.
+   */
+  good: StageCheckEntry | null;
+  /**
+   * The figures with it.
+   */
+  bad: StageCheckEntry | null;
+  /**
+   * Compile-and-run tests the bisection took.
+   */
+  tests: number;
+  seconds: number;
+  /**
+   * The folder of the standalone reproducer, else null.
+   */
+  reproducer: string | null;
+  /**
+   * The culprit's before -> after diff as plain unified text (Diff.text), else null.
+   */
+  diff: string | null;
+  diff_summary: string | null;
+  /**
+   * What each step tested.
+   */
+  log: string[];
+}
+/**
  * The live widget's status trait (docs/widget-protocol.md).
  *
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
@@ -678,6 +848,10 @@ export interface RerunCommand {
   optimize: string;
   granularity: 'stage' | 'pass';
   no_nan: boolean;
+  /**
+   * Run Reactant's enzyme-hlo pattern list untouched (the exclusion table not applied); absent: as the payload was made.
+   */
+  exact?: boolean;
   pipeline: string | null;
 }
 export interface DiffCommand {
@@ -691,4 +865,17 @@ export interface SliceCommand {
   id: number;
   stage: number;
   result: string;
+}
+/**
+ * Verify every stage of the shown exploration on the example inputs.
+ */
+export interface VerifyCommand {
+  command: 'verify';
+}
+/**
+ * Find the pass that makes the metric go wrong, with the explorer's options.
+ */
+export interface BisectCommand {
+  command: 'bisect';
+  metric: 'result' | 'runtime' | 'compile_time';
 }

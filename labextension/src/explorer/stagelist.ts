@@ -1,9 +1,19 @@
 // The stage list: one row per stage (or pass) with its changed marker, op count and change,
-// and time; a toggle hides the stages that left the module unchanged.
+// and time (and, when verified, XLA compile, run time and error); a toggle hides the stages that
+// left the module unchanged.
 
 import { el, formatSeconds } from './dom';
 import { visibleStages } from './state';
-import type { StageEntry } from './types';
+import type { StageEntry, VerificationEntry } from './types';
+import { VERIFY_HEADS, checkReason, verifyCells, verifyClasses } from './verify';
+
+const HEADS: [string, string][] = [
+  ['#', 'stage index'],
+  ['stage', 'stage or pass'],
+  ['ops', 'op count'],
+  ['Δ', 'change of the op count'],
+  ['time', 'time the stage took']
+];
 
 export interface StageListEvents {
   onSelect(stage: number): void;
@@ -15,6 +25,7 @@ export class StageList {
   readonly node: HTMLDivElement;
   private readonly toggle: HTMLInputElement;
   private readonly count: HTMLSpanElement;
+  private readonly head: HTMLTableRowElement;
   private readonly body: HTMLTableSectionElement;
 
   constructor(private readonly events: StageListEvents) {
@@ -26,19 +37,8 @@ export class StageList {
     this.count = el('span', 'rl-note');
     bar.append(this.toggle, document.createTextNode(' hide unchanged '), this.count);
     const t = el('table', 'rl-stage-table');
-    const head = el('tr');
-    for (const [h, title] of [
-      ['#', 'stage index'],
-      ['stage', 'stage or pass'],
-      ['ops', 'op count'],
-      ['Δ', 'change of the op count'],
-      ['time', 'time the stage took']
-    ]) {
-      const th = el('th', '', h);
-      th.title = title;
-      head.appendChild(th);
-    }
-    t.createTHead().appendChild(head);
+    this.head = el('tr');
+    t.createTHead().appendChild(this.head);
     this.body = t.createTBody();
     t.tabIndex = 0;
     t.setAttribute('aria-label', 'stages: arrow keys or j / k move');
@@ -55,8 +55,20 @@ export class StageList {
     this.node.append(bar, t);
   }
 
-  render(stages: readonly StageEntry[], selected: number, hideUnchanged: boolean): void {
+  render(
+    stages: readonly StageEntry[],
+    selected: number,
+    hideUnchanged: boolean,
+    verification?: VerificationEntry
+  ): void {
     this.toggle.checked = hideUnchanged;
+    this.head.replaceChildren(
+      ...[...HEADS, ...(verification ? VERIFY_HEADS : [])].map(([h, title]) => {
+        const th = el('th', '', h);
+        th.title = title;
+        return th;
+      })
+    );
     const shown = visibleStages(stages, hideUnchanged, selected);
     const changed = stages.filter(s => s.index > 0 && s.changed).length;
     this.count.textContent = `(${changed} of ${Math.max(0, stages.length - 1)} changed the module)`;
@@ -91,6 +103,17 @@ export class StageList {
         el('td', `rl-num ${delta > 0 ? 'up' : delta < 0 ? 'down' : ''}`, delta ? `${delta > 0 ? '+' : ''}${delta}` : ''),
         el('td', 'rl-num', formatSeconds(s.seconds))
       );
+      if (verification) {
+        const check = verification.checks.find(c => c.index === s.index);
+        tr.append(...verifyCells(verification, check));
+        const marks = verifyClasses(verification, s.index);
+        tr.classList.add(...marks);
+        if (check && marks.length) {
+          const badge = el('span', 'rl-verify-mark', marks.includes('rl-first-wrong') ? ' ✗ first wrong' : ` ${verification.slower_factor}× slower`);
+          badge.title = checkReason(verification, check);
+          name.insertBefore(badge, mark.nextSibling); // before the name, which may be cut
+        }
+      }
       tr.addEventListener('click', () => this.events.onSelect(s.index));
       return tr;
     });

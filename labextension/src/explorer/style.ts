@@ -94,6 +94,25 @@ background:var(--rl-bg2);border:1px solid var(--rl-line);margin-bottom:4px}
 .rl-status[data-state=error]{border-color:#cf222e;color:#cf222e;background:rgba(248,81,73,.08);
 white-space:pre-wrap}
 .rl-status progress{margin-right:.6em;vertical-align:middle}
+.rl-tools{display:inline-flex;gap:.4em;align-items:center;margin-left:auto}
+.rl-verify-note{padding:3px 6px;margin-bottom:4px;border:1px solid var(--rl-line);background:var(--rl-bg2)}
+.rl-verify-wrong{color:#cf222e;font-weight:600}.rl-verify-slower{color:#9a6700;font-weight:600}
+.rl-verify-ok{color:#1a7f37}
+.rl-stage-table td.rl-verdict{text-align:right;font-variant-numeric:tabular-nums}
+.rl-stage-table td.rl-ok{color:#1a7f37}.rl-stage-table td.rl-bad{color:#cf222e;font-weight:600}
+.rl-stage-table td.rl-slower{color:#9a6700;font-weight:600}
+.rl-stage-table tr.rl-first-wrong td{box-shadow:inset 0 -2px 0 #cf222e;background:rgba(248,81,73,.12)}
+.rl-stage-table tr.rl-first-slower:not(.rl-first-wrong) td{box-shadow:inset 0 -2px 0 #bf8700;
+background:rgba(212,167,44,.15)}
+.rl-verify-mark{font-size:.85em;font-weight:600;color:#cf222e}
+.rl-first-slower:not(.rl-first-wrong) .rl-verify-mark{color:#9a6700}
+.rl-bisect{padding:4px 6px;margin-bottom:4px;border:1px solid var(--rl-line);border-left:4px solid #cf222e}
+.rl-bisect-none{border-left-color:var(--rl-mute)}.rl-culprit{font-weight:600}
+.rl-bisect table{border-collapse:collapse;margin:4px 0}.rl-bisect td,.rl-bisect th{border:1px solid var(--rl-line);
+padding:1px 6px;text-align:left}
+.rl-bisect pre{max-height:320px;overflow:auto;margin:2px 0;
+font:12px/1.4 var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace)}
+.rl-diff-text .add{background:var(--rl-add)}.rl-diff-text .del{background:var(--rl-del)}
 `;
 
 const STYLE_ID = 'reactant-lab-explorer-style';

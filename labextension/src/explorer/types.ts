@@ -2,11 +2,13 @@
 // (reactant_lab/render/explorer.schema.json, see payload.generated.ts); here only what the front
 // end itself adds.
 
-import type { ExplorerCommand, ExplorerPayload, ExplorerStatus } from './payload.generated';
+import type { BisectEntry, ExplorerCommand, ExplorerPayload, ExplorerStatus } from './payload.generated';
 
 export type {
   BenchEntry,
   BenchRowEntry,
+  BisectCommand,
+  BisectEntry,
   DeltaText,
   DiffCommand,
   DiffEntry,
@@ -34,8 +36,11 @@ export type {
   SliceCommand,
   SliceData,
   SliceResult,
+  StageCheckEntry,
   StageEntry,
   TextEntry,
+  VerificationEntry,
+  VerifyCommand,
   XlaEntry
 } from './payload.generated';
 
@@ -52,5 +57,7 @@ export interface ExplorerHandle {
   update(payload: ExplorerPayload): void;
   setStatus(status: ExplorerStatus): void;
   showResult(kind: string, data: unknown): void;
+  /** Show what a bisection found (null: nothing yet). */
+  showBisect(entry: BisectEntry | null): void;
   dispose(): void;
 }
