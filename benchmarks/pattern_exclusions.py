@@ -121,7 +121,18 @@ def recheck(min_time: float) -> int:
             continue
         fn, args = _evidence_fn(entry)
         fresh = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-        if entry["kind"] == "wrong":
+        if entry["kind"] == "crash":
+            try:
+                rl.jit(fn, exact=True)(*fresh)
+                holds = False
+            except rl.PassCrashedError:
+                holds = True
+            rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(
+                *[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            print(f"{entry['pattern']} (crash): with it "
+                  f"{'the pattern pass crashes' if holds else 'STALE: no crash'}; without it the "
+                  "call compiles and runs")
+        elif entry["kind"] == "wrong":
             with_p = np.asarray(rl.jit(fn, exact=True)(*fresh))
             without = np.asarray(rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(
                 *[a.copy() if isinstance(a, np.ndarray) else a for a in args]))

@@ -58,7 +58,8 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
     wanted = patterns.reactant_patterns(no_nan=no_nan)
     listed = patterns.pattern_list(no_nan=no_nan)
     missing, excluded = set(listed.missing), set(listed.excluded)
-    assert excluded == {"slice_of_dynamic_update<1>"} and excluded <= set(wanted)
+    assert excluded == {"slice_of_dynamic_update<1>", "slice_reshape_elementwise<1>"}
+    assert excluded <= set(wanted)
     runs = td_patterns(st.pipeline)
     assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
     for run in runs:
@@ -66,7 +67,8 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
     head = f"{len(missing)} of Reactant's {len(wanted)} enzyme-hlo patterns"
     for name in ("optimize+sroa", "optimize", "optimize (after AD)"):
         note = st[name].unavailable
-        assert note.startswith("left out as measured wrong or slow here: slice_of_dynamic_update<1>")
+        assert note.startswith("left out as measured wrong, crashing or slow here: "
+                               "slice_of_dynamic_update<1>, slice_reshape_elementwise<1>")
         assert head in note
         assert set(note.split("left out: ", 1)[1].split(", ")) == missing
     assert st["batch"].unavailable is None
@@ -76,7 +78,7 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
 def test_every_exclusion_names_a_reactant_pattern_and_its_evidence():
     listed = set(patterns.reactant_patterns(no_nan=False))
     for entry in patterns.exclusions():
-        assert entry["pattern"] in listed and entry["kind"] in ("wrong", "slow")
+        assert entry["pattern"] in listed and entry["kind"] in ("wrong", "crash", "slow")
         assert entry["why"] and entry["evidence"] and entry["targets"]
 
 
@@ -104,6 +106,28 @@ def test_the_excluded_pattern_is_still_wrong_so_its_exclusion_still_holds(monkey
     finally:
         monkeypatch.delenv("REACTANT_LAB_PATTERNS")
         patterns.pattern_list.cache_clear()
+
+
+def _strided_slice_of_reshape(a):
+    return jax.numpy.sin(a.reshape(1, 6)).reshape(6)[2:3:2]
+
+
+@pytest.mark.parametrize("preset", ["all", "no_enzyme", "before_raise"])
+def test_a_strided_slice_of_a_reshape_compiles_and_is_right_in_the_presets(preset):
+    a = jax.numpy.arange(6, dtype=jax.numpy.float32)
+    got = np.asarray(rl.jit(_strided_slice_of_reshape, optimize=preset)(a))
+    np.testing.assert_allclose(got, np.sin(np.arange(6, dtype=np.float32))[2:3:2], rtol=1e-6)
+
+
+@needs_enzyme
+def test_the_crashing_pattern_still_crashes_so_its_exclusion_still_holds():
+    """When this fails, enzyme-ad fixed the pattern: drop its entry from the table."""
+    a = jax.numpy.arange(6, dtype=jax.numpy.float32)
+    with pytest.raises(rl.PassCrashedError, match="SIGSEGV"):
+        rl.jit(_strided_slice_of_reshape, exact=True)(a)
+    got = rl.jit(_strided_slice_of_reshape, exact=True,
+                 exclude_patterns="slice_reshape_elementwise")(a)
+    np.testing.assert_allclose(np.asarray(got), np.sin(np.arange(6.0))[2:3:2], rtol=1e-6)
 
 
 @needs_enzyme

@@ -45,7 +45,7 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
 
     A preset named ``"<preset>+exact"`` (e.g. ``"all+exact"``) runs Reactant's pattern list
-    untouched beside the default (which leaves out the patterns measured wrong or slow here);
+    untouched beside the default (which leaves out the patterns measured wrong, crashing or slow here);
     ``exclude_patterns`` / ``patterns`` / ``exact`` apply to every preset, as in ``jit``.
 
     Baselines: ``numpy`` runs the function eagerly on copies of NumPy inputs (NumPy-mode code

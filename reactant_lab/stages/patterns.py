@@ -128,7 +128,7 @@ class PatternList:
         if self.source == "user":
             notes.append(f"the call's own list of {len(self.patterns)} patterns (patterns=)")
         if self.excluded:
-            notes.append(f"left out as measured wrong or slow here: {', '.join(self.excluded)} "
+            notes.append(f"left out as measured wrong, crashing or slow here: {', '.join(self.excluded)} "
                          "(the evidence is in reactant_lab/stages/pattern_exclusions.json; "
                          "exact=True runs them)")
         if self.missing:

@@ -44,7 +44,7 @@ export class Controls {
     const exact = el('label', '', ' Reactant exact');
     exact.prepend(this.exact);
     exact.title =
-      "run Reactant's enzyme-hlo pattern list untouched (by default the patterns measured wrong or slow here are left out)";
+      "run Reactant's enzyme-hlo pattern list untouched (by default the patterns measured wrong, crashing or slow here are left out)";
     this.verify = button('verify', () => send({ command: 'verify' }), 'rl-verify-btn');
     this.verify.title = 'compile, run and time every stage on the example inputs, and compare each with the reference';
     this.metric = el('select', 'rl-metric');
