@@ -328,7 +328,7 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
     if layout.writeback or layout.captures or any(
             isinstance(s, Static) and s.value is not None for s in layout.in_slots):
         return None
-    if any(isinstance(s, Preserved | ArgView | Forwarded) or (
+    if any(isinstance(s, Preserved | ArgView | Forwarded | UpdatedArg) or (
             isinstance(s, Static) and s.value is not None) for s in layout.out_slots):
         return None
 

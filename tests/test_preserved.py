@@ -126,3 +126,18 @@ def test_the_explorer_shows_both_views(rng):
     assert first["preserved_after"] == "args[0]" and first["index"] == 0  # in the stages' main
     assert second["preserved_after"] is None
     assert payload["signature"]["args"][0]["donated"] is False
+
+
+def empty_update_returned(a):
+    v = a.reshape(-1)  # a copy for a Fortran-order a
+    a[2:2:2] = 0.125  # writes nothing: the write-back is the argument's own value
+    return v * 1.0, a
+
+
+def test_an_updated_argument_whose_write_back_is_dropped_is_still_returned(rng):
+    a = np.asfortranarray(rng.random((3, 6)))
+    before = a.copy()
+    got_v, got_a = rl.jit(empty_update_returned)(a)
+    assert got_a is a
+    np.testing.assert_array_equal(a, before)
+    np.testing.assert_array_equal(got_v, before.reshape(-1))
