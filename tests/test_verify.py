@@ -1,4 +1,4 @@
-"""Stage verification (reactant_lab/verify.py): each stage's module compiled, run on the example
+"""Stage verification (reactant_lab/verify/): each stage's module compiled, run on the example
 inputs and compared with NumPy eager / jax.jit / the traced module, within a dtype tolerance."""
 
 from __future__ import annotations
