@@ -14,7 +14,7 @@ from reactant_lab.trace.user_errors import calling_user_frame, control_flow_erro
 # Functions whose result shape depends on the values: no static-shape equivalent exists.
 _DATA_DEPENDENT = frozenset({
     "nonzero", "argwhere", "flatnonzero", "unique", "unique_values", "unique_counts",
-    "unique_inverse", "unique_all", "extract", "compress", "histogram", "bincount", "trim_zeros",
+    "unique_inverse", "unique_all", "extract", "compress", "trim_zeros",
     "setdiff1d", "intersect1d", "union1d", "setxor1d", "where"})
 
 

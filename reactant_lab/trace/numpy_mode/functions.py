@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.trace.numpy_mode import errors, masks
+from reactant_lab.trace.numpy_mode.binning import BINNING
 from reactant_lab.trace.numpy_mode.creation import LIKE, bind, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
 from reactant_lab.trace.numpy_mode.layouts import like_operands, like_reduction
@@ -48,9 +49,9 @@ _KEEP = (
     "diag", "diagflat", "diagonal", "tril", "triu", "pad", "broadcast_to", "broadcast_arrays",
     "atleast_1d", "atleast_2d", "atleast_3d", "split", "array_split", "hsplit", "vsplit",
     "dsplit", "meshgrid", "sort", "argsort", "partition", "argpartition",
-    "searchsorted", "argmax", "argmin", "nanargmax", "nanargmin", "max", "min", "amax", "amin",
+    "argmax", "argmin", "nanargmax", "nanargmin", "max", "min", "amax", "amin",
     "nanmax", "nanmin", "ptp", "any", "all", "count_nonzero", "round", "around", "fix",
-    "real_if_close", "choose", "digitize", "resize", "delete", "insert", "unravel_index",
+    "real_if_close", "choose", "resize", "delete", "insert", "unravel_index",
     "ravel_multi_index", "triu_indices_from", "tril_indices_from", "diag_indices_from",
     "iscomplex", "isreal", "isneginf", "isposinf", "isin", "lexsort", "apply_along_axis",
     "apply_over_axes", "piecewise", "polyadd", "polysub", "polymul", "polyder", "polyint")
@@ -73,6 +74,8 @@ class Entry:
     """Cast array inputs up to NumPy's result dtype before calling ``fn``."""
     proxy: bool = False
     """``fn`` works on the proxies (views, in-place updates) rather than traced values."""
+    eager: bool = False
+    """For a ``proxy`` entry: run NumPy itself when no argument is traced."""
 
 
 def _entries(np_ns: Any, jnp_ns: Any, names: tuple[str, ...],
@@ -87,6 +90,7 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
     **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE, **LIKE}.items()},
+    **{f: Entry(fn, proxy=True, eager=True) for f, fn in BINNING.items()},
 }
 # NumPy lays these functions' results out like their array operands (order='K'), or like their
 # first argument without the reduced axes; the others' results are C order.
@@ -122,7 +126,7 @@ def apply(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
     check_static_indices(func, args, kwargs)
     if func in (np.tril, np.triu) and _traced_offset(args, kwargs):
         return _triangle(func, *args, **kwargs)
-    if entry.proxy:
+    if entry.proxy and not (entry.eager and _concrete(args, kwargs)):
         return entry.fn(*args, **kwargs)
     if func in _ARRAY_SEQUENCES and args and isinstance(args[0], list | tuple):
         args = (type(args[0])(_as_array(x) for x in args[0]), *args[1:])
@@ -130,10 +134,15 @@ def apply(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
                 and x.mask is not None]
     if selected:
         return new_result(masks.reduce(func.__name__, entry.fn, selected[0], dict(kwargs)))
-    if all(concrete_of(x) is not None for x in _leaves((args, kwargs))
-           if isinstance(x, ProxyArray)):
+    if _concrete(args, kwargs):
         return _eager(func, args, kwargs)
     return _call(func, entry, args, dict(kwargs))
+
+
+def _concrete(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether every proxy among the arguments holds concrete data (NumPy itself can run)."""
+    return all(concrete_of(x) is not None for x in _leaves((args, kwargs))
+               if isinstance(x, ProxyArray))
 
 
 def check_static_indices(func: Callable[..., Any], args: tuple[Any, ...],
