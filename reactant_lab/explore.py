@@ -20,7 +20,7 @@ from reactant_lab.errors import PipelineError, TraceError
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
-from reactant_lab.trace import MODES, SignatureCache, Traced, flatten_for, trace
+from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, trace
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.user_fn import check_traceable
 from reactant_lab.verify import Verification
@@ -47,6 +47,8 @@ class ExploreOptions:
     """Trace Python numbers (else they are static)."""
     mode: str = "auto"
     """Trace mode: 'auto', 'numpy' or 'jax'."""
+    loops: str = "unroll"
+    """Python loops and branches: 'auto' (roll where possible), 'roll' or 'unroll'."""
     exclude_patterns: tuple[str, ...] = ()
     """enzyme-hlo patterns to leave out (entries or names, e.g. 'slice_of_dynamic_update')."""
     patterns: tuple[str, ...] | None = None
@@ -70,6 +72,8 @@ class ExploreOptions:
                                 f"{self.granularity!r}")
         if self.mode not in MODES:
             raise TraceError(f"unknown trace mode {self.mode!r}; valid modes: {', '.join(MODES)}")
+        if self.loops not in LOOPS:
+            raise TraceError(f"unknown loops={self.loops!r}; valid values: {', '.join(LOOPS)}")
 
     @property
     def pattern_kwargs(self) -> dict[str, Any]:
@@ -191,7 +195,8 @@ def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, An
     """Trace ``fn(*args, **kwargs)``, stage, compile, (``options.verify``) verify every stage on
     copies of the arguments and (``run=True``) run it once: the one sequence every entry point
     uses (a NumPy kernel's arguments are then updated in place)."""
-    traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode, **kwargs)
+    traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode,
+                   loops=options.loops, **kwargs)
     ex = build_from_trace(traced, options)
     if options.verify:
         ex = verified(ex, args, kwargs)
@@ -224,14 +229,14 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
             patterns: Any = None, exact: bool = False, verify: bool = False,
-            reference: str = "auto", **kwargs: Any) -> Exploration:
+            reference: str = "auto", loops: str = "unroll", **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
     it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
-                             trace_scalars=trace_scalars, mode=mode,
+                             trace_scalars=trace_scalars, mode=mode, loops=loops,
                              exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
                              verify=verify, reference=reference)
     return build(fn, args, kwargs, options, run=run)
@@ -240,10 +245,10 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
 def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
              no_nan: bool = False, debug_info: bool = False, mode: str = "auto",
              exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
-             **kwargs: Any) -> str:
+             loops: str = "unroll", **kwargs: Any) -> str:
     """The module after the ``optimize`` preset, as text (Reactant's ``@code_hlo``)."""
     _check_not_compiled(fn, "code_hlo")
-    stages = trace(fn, *args, mode=mode, **kwargs).stages(
+    stages = trace(fn, *args, mode=mode, loops=loops, **kwargs).stages(
         optimize, no_nan=no_nan, exclude_patterns=exclude_patterns, patterns=patterns,
         exact=exact)
     return stages.final.as_text(debug_info=debug_info)
@@ -251,10 +256,11 @@ def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
 
 def code_xla(fn: Callable[..., Any], *args: Any, optimize: str = "all", no_nan: bool = False,
              device: Any | None = None, mode: str = "auto", exclude_patterns: Any = (),
-             patterns: Any = None, exact: bool = False, **kwargs: Any) -> str:
+             patterns: Any = None, exact: bool = False, loops: str = "unroll",
+             **kwargs: Any) -> str:
     """XLA's optimized HLO after the ``optimize`` preset (Reactant's ``@code_xla``)."""
     _check_not_compiled(fn, "code_xla")
-    stages = trace(fn, *args, mode=mode, **kwargs).stages(
+    stages = trace(fn, *args, mode=mode, loops=loops, **kwargs).stages(
         optimize, no_nan=no_nan, device=device, exclude_patterns=exclude_patterns,
         patterns=patterns, exact=exact)
     return stages.compile(device=device).hlo_text()
@@ -277,10 +283,10 @@ class JitFunction:
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
                  mode: str = "auto", exclude_patterns: Any = (), patterns: Any = None,
-                 exact: bool = False):
+                 exact: bool = False, loops: str = "unroll"):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
-                                      trace_scalars=trace_scalars, mode=mode,
+                                      trace_scalars=trace_scalars, mode=mode, loops=loops,
                                       exclude_patterns=exclude_patterns, patterns=patterns,
                                       exact=exact)
         """How each signature is traced, staged and compiled."""
@@ -314,15 +320,18 @@ class JitFunction:
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
         trace_scalars: bool = False, donate: bool = False, mode: str = "auto",
-        exclude_patterns: Any = (), patterns: Any = None, exact: bool = False) -> Any:
+        exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
+        loops: str = "unroll") -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
     enzyme-hlo patterns measured wrong, crashing or slow on the target are left out; ``exact=True`` runs
-    Reactant's list untouched, ``exclude_patterns`` / ``patterns`` as in ``Traced.stages``."""
+    Reactant's list untouched, ``exclude_patterns`` / ``patterns`` as in ``Traced.stages``;
+    ``loops`` as in ``trace``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,
-                           exclude_patterns=exclude_patterns, patterns=patterns, exact=exact)
+                           exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
+                           loops=loops)
 
     return compiled if fn is None else compiled(fn)

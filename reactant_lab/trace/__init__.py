@@ -9,7 +9,7 @@ from typing import Any
 
 from reactant_lab import backend
 from reactant_lab.errors import TraceError
-from reactant_lab.trace import captures
+from reactant_lab.trace import captures, control_flow
 from reactant_lab.trace.cache import SignatureCache
 from reactant_lab.trace.jax_mode import fn_name, trace_jax
 from reactant_lab.trace.lowering import Lowered
@@ -29,7 +29,9 @@ from reactant_lab.trace.specs import (
 from reactant_lab.trace.traced import Traced
 from reactant_lab.trace.user_fn import check_traceable
 
-__all__ = ["MODES", "ArgSpec", "CallLayout", "Computed", "Forwarded", "Preserved", "ResultSpec",
+LOOPS = control_flow.LOOPS
+
+__all__ = ["LOOPS", "MODES", "ArgSpec", "CallLayout", "Computed", "Forwarded", "Preserved", "ResultSpec",
            "SignatureCache", "SkippedArg", "Static", "Traced", "UpdatedArg", "flatten_for",
            "trace"]
 
@@ -37,7 +39,7 @@ MODES = ("auto", "numpy", "jax")
 
 
 def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
-          **kwargs: Any) -> Traced:
+          loops: str = "unroll", **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
@@ -48,6 +50,13 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     compiled call); ``'jax'`` traces JAX code; ``'auto'`` picks NumPy mode when the array
     arguments are NumPy arrays, and falls back to JAX mode when the function turns out to be JAX
     code (it hands an array to a JAX function).
+
+    ``loops``: ``'auto'`` turns each Python ``for`` over a ``range`` of at least
+    ``control_flow.ROLL_THRESHOLD`` iterations into one ``stablehlo.while`` when its body allows
+    (else unrolls it, noted in ``Traced.loop_notes``), and each ``if`` / ``while`` on a traced
+    value into ``stablehlo.case`` / ``stablehlo.while``, in ``fn`` and the user functions it
+    calls; ``'roll'`` raises where a loop cannot roll; ``'unroll'`` runs every loop as Python.
+    See docs/loops.md.
     """
     _check_callable(fn)
     check_traceable(fn)
@@ -55,7 +64,11 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
     flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars)
-    lowered, used, flat = _lower(fn, flat, mode, (args, kwargs, trace_scalars))
+    run, why = control_flow.converted(fn, loops)
+    with control_flow.tracing(loops) as notes:
+        lowered, used, flat = _lower(run, flat, mode, (args, kwargs, trace_scalars))
+    if why is not None:
+        notes.insert(0, f"{fn_name(fn)} runs as Python: {why}")
     preserved = {r.path: r.preserved_from for r in lowered.results
                  if r.preserved_from and not r.view}
     # Nor is an argument donated when a result is a view of it.
@@ -72,7 +85,8 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         linear_results=lowered.results, preserved=types.MappingProxyType(preserved),
         mutated=tuple(flat.linear[a].path for a, _ in lowered.writeback),
         donation_mask=tuple(a.path not in preserved_args for a in flat.linear),
-        seconds=time.perf_counter() - start, layout=layout, ir=lowered.text, fn=fn)
+        seconds=time.perf_counter() - start, layout=layout, ir=lowered.text, fn=fn,
+        loop_notes=tuple(notes))
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,

@@ -42,6 +42,9 @@ class Traced:
     """The module text with every location (what the pass pipeline receives)."""
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     """The traced function itself."""
+    loop_notes: tuple[str, ...] = field(default=(), compare=False)
+    """Loops that were unrolled although ``loops=`` allowed rolling them, and functions whose
+    control flow could not be converted, each with the reason (``file:line: ...``)."""
 
     def as_text(self, debug_info: bool = False) -> str:
         """The StableHLO module. Block arguments always show their paths as locations; op
@@ -66,8 +69,8 @@ class Traced:
                           patterns=patterns, exact=exact)
 
     def summary(self) -> str:
-        """Plain-text description of the signature and the traced module's size (Python loops
-        over static ranges unroll: the op count shows what that costs)."""
+        """Plain-text description of the signature, the traced module's size and the loops
+        that were unrolled (the op count shows what that costs)."""
         ops = total_ops(op_counts(self.ir))
         lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms, "
                  f"{ops} ops)"]
@@ -76,6 +79,7 @@ class Traced:
         lines += [f"  static {s}" for s in self.skipped_args]
         lines += [f"  result {r}" for r in self.linear_results]
         lines += [f"  mutated {m}" for m in self.mutated]
+        lines += [f"  loops  {n}" for n in self.loop_notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:

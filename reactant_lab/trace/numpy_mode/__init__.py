@@ -6,9 +6,10 @@ Modules: storage (roots, view ops, write-through), proxy (the ndarray look-alike
 and functions (NumPy -> jax.numpy dispatch, NumPy's dtypes, NumPy scalars where NumPy gives them),
 layouts (the memory order of computed arrays), views and inplace (functions working on proxies),
 creation (overlays of np.zeros / ... / np.random while tracing), errors, tracer (the flat function
-handed to JAX).
+handed to JAX), journal and carry (what a rolled loop or a converted branch carries).
 """
 
+from reactant_lab.trace.numpy_mode import carry
 from reactant_lab.trace.numpy_mode.errors import JaxCodeError
 from reactant_lab.trace.numpy_mode.overlap import check_independent
 from reactant_lab.trace.numpy_mode.proxy import (
@@ -21,5 +22,5 @@ from reactant_lab.trace.numpy_mode.proxy import (
 from reactant_lab.trace.numpy_mode.storage import is_traced
 from reactant_lab.trace.numpy_mode.tracer import resargs_path, trace_numpy
 
-__all__ = ["JaxCodeError", "ProxyArray", "check_independent", "is_traced", "new_array",
+__all__ = ["JaxCodeError", "ProxyArray", "carry", "check_independent", "is_traced", "new_array",
            "new_scalar", "proxy_for", "resargs_path", "stand_in", "trace_numpy"]

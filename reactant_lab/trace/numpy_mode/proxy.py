@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import jax.numpy as jnp
 import numpy as np
 
-from reactant_lab.trace.numpy_mode import context, errors
+from reactant_lab.trace.numpy_mode import context, errors, journal
 from reactant_lab.trace.numpy_mode.operators import install_operators
 from reactant_lab.trace.numpy_mode.storage import (
     IMMUTABLE,
@@ -50,7 +50,7 @@ class ProxyArray:
         self._root, self._ops = root, ops
         self._shape = tuple(shape) if shape is not None else root.shape
         self._dtype = np.dtype(dtype) if dtype is not None else root.dtype
-        self._cache: tuple[int, Any] | None = None
+        self._cache: tuple[tuple[int, int], Any] | None = None
         self.mask = mask
         """For ``a[mask]`` with a traced mask: the selection (see masks); else None."""
 
@@ -60,8 +60,9 @@ class ProxyArray:
         """The traced JAX value (for a view: derived from its root's current value)."""
         if not self._ops:
             return self._root.value
-        if self._cache is None or self._cache[0] != self._root.version:
-            self._cache = (self._root.version, view_value(self._root, self._ops))
+        stamp = (self._root.epoch, journal.generation())
+        if self._cache is None or self._cache[0] != stamp:
+            self._cache = (stamp, view_value(self._root, self._ops))
         return self._cache[1]
 
     @property

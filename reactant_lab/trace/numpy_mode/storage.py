@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from reactant_lab.trace.numpy_mode import journal
 from reactant_lab.trace.paths import element_strides
 from reactant_lab.trace.user_errors import calling_user_frame
 
@@ -56,8 +57,9 @@ def to_jax(concrete: np.ndarray) -> jax.Array:
 class Root:
     """One array's storage: a traced value, or concrete NumPy data, and who may write to it."""
 
-    __slots__ = ("_model", "_order", "_shadow", "_strides", "_value", "arg", "concrete",
-                 "first_write", "frozen", "layout_read", "version", "weak")
+    __slots__ = ("__weakref__", "_model", "_order", "_shadow", "_strides", "_value", "arg",
+                 "concrete", "epoch", "first_write", "frozen", "layout_read", "serial", "version",
+                 "weak")
 
     def __init__(self, value: Any = None, concrete: np.ndarray | None = None, *,
                  frozen: str | None = None, arg: str | None = None, weak: bool = False,
@@ -84,6 +86,9 @@ class Root:
         """Bumped on every write; views compare it to know their cached value is stale."""
         self.first_write: traceback.FrameSummary | None = None
         """Where the user's code first updated this argument in place (arguments only)."""
+        self.serial = self.epoch = journal.stamp()
+        """``serial``: when it was made; ``epoch``: when its value last changed (view caches)."""
+        journal.created(self)
 
     def _lay_out(self, memory: np.ndarray | None) -> None:
         """Take the layout of ``memory`` (C order when None)."""
@@ -144,15 +149,41 @@ class Root:
 
     def set_traced(self, new: Any) -> None:
         """Rebind to a new traced value (an in-place update)."""
+        journal.writing(self)
         self._value, self.concrete = new, None
         self.version += 1
+        self.epoch = journal.stamp()
         if self.arg is not None and self.first_write is None:
             self.first_write = calling_user_frame()
 
     def touched(self) -> None:
         """The concrete data was updated in place by NumPy."""
+        journal.writing(self)
         self._value = None
         self.version += 1
+        self.epoch = journal.stamp()
+
+    def forget(self) -> None:
+        """Drop the traced constant made from the concrete data (made in a finished trace)."""
+        self._value = None
+
+    def hold(self, value: Any) -> None:
+        """Stand for ``value`` without a write (a rolled loop's carried value)."""
+        self._value, self.concrete, self.epoch = value, None, journal.stamp()
+
+    def save(self, copy: bool) -> tuple[Any, ...]:
+        """This root's state (its concrete data copied with ``copy``), for ``load``."""
+        data = self.concrete.copy() if copy and self.concrete is not None else self.concrete
+        return self._value, data, self.version, self.first_write
+
+    def load(self, saved: tuple[Any, ...]) -> None:
+        """Go back to a state ``save`` returned."""
+        self._value, data, self.version, self.first_write = saved
+        if data is not None and self.concrete is not None and data is not self.concrete:
+            self.concrete[...] = data  # views of the concrete data see it again
+        else:
+            self.concrete = data
+        self.epoch = journal.stamp()
 
     def shadow(self) -> np.ndarray:
         """An uninitialized byte array with this array's shape and memory layout: NumPy itself

@@ -25,7 +25,9 @@ from reactant_lab.trace.specs import ArgView, Preserved, UpdatedArg
 from reactant_lab.trace.user_errors import called_jax, describe, user_frame
 
 _RANDOM_STATE = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
-_OWN_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# Tracing's own calls into JAX (NumPy mode's, converted loops' and branches') are not the
+# kernel's: an error raised under them is not a sign of JAX code.
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def resargs_path(arg_path: str) -> str:

@@ -1,0 +1,45 @@
+"""Python control flow on traced values, converted automatically (Reactant's ``@trace for`` /
+``@trace if`` / ``@trace while``, AutoGraph's approach): the traced function's source is rewritten
+so that each ``for`` / ``while`` / ``if`` calls a runtime helper, which decides at trace time
+whether it runs as Python (static conditions, small static ranges, anything but ``range``) or
+becomes one ``stablehlo.while`` / ``stablehlo.case`` whose carried values it finds by itself.
+
+Modules: transform (the AST rewrite), convert (source -> rewritten function), runtime (the
+helpers converted code calls), loops and branches (the statements), slots and carry (what a loop
+or branch carries), session (``loops=`` and the notes of one trace).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from reactant_lab.trace.control_flow import runtime
+from reactant_lab.trace.control_flow.convert import convert
+from reactant_lab.trace.control_flow.session import LOOPS, ROLL_THRESHOLD, check_loops, session
+from reactant_lab.trace.numpy_mode import carry
+
+__all__ = ["LOOPS", "ROLL_THRESHOLD", "check_loops", "converted", "tracing"]
+
+
+def converted(fn: Callable[..., Any], loops: str) -> tuple[Callable[..., Any], str | None]:
+    """``fn`` with its control flow converted (``loops='unroll'``: ``fn`` itself), and a note
+    when it could not be converted."""
+    check_loops(loops)
+    if loops == "unroll":
+        return fn, None
+    return convert(fn, sys.modules[runtime.__name__])
+
+
+@contextlib.contextmanager
+def tracing(loops: str) -> Iterator[list[str]]:
+    """Trace under the loop policy ``loops``; the list yielded gets the notes (loops unrolled
+    and why, functions run as Python) when the block ends."""
+    notes: list[str] = []
+    with session(loops, numpy=False) as opened, carry.recording():
+        try:
+            yield notes
+        finally:
+            notes.extend(opened.notes)

@@ -1,0 +1,121 @@
+"""One attempt at rolling a loop: the carry built from the variables' values where the rolled part
+starts, the body traced once on stand-ins for them (``lax.fori_loop`` / ``lax.while_loop``), and
+every array the trace touched put back as it was; the attempt is repeated with more carried
+arrays when the body wrote one it did not carry."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+
+from reactant_lab.trace.control_flow.slots import (
+    CannotRoll,
+    Slot,
+    carried_value,
+    check_out,
+    describe,
+    stand_in,
+)
+from reactant_lab.trace.numpy_mode import carry
+
+
+class Carry:
+    """The carried state of one attempt: per variable a slot (``skip``: the loop target, set by
+    the loop itself), then the arrays written in place."""
+
+    def __init__(self, names: tuple[str, ...], state: tuple[Any, ...], *, skip: str | None,
+                 numpy: bool, mark: int, force: set[str], roots: list[carry.Root]):
+        self.names, self.skip, self.numpy, self.mark = names, skip, numpy, mark
+        self.slots = [describe(n, v, numpy, mark, n in force)
+                      for n, v in zip(names, state, strict=True) if n != skip]
+        self.roots = sorted(roots, key=lambda r: r.serial)
+        self.saved = {r: r.save(copy=True) for r in self.roots}
+        self._init = [carried_value(s, v) for s, v in self._pairs(state) if s.carried]
+        self._init += [r.value for r in self.roots]
+
+    def _pairs(self, state: tuple[Any, ...]) -> list[tuple[Slot, Any]]:
+        values = [v for n, v in zip(self.names, state, strict=True) if n != self.skip]
+        return list(zip(self.slots, values, strict=True))
+
+    @property
+    def init(self) -> list[Any]:
+        """The carried values where the rolled part starts."""
+        return self._init
+
+    def _state(self, flat: list[Any], target: Any) -> tuple[Any, ...]:
+        it = iter(flat)
+        values = iter([stand_in(s, next(it) if s.carried else None, self.numpy)
+                       for s in self.slots])
+        return tuple(target if n == self.skip else next(values) for n in self.names)
+
+    def enter(self, flat: list[Any], target: Any = None) -> tuple[Any, ...]:
+        """The variables as the body sees them for the carried ``flat``."""
+        n = sum(s.carried for s in self.slots)
+        for root, value in zip(self.roots, flat[n:], strict=True):
+            root.hold(value)
+        return self._state(list(flat[:n]), target)
+
+    def leave(self, state: tuple[Any, ...]) -> list[Any]:
+        """The carried values after the body, checked against the slots they started in."""
+        outs = [check_out(s, v, self.numpy, self.mark) for s, v in self._pairs(state)]
+        return [o for o, s in zip(outs, self.slots, strict=True) if s.carried] + [
+            r.value for r in self.roots]
+
+    def restore(self) -> None:
+        for root in self.roots:
+            root.load(self.saved[root])
+
+    def finish(self, flat: list[Any], target: Any) -> tuple[Any, ...]:
+        """The variables after the loop, and the carried arrays updated, for the final
+        ``flat``."""
+        n = sum(s.carried for s in self.slots)
+        for root, value in zip(self.roots, flat[n:], strict=True):
+            root.set_traced(value)
+        return self._state(list(flat[:n]), target)
+
+
+@contextlib.contextmanager
+def _journal(numpy: bool) -> Iterator[Any]:
+    if not numpy:
+        yield None
+        return
+    with carry.journal() as opened:
+        yield opened
+
+
+def attempt(make: Callable[[list[carry.Root]], Carry],
+            run: Callable[[Carry], list[Any]], numpy: bool, mark: int
+            ) -> tuple[Carry, list[Any]]:
+    """Find the carry by tracing the loop abstractly (``jax.eval_shape``: nothing reaches the
+    module) until the body writes no array it does not carry, then trace it for real. Every
+    array is put back as it was after each trace; ``Carry.finish`` then updates them."""
+    roots: list[carry.Root] = []
+    for _ in range(8):
+        state = make(roots)
+        missing = _trace(state, lambda s: jax.eval_shape(lambda: run(s)), numpy, mark)[1]
+        if not missing:
+            return state, _trace(state, run, numpy, mark)[0]
+        roots = roots + missing
+    raise CannotRoll("the arrays the body writes kept changing between attempts")
+
+
+def _trace(state: Carry, run: Callable[[Carry], Any], numpy: bool, mark: int
+           ) -> tuple[Any, list[carry.Root]]:
+    """Run ``run`` once, put every array back; returns its result and the arrays that existed
+    before the loop and that it wrote without carrying them."""
+    with _journal(numpy) as opened:
+        try:
+            final = run(state)
+        except CannotRoll as exc:
+            exc.written = frozenset(opened.written if opened is not None else ())
+            raise
+        finally:
+            if opened is not None:
+                opened.undo()
+            state.restore()
+    missing = [] if opened is None else [
+        r for r in opened.written if r.serial < mark and r not in state.saved]
+    return final, missing

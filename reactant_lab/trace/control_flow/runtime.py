@@ -1,0 +1,68 @@
+"""The helpers converted code calls (``__rl_cf__`` in it): they decide at trace time whether a
+statement runs as Python or becomes a stablehlo op."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from reactant_lab.errors import ControlFlowError
+from reactant_lab.trace.control_flow.branches import if_stmt
+from reactant_lab.trace.control_flow.convert import convert, is_user_function
+from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where, while_stmt
+from reactant_lab.trace.control_flow.session import ROLL_THRESHOLD, current
+from reactant_lab.trace.control_flow.slots import Undefined, is_traced
+from reactant_lab.trace.numpy_mode import context
+from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
+
+__all__ = ["callee", "for_stmt", "if_stmt", "initial", "iterate", "plain_cond", "plain_iter",
+           "while_stmt"]
+
+
+def initial(found: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
+    """The values of ``names`` where a converted statement starts (``found``: the caller's
+    ``locals()``), Undefined for those not assigned yet."""
+    return tuple(found[n] if n in found else Undefined(n) for n in names)
+
+
+def callee(fn: Any) -> Any:
+    """The function a converted call calls: a user function with its control flow converted,
+    anything else as it is."""
+    session = current()
+    if session is None or session.loops == "unroll" or not is_user_function(fn):
+        return fn
+    converted, why = convert(fn, sys.modules[__name__])
+    if why is not None:
+        session.note(f"{getattr(fn, '__qualname__', fn)!s} runs as Python: {why}")
+    return converted
+
+
+def plain_iter(it: Any, reason: str, site: Site) -> Any:
+    """The iterable of a ``for`` that stays Python because of ``reason``."""
+    session = current()
+    if (session is not None and session.loops != "unroll" and isinstance(it, range)
+            and len(it) >= ROLL_THRESHOLD):
+        message = f"{where(site)}: `{site[2]}` unrolled ({len(it)} iterations): {reason}"
+        if session.loops == "roll":
+            raise ControlFlowError(
+                f"The `{site[2]}` at {where(site)} was asked to roll (loops='roll') but cannot "
+                f"be converted: {reason}. Rewrite the loop without it (e.g. a `while` loop "
+                "whose condition carries a flag instead of `break`), or use loops='auto'.",
+                site[0], site[1])
+        session.note(message)
+    return it
+
+
+def plain_cond(test: Any, reason: str, site: Site) -> Any:
+    """The condition of an ``if`` / ``while`` that stays Python because of ``reason``."""
+    session = current()
+    if session is not None and session.loops != "unroll" and is_traced(test):
+        frame = calling_user_frame()
+        name = context.current() or (frame.name if frame is not None else "the function")
+        raise control_flow_error(
+            name, frame,
+            f"`{site[2]}` tests a traced value; reactant_lab converts such statements to "
+            f"stablehlo ops, but not this one: {reason}. Assign a result variable in each "
+            "branch and return after the `if`, or carry a flag instead of `break` / "
+            "`continue`.", "numpy" if context.current() else "jax")
+    return test

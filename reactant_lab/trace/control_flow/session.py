@@ -1,0 +1,67 @@
+"""The loop policy of the trace running on this thread (``loops=``), and the notes it keeps about
+each loop and branch: which rolled, which stayed Python, and why."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from reactant_lab.errors import TraceError
+
+LOOPS = ("auto", "roll", "unroll")
+"""``loops=`` values: roll what can be rolled and unroll the rest ('auto'), roll or fail ('roll'),
+or run every loop as Python, unrolled into the trace ('unroll', the behaviour before loops were
+converted)."""
+
+ROLL_THRESHOLD = 8
+"""A ``for`` over a static ``range`` with fewer iterations than this stays Python (unrolled)."""
+
+GIVE_UP_AFTER = 2
+"""A loop that failed to roll this many times in one trace is unrolled without trying again."""
+
+
+@dataclass
+class Session:
+    """One trace's loop policy and what happened to its loops."""
+
+    loops: str
+    """'auto', 'roll' or 'unroll'."""
+    numpy: bool = False
+    """Whether the trace runs in NumPy mode (proxies) rather than JAX mode."""
+    notes: dict[str, None] = field(default_factory=dict)
+    """Notes in the order they were first made (a loop met many times is noted once)."""
+    failures: dict[tuple[str, int], int] = field(default_factory=dict)
+    """(file, line) of a loop -> how often it failed to roll."""
+
+    def note(self, text: str) -> None:
+        self.notes[text] = None
+
+
+_STATE = threading.local()
+
+
+def check_loops(loops: str) -> None:
+    if loops not in LOOPS:
+        raise TraceError(f"unknown loops={loops!r}; valid values: {', '.join(LOOPS)}")
+
+
+def current() -> Session | None:
+    """The session of the trace running on this thread, if any."""
+    stack: list[Session] = getattr(_STATE, "stack", [])
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def session(loops: str, numpy: bool) -> Iterator[Session]:
+    """Run a trace under the loop policy ``loops``."""
+    check_loops(loops)
+    if not hasattr(_STATE, "stack"):
+        _STATE.stack = []
+    opened = Session(loops, numpy)
+    _STATE.stack.append(opened)
+    try:
+        yield opened
+    finally:
+        _STATE.stack.pop()
