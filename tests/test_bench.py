@@ -189,3 +189,70 @@ def test_progress_bar_over_long_runs(rng, capsys):
                    presets=("none",), baselines=(), repeats=5, roofline=False, progress=True)
     assert len(result.rows[0].samples_s) == 5
     assert "bench" in capsys.readouterr().err  # tqdm draws on stderr
+
+
+def _result(rows, skipped=None, reference="numpy"):
+    return BenchResult("f", "numpy", "cpu", tuple(rows), skipped or {}, reference, ROOF)
+
+
+def _row(name, kind, samples, flops=None):
+    return make_row(name, kind, samples, compile_s=None, flops=flops, bytes_accessed=None,
+                    roofline=ROOF, calls_per_sample=1)
+
+
+def test_ratios_read_as_faster_or_slower_than_the_named_baseline():
+    from dataclasses import replace
+
+    from reactant_lab.bench.result import versus
+
+    assert versus(0.5, "all", "numpy") == "2× faster than numpy"
+    assert versus(0.563, "all", "numpy") == "1.78× faster than numpy"
+    assert versus(2.5, "none", "numpy") == "2.5× slower than numpy"
+    assert versus(25.4, "none", "jax") == "25× slower than jax"
+    assert versus(1.004, "all", "jax") == "same as jax"
+    assert versus(1.0, "numpy", "numpy") == "baseline"
+    assert versus(None, "all", None) == "-"
+    quiet = [1.0, 1.01, 0.99, 1.0]
+    rows = [replace(_row("all", "preset", quiet), ratio=0.563),
+            replace(_row("numpy", "baseline", [2.0, 2.0, 2.01, 1.99]), ratio=1.0)]
+    result = _result(rows)
+    text = result.table()
+    assert "vs numpy" in text and "1.78× faster than numpy" in text and "baseline" in text
+    assert "ratio" not in text and "noisy" not in text
+    assert "1.78× faster than numpy" in result_html(result)
+
+
+def test_roofline_is_explained_and_a_share_over_100_percent_says_why():
+    # 4 GFLOP at 1 GFLOP/s is a 4 s floor; a 2 s median is 200% of it.
+    result = _result([_row("all", "preset", [2.0, 2.0, 2.0], flops=4e9)], reference=None)
+    text = result.table()
+    assert "200.0% *" in text
+    assert "roofline: the least time this work can take" in text and "1 GFLOP/s" in text
+    assert "over 100%" in text and "estimate is low" in text and "cache" in text
+    page = result_html(result)
+    assert "over 100%" in page and "estimate is low" in page
+    fine = _result([_row("all", "preset", [8.0, 8.0, 8.0], flops=4e9)], reference=None).table()
+    assert "50.0%" in fine and "over 100%" not in fine
+
+
+def test_noise_is_flagged_past_ten_percent_only_and_skipped_reasons_stay_whole():
+    why = ("jax.jit cannot trace the function: TracerBoolConversionError: Attempted boolean "
+           "conversion of traced array with shape bool[]. The error occurred while tracing the "
+           "function f at a file, line 3, for jit. This concrete value was not available.")
+    nine = _row("all", "preset", [0.955, 1.0, 1.0, 1.0, 1.045])  # IQR/median under 10%
+    twenty = _row("none", "preset", [0.8, 0.9, 1.0, 1.1, 1.2])  # 20%
+    assert not nine.noisy and twenty.noisy
+    result = _result([nine, twenty], skipped={"jax": why}, reference=None)
+    text = result.table()
+    assert text.count("noisy") == 2  # the flag on one row, and the note saying what it means
+    assert "over 10% of the median" in text
+    assert f"skipped jax: {why}" in text
+    page = result_html(result)
+    assert "(noisy)" in page and page.count("(noisy)") == 1
+    assert html_escape(why) in page
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)

@@ -256,3 +256,13 @@ def test_find_culprit_runs_a_bisection_with_the_explorers_options(tmp_path, monk
     assert z.tolist() == [1, 2, 3, 4]
     send(w, {"command": "bisect", "metric": "speed"})
     assert w.status["state"] == "error" and "unknown metric 'speed'" in w.status["message"]
+
+
+def test_each_run_command_changes_the_status_even_when_it_fails_the_same_way(exploration):
+    # The front end takes a run command met with silence for a kernel that is gone.
+    w = ExplorerWidget(exploration)
+    seen = statuses(w)
+    send(w, {"command": "verify"})
+    send(w, {"command": "verify"})
+    assert [s["state"] for s in seen] == ["running", "error", "running", "error"]
+    assert seen[1] == seen[3]

@@ -14,12 +14,49 @@ interface AnyModel {
   send(content: ExplorerCommand): void;
 }
 
+/** How long a command that runs in the kernel waits for the first status before saying so. */
+export const ANSWER_WAIT_MS = 10_000;
+const RUNS_IN_KERNEL = new Set(['rerun', 'verify', 'bisect']);
+
+function noKernel(detail: string): ExplorerStatus {
+  return {
+    state: 'error',
+    message:
+      `${detail}: this explorer's kernel is busy running another cell, or gone (shut down, restarted or ` +
+      'disconnected). Run the cell that made it again for a live explorer; saved, the notebook shows it ' +
+      'without a kernel.',
+    progress: null
+  };
+}
+
 function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void {
+  let waiting = 0;
   const handle = renderExplorer(el, model.get('payload'), {
-    onCommand: cmd => model.send(cmd)
+    onCommand: cmd => {
+      clearTimeout(waiting);
+      try {
+        model.send(cmd);
+      } catch (err) {
+        handle.setStatus(noKernel(`Could not reach the kernel (${String(err)})`));
+        return;
+      }
+      if (RUNS_IN_KERNEL.has(cmd.command)) {
+        // The kernel answers a run at once with status "running"; silence means no kernel.
+        waiting = window.setTimeout(
+          () => handle.setStatus(noKernel(`No answer from the kernel after ${ANSWER_WAIT_MS / 1000} s`)),
+          ANSWER_WAIT_MS
+        );
+      }
+    }
   });
-  const onPayload = () => handle.update(model.get('payload'));
-  const onStatus = () => handle.setStatus(model.get('status'));
+  const onPayload = () => {
+    clearTimeout(waiting);
+    handle.update(model.get('payload'));
+  };
+  const onStatus = () => {
+    clearTimeout(waiting);
+    handle.setStatus(model.get('status'));
+  };
   const onResult = () => {
     const result = model.get('result');
     if (result && typeof result.kind === 'string') {
@@ -34,6 +71,7 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
   model.on('change:result', onResult);
   model.on('change:bisect', onBisect);
   return () => {
+    clearTimeout(waiting);
     model.off('change:payload', onPayload);
     model.off('change:status', onStatus);
     model.off('change:result', onResult);

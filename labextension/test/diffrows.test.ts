@@ -1,7 +1,7 @@
 // Diff rows as drawn: side by side and unified, folds, reversed diffs.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { foldRange, reverseRows, viewRows } from '../src/explorer/diffrows';
+import { changeStarts, changedOnly, diffText, foldRange, reverseRows, viewRows } from '../src/explorer/diffrows';
 import type { DiffRow } from '../src/explorer/types';
 
 // before: 10 lines, after: 10 lines; line 5 changed, line 8 removed, after line 9 added.
@@ -61,4 +61,29 @@ test('a reversed diff swaps the sides', () => {
   assert.deepEqual(rev[3], ['+', 8, []]);
   assert.deepEqual(rev[4], ['=', 0, [[8, 9]], []]);
   assert.deepEqual(reverseRows(rev), ROWS);
+});
+
+test('changed lines only: the change rows, a gap where unchanged lines were', () => {
+  const rows = changedOnly(viewRows(ROWS, 'side-by-side'));
+  assert.deepEqual(
+    rows.map(r => (r.type === 'pair' ? `${r.left.line ?? ''}|${r.right.line ?? ''}` : r.type)),
+    ['5|5', 'gap', '8|', 'gap', '|9']
+  );
+});
+
+test('next / previous change visit the start of each run of changes', () => {
+  const rows = viewRows(ROWS, 'unified');
+  const starts = changeStarts(rows);
+  assert.deepEqual(
+    starts.map(i => rows[i]).map(r => (r.type === 'uni' ? `${r.mark}${r.before ?? r.after}` : r.type)),
+    ['-5', '-8', '+9']
+  );
+});
+
+test('the diff as unified text', () => {
+  const before = Array.from({ length: 10 }, (_, i) => `b${i + 1}`);
+  const after = Array.from({ length: 10 }, (_, i) => `a${i + 1}`);
+  const text = diffText(ROWS, before, after, ['stage 0', 'stage 1']).split('\n');
+  assert.deepEqual(text.slice(0, 4), ['--- stage 0', '+++ stage 1', '@@ 1 unchanged line @@', ' a2']);
+  assert.ok(text.includes('-b5') && text.includes('+a5') && text.includes('-b8') && text.includes('+a9'));
 });

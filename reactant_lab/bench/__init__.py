@@ -163,7 +163,10 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
                 *args, **kwargs).compile()
     except Exception as exc:  # whatever JAX raises on code it cannot trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first[:200]}"
+        if len(first) > 400:  # keep whole sentences
+            cut = first[:400].rfind(". ")
+            first = first[:cut + 1] if cut > 0 else first[:400] + "…"
+        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first}"
     seconds = time.perf_counter() - start
     cost = compiled.cost_analysis() or {}
     cost = cost[0] if isinstance(cost, list | tuple) else cost

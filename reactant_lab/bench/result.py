@@ -14,6 +14,36 @@ from reactant_lab import timing
 from reactant_lab.bench.roofline import Roofline
 
 NOISY_IQR_OVER_MEDIAN = 0.10
+"""A row is noisy past this interquartile range over median: its median is not to be trusted to
+better than 10%, so a 1.05x difference from it means nothing."""
+NOISY_NOTE = ("noisy: the interquartile range of the samples is over 10% of the median, so the "
+              "median is not reliable to better than that")
+ROOFLINE_OVER_NOTE = (
+    "over 100%: faster than that least time, so the estimate is low here: the peak bandwidth is "
+    "measured on a copy far larger than the caches while these inputs stay in cache, and XLA "
+    "counts the bytes of each op as if nothing stayed in registers or cache between ops")
+
+
+def versus(ratio: float | None, name: str, reference: str | None) -> str:
+    """How a row compares with the reference baseline, in words: ``1.78× faster than numpy``,
+    ``baseline`` for the reference itself, ``-`` without one."""
+    if reference is None or ratio is None or not ratio > 0:
+        return "-"
+    if name == reference:
+        return "baseline"
+    if abs(ratio - 1) < 0.01:
+        return f"same as {reference}"
+    times = 1 / ratio if ratio < 1 else ratio
+    x = f"{times:.3g}" if times < 10 else f"{times:.0f}"
+    return f"{x}× {'faster' if ratio < 1 else 'slower'} than {reference}"
+
+
+def roofline_note(roofline: Roofline) -> str:
+    """One line on what the roofline column means, with the machine's measured peaks."""
+    return (f"roofline: the least time this work can take on this machine (XLA's count of its "
+            f"flops and bytes at the measured peaks, {roofline.peak_flops / 1e9:.3g} GFLOP/s and "
+            f"{roofline.peak_bytes_per_s / 1e9:.3g} GB/s) over the median; 100% is running at "
+            "the machine's limit")
 
 
 @dataclass(frozen=True)
@@ -114,26 +144,34 @@ class BenchResult:
                        f"{dict(self.skipped)}")
 
     def table(self) -> str:
-        """Plain-text table of the rows, then the skipped variants and the roofline."""
-        head = ("variant", "median", "IQR", "min", "compile", f"ratio/{self.reference or '-'}",
+        """Plain-text table of the rows, then what the columns mean and the skipped variants."""
+        head = ("variant", "median", "IQR", "min", "compile", f"vs {self.reference or 'baseline'}",
                 "GFLOP/s", "GB/s", "roofline", "")
         lines = [head]
         for r in self.rows:
+            over = r.roofline_fraction is not None and r.roofline_fraction > 1
             lines.append((r.name, _fmt_time(r.median_s), _fmt_time(r.iqr_s), _fmt_time(r.min_s),
-                          _fmt_time(r.compile_s), _fmt(r.ratio, ".3f"),
+                          _fmt_time(r.compile_s), versus(r.ratio, r.name, self.reference),
                           _fmt(r.gflops_per_s, ".3g"), _fmt(r.gb_per_s, ".3g"),
-                          _fmt(r.roofline_fraction, ".1%"), "noisy" if r.noisy else ""))
+                          _fmt(r.roofline_fraction, ".1%") + (" *" if over else ""),
+                          "noisy" if r.noisy else ""))
         widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
         text = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
                           for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
                 for row in lines]
         text.insert(0, f"{self.fn_name} ({self.mode} mode) on {self.device}")
-        text += [f"skipped {name}: {why}" for name, why in self.skipped.items()]
+        return "\n".join(text + self.notes())
+
+    def notes(self) -> list[str]:
+        """What the columns mean where it needs saying, and each skipped variant's reason whole."""
+        out = []
         if self.roofline:
-            rf = self.roofline
-            text.append(f"roofline: {rf.peak_flops / 1e9:.3g} GFLOP/s, "
-                        f"{rf.peak_bytes_per_s / 1e9:.3g} GB/s (measured)")
-        return "\n".join(text)
+            out.append(roofline_note(self.roofline))
+        if any(r.roofline_fraction is not None and r.roofline_fraction > 1 for r in self.rows):
+            out.append(f"* {ROOFLINE_OVER_NOTE}")
+        if any(r.noisy for r in self.rows):
+            out.append(NOISY_NOTE)
+        return out + [f"skipped {name}: {why}" for name, why in self.skipped.items()]
 
     def __str__(self) -> str:
         return self.table()

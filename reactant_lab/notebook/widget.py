@@ -64,6 +64,11 @@ def front_end_bundle() -> str:
     return BUNDLE.read_text(encoding="utf-8")
 
 
+_RUNS = ("rerun", "verify", "bisect")
+"""Commands that run in the kernel and report through ``status`` (the others answer with
+``result``)."""
+
+
 def _status(state: str, message: str = "", progress: float | None = None) -> dict[str, Any]:
     return {"state": state, "message": message, "progress": progress}
 
@@ -139,12 +144,16 @@ class ExplorerWidget(anywidget.AnyWidget):
             if handler is None:
                 raise ReactantLabError(f"unknown explorer command {command!r}; known: rerun, "
                                        "diff, slice, verify, bisect")
+            if command in _RUNS:
+                # The front end takes silence after a run command for a missing kernel: answer
+                # at once, also when the handler fails before it reports progress.
+                self.status = _status("running", f"{command}: starting…", 0.01)
             handler(content)
         except Exception as exc:
             if not isinstance(exc, ReactantLabError):
                 self.log.exception("explorer command %r failed", command)
             message = _error_message(exc)
-            if command in ("rerun", "verify", "bisect"):
+            if command in _RUNS:
                 self.status = _status("error", message)
             else:
                 self.result = {"id": request, "kind": "error", "data": {"message": message}}

@@ -72,23 +72,32 @@ def svg_data_uri(svg: str) -> str:
 
 
 def result_html(result: BenchResult) -> str:
-    """The table as HTML and the chart as an embedded image."""
+    """The table as HTML (each ratio as "N× faster / slower than" the baseline), what the
+    columns mean, the skipped variants' reasons whole, and the chart as an embedded image."""
+    # bench imports JAX; importing render must not, and a BenchResult means bench is loaded
+    from reactant_lab.bench.result import NOISY_NOTE, versus
+
     esc = html.escape
-    head = ["variant", "median", "IQR", "min", "compile", f"ratio / {result.reference or '-'}",
+    head = ["variant", "median", "IQR", "min", "compile", f"vs {result.reference or 'baseline'}",
             "GFLOP/s", "GB/s", "roofline"]
     body = []
     for r in result.rows:
-        cells = [r.name, format_seconds(r.median_s), format_seconds(r.iqr_s), format_seconds(r.min_s),
+        over = r.roofline_fraction is not None and r.roofline_fraction > 1
+        cells = [r.name + (" (noisy)" if r.noisy else ""), format_seconds(r.median_s),
+                 format_seconds(r.iqr_s), format_seconds(r.min_s),
                  format_seconds(r.compile_s) if r.compile_s is not None else "-",
-                 f"{r.ratio:.3f}" if r.ratio is not None else "-",
+                 versus(r.ratio, r.name, result.reference),
                  f"{r.gflops_per_s:.3g}" if r.gflops_per_s else "-",
                  f"{r.gb_per_s:.3g}" if r.gb_per_s else "-",
-                 f"{r.roofline_fraction:.1%}" if r.roofline_fraction is not None else "-"]
-        flag = ' title="IQR above 10% of the median" style="color:#b36b00"' if r.noisy else ""
+                 (f"{r.roofline_fraction:.1%}" + (" *" if over else ""))
+                 if r.roofline_fraction is not None else "-"]
+        flag = f' title="{esc(NOISY_NOTE)}" style="color:#b36b00"' if r.noisy else ""
         body.append(f"<tr{flag}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
-    skipped = "".join(f"<li>{esc(n)}: {esc(w)}</li>" for n, w in result.skipped.items())
+    notes = [n for n in result.notes() if not n.startswith("skipped ")]
+    skipped = "".join(f"<li><b>{esc(n)}</b>: {esc(w)}</li>" for n, w in result.skipped.items())
     return ('<div class="reactant-lab-bench"><table><thead><tr>'
             + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
             + "".join(body) + "</tbody></table>"
-            + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
+            + "".join(f"<p>{esc(n)}.</p>" for n in notes)
+            + (f"<p>Not measured:</p><ul>{skipped}</ul>" if skipped else "")
             + f'<img alt="timing chart" src="{svg_data_uri(chart_svg(result))}"/></div>')

@@ -34,6 +34,18 @@ export class Controls {
     this.pipeline.type = 'text';
     this.pipeline.placeholder = 'or a pass pipeline, e.g. inline,canonicalize,cse';
     this.pipeline.setAttribute('aria-label', 'pass pipeline');
+    this.pipeline.title = 'a pass pipeline to run instead of the preset: Enter re-runs';
+    // JupyterLab's notebook shortcuts (Enter: edit the cell) would take Enter from the field
+    // before the form sees it: keys typed here are the field's.
+    this.pipeline.dataset.lmSuppressShortcuts = 'true';
+    // Submitted here, not by the browser's implicit submission, which a notebook output does
+    // not always get (the page may cancel the key's later events).
+    this.pipeline.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter' && !ev.isComposing && !this.run.disabled) {
+        ev.preventDefault();
+        this.node.requestSubmit(this.run);
+      }
+    });
     this.pipeline.addEventListener('input', () => {
       this.preset.disabled = this.pipeline.value.trim() !== '';
     });

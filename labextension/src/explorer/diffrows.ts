@@ -17,7 +17,8 @@ export interface Cell {
 export type ViewRow =
   | { type: 'pair'; left: Cell; right: Cell }
   | { type: 'uni'; before: number | null; after: number | null; mark: ' ' | '-' | '+'; cell: Cell }
-  | { type: 'fold'; fold: number; hidden: number; label: string };
+  | { type: 'fold'; fold: number; hidden: number; label: string }
+  | { type: 'gap'; label: string };
 
 const EMPTY_BEFORE: Cell = { side: 'before', line: null, kind: '', spans: [] };
 const EMPTY_AFTER: Cell = { side: 'after', line: null, kind: '', spans: [] };
@@ -157,4 +158,57 @@ export function viewRows(
     }
   }
   return out;
+}
+
+function isChange(r: ViewRow): boolean {
+  return r.type === 'pair' ? r.left.kind !== '' || r.right.kind !== '' : r.type === 'uni' && r.mark !== ' ';
+}
+
+/** Only the changed rows, a `gap` row where unchanged lines were left out. */
+export function changedOnly(rows: readonly ViewRow[]): ViewRow[] {
+  const out: ViewRow[] = [];
+  let skipped = 0;
+  for (const r of rows) {
+    if (isChange(r)) {
+      if (skipped && out.length) {
+        out.push({ type: 'gap', label: '⋯' });
+      }
+      skipped = 0;
+      out.push(r);
+    } else {
+      skipped++;
+    }
+  }
+  return out;
+}
+
+/** Indices of the rows where a run of changed rows starts (what next / previous change visit). */
+export function changeStarts(rows: readonly ViewRow[]): number[] {
+  const out: number[] = [];
+  rows.forEach((r, i) => {
+    if (isChange(r) && (i === 0 || !isChange(rows[i - 1]))) {
+      out.push(i);
+    }
+  });
+  return out;
+}
+
+/** The diff as unified text (for copy and download): `-`, `+` and ` ` lines, and an `@@` line
+ * for each run of unchanged lines left out. */
+export function diffText(
+  rows: readonly DiffRow[],
+  before: readonly string[],
+  after: readonly string[],
+  headers: [string, string]
+): string {
+  const out = [`--- ${headers[0]}`, `+++ ${headers[1]}`];
+  for (const r of viewRows(rows, 'unified', new Set(), [before.length, after.length])) {
+    if (r.type === 'fold') {
+      out.push(`@@ ${r.hidden} unchanged line${r.hidden === 1 ? '' : 's'} @@`);
+    } else if (r.type === 'uni') {
+      const line = r.cell.line === null ? '' : ((r.cell.side === 'before' ? before : after)[r.cell.line - 1] ?? '');
+      out.push(`${r.mark}${line}`);
+    }
+  }
+  return out.join('\n');
 }

@@ -1,11 +1,17 @@
 // The diff pane: what the selected stage is compared with, side by side or unified, and the
-// diff itself drawn from the payload's compact rows in a virtualized list.
+// diff itself drawn from the payload's compact rows in a virtualized list. Long lines are shown
+// around their changes (the unchanged text between is elided; a click shows the whole line);
+// "changed lines only", next / previous change (n / p, Alt+Down / Alt+Up), find, copy and
+// download work on the diff shown.
 
-import { viewRows, reverseRows, type Cell, type ViewRow } from './diffrows';
-import { codeLine, el } from './dom';
+import { changeStarts, changedOnly, diffText, viewRows, reverseRows, type Cell, type ViewRow } from './diffrows';
+import { button, codeLine, el, markMatches } from './dom';
+import { FileTools } from './files';
+import { Finder } from './find';
 import type { ExplorerViewState, Layout } from './state';
+import { fileName } from './textops';
 import type { TextStore } from './texts';
-import type { DiffEntry, ExplorerPayload } from './types';
+import type { DiffEntry, DiffRow, ExplorerPayload } from './types';
 import { VirtualList } from './virtual';
 
 export interface DiffViewEvents {
@@ -20,14 +26,37 @@ export interface ShownDiff {
   reversed: boolean;
 }
 
+/** Width of a monospace character at the diff's 12px, in pixels (to size elisions). */
+const CHAR_PX = 7.5;
+const KEYS = 'n / Alt+↓ next change, p / Alt+↑ previous change (with the diff focused)';
+
+interface Drawn {
+  rows: DiffRow[];
+  a: string[];
+  b: string[];
+  layout: Layout;
+  names: [string, string];
+}
+
 export class DiffView {
   readonly node: HTMLDivElement;
   private readonly base: HTMLSelectElement;
   private readonly layouts: HTMLSelectElement;
+  private readonly onlyChanged: HTMLInputElement;
+  private readonly changeLabel: HTMLSpanElement;
   private readonly summary: HTMLDivElement;
   private readonly list: VirtualList;
+  private readonly finder: Finder;
+  private readonly files: FileTools;
+  private readonly tools: HTMLDivElement;
   private token = 0;
   private expanded = new Set<number>();
+  private whole = new Set<string>();
+  private drawn: Drawn | null = null;
+  private shown: ViewRow[] = [];
+  private starts: number[] = [];
+  private change = -1;
+  private fileBase = 'diff';
 
   constructor(events: DiffViewEvents) {
     this.node = el('div', 'rl-diff');
@@ -46,9 +75,37 @@ export class DiffView {
     const compare = el('label', '', 'compare with ');
     compare.appendChild(this.base);
     bar.append(compare, this.layouts);
+    this.tools = el('div', 'rl-toolbar rl-diff-tools');
+    const only = el('label', 'rl-only-changed', ' changed lines only');
+    this.onlyChanged = el('input');
+    this.onlyChanged.type = 'checkbox';
+    this.onlyChanged.addEventListener('change', () => this.draw(true));
+    only.prepend(this.onlyChanged);
+    const prev = button('↑ previous change', () => this.step(-1), 'rl-prev-change');
+    prev.title = `previous change (p or Alt+↑)`;
+    const next = button('↓ next change', () => this.step(1), 'rl-next-change');
+    next.title = `next change (n or Alt+↓)`;
+    this.changeLabel = el('span', 'rl-change-count rl-note');
+    this.finder = new Finder({
+      rowsText: () => this.shown.map(r => this.cellsText(r)),
+      reveal: row => this.reveal(row),
+      redraw: () => this.draw(false)
+    });
+    this.files = new FileTools(
+      {
+        text: () => this.unifiedText(),
+        name: () => fileName([this.fileBase], 'diff'),
+        what: () => 'the diff (unified)'
+      },
+      'diff'
+    );
+    this.tools.append(only, prev, next, this.changeLabel, this.finder.node, this.files.node);
+    this.tools.title = KEYS;
     this.summary = el('div', 'rl-diff-summary');
     this.list = new VirtualList('rl-diff-rows', () => el('div'));
-    this.node.append(bar, this.summary, this.list.node);
+    this.list.node.setAttribute('aria-label', `diff: ${KEYS}`);
+    this.node.addEventListener('keydown', ev => this.onKey(ev));
+    this.node.append(bar, this.tools, this.files.note, this.summary, this.list.node);
   }
 
   /** Fill the toolbar for the selected stage. */
@@ -67,6 +124,9 @@ export class DiffView {
   /** A note instead of a diff (same structure, nothing to compare, waiting, missing). */
   showNote(text: string, className = 'rl-note'): void {
     this.token++;
+    this.drawn = null;
+    this.shown = [];
+    this.tools.hidden = true;
     this.summary.className = `rl-diff-summary ${className}`;
     this.summary.textContent = text;
     this.list.setRows(0, () => el('div'));
@@ -100,14 +160,19 @@ export class DiffView {
       (entry.kind === 'pair' && (entry.before !== shown.before || entry.after !== shown.after)
         ? ` (computed between stages ${entry.before} and ${entry.after}, same structures)`
         : '');
-    const rows = reversed ? reverseRows(entry.rows) : entry.rows;
-    this.expanded = new Set();
-    const draw = (top: boolean) => {
-      const shownRows = viewRows(rows, layout, this.expanded, [a.length, b.length]);
-      this.node.classList.toggle('rl-uni', layout === 'unified');
-      this.list.setRows(shownRows.length, i => this.row(shownRows[i], a, b, draw), top);
+    const name = (i: number) => `stage ${i}: ${payload.stages[i].name}`;
+    this.fileBase = `${payload.meta.function}-stage${shown.before}-to-stage${shown.after}`;
+    this.drawn = {
+      rows: reversed ? reverseRows(entry.rows) : entry.rows,
+      a,
+      b,
+      layout,
+      names: [name(shown.before), name(shown.after)]
     };
-    draw(true);
+    this.expanded = new Set();
+    this.whole = new Set();
+    this.tools.hidden = false;
+    this.draw(true);
   }
 
   dispose(): void {
@@ -116,38 +181,144 @@ export class DiffView {
     this.node.remove();
   }
 
-  private row(r: ViewRow, a: string[], b: string[], draw: (top: boolean) => void): HTMLElement {
-    const text = (cell: Cell) =>
-      cell.line === null ? '' : ((cell.side === 'before' ? a : b)[cell.line - 1] ?? '');
+  /** Lay the rows out again (after a fold opened, the filter or the hits changed). */
+  private draw(top: boolean, search = top): void {
+    const d = this.drawn;
+    if (!d) {
+      return;
+    }
+    const all = viewRows(d.rows, d.layout, this.expanded, [d.a.length, d.b.length]);
+    this.shown = this.onlyChanged.checked ? changedOnly(all) : all;
+    this.starts = changeStarts(this.shown);
+    if (top) {
+      this.change = -1;
+    }
+    this.node.classList.toggle('rl-uni', d.layout === 'unified');
+    if (search) {
+      this.finder.search(false);
+    }
+    this.showChange();
+    this.render(top);
+  }
+
+  private render(top: boolean): void {
+    const d = this.drawn;
+    if (!d) {
+      return;
+    }
+    const current = this.change >= 0 ? this.starts[this.change] : -1;
+    this.list.setRows(this.shown.length, i => this.row(i, d, i === current), top);
+  }
+
+  private cellText(cell: Cell): string {
+    const d = this.drawn;
+    if (!d || cell.line === null) {
+      return '';
+    }
+    return (cell.side === 'before' ? d.a : d.b)[cell.line - 1] ?? '';
+  }
+
+  private cellsText(r: ViewRow): string[] {
+    return r.type === 'pair' ? [this.cellText(r.left), this.cellText(r.right)] : r.type === 'uni' ? [this.cellText(r.cell)] : [];
+  }
+
+  private unifiedText(): string {
+    const d = this.drawn;
+    return d ? diffText(d.rows, d.a, d.b, d.names) : '';
+  }
+
+  /** Characters a code column holds now (side by side: half the list's width). */
+  private columnChars(layout: Layout): number {
+    const width = this.list.node.clientWidth || 1000;
+    const code = layout === 'side-by-side' ? (width - 2 * 60) / 2 : width - 120;
+    return Math.max(24, Math.floor(code / CHAR_PX) - 2);
+  }
+
+  private step(delta: 1 | -1): void {
+    if (!this.starts.length) {
+      return;
+    }
+    const n = this.starts.length;
+    this.change = this.change < 0 ? (delta > 0 ? 0 : n - 1) : Math.min(n - 1, Math.max(0, this.change + delta));
+    this.showChange();
+    this.list.scrollTo(this.starts[this.change]);
+    this.render(false);
+  }
+
+  private showChange(): void {
+    const n = this.starts.length;
+    this.changeLabel.textContent = n === 0 ? 'no change shown' : `${this.change >= 0 ? `change ${this.change + 1} of ${n}` : `${n} change${n === 1 ? '' : 's'}`}`;
+  }
+
+  private reveal(row: number): void {
+    this.list.scrollTo(row);
+    this.render(false);
+    this.list.node.querySelector('.rl-hit-current')?.scrollIntoView({ block: 'nearest', inline: 'center' });
+  }
+
+  private onKey(ev: KeyboardEvent): void {
+    const target = ev.target as HTMLElement | null;
+    if (target && ['INPUT', 'SELECT', 'TEXTAREA'].includes(target.tagName)) {
+      return;
+    }
+    const plain = !ev.altKey && !ev.ctrlKey && !ev.metaKey;
+    if ((plain && ev.key === 'n') || (ev.altKey && ev.key === 'ArrowDown')) {
+      this.step(1);
+    } else if ((plain && ev.key === 'p') || (ev.altKey && ev.key === 'ArrowUp')) {
+      this.step(-1);
+    } else {
+      return;
+    }
+    ev.preventDefault();
+    ev.stopPropagation();
+  }
+
+  private row(index: number, d: Drawn, current: boolean): HTMLElement {
+    const r = this.shown[index];
     const num = (n: number | null) => el('span', 'ln', n === null ? '' : String(n));
     if (r.type === 'fold') {
       const fold = el('div', 'fold', r.label);
       fold.setAttribute('role', 'button');
       fold.addEventListener('click', () => {
         this.expanded.add(r.fold);
-        draw(false);
+        this.draw(false, true);
       });
       return fold;
     }
-    const row = el('div', 'r');
-    if (r.type === 'pair') {
-      // Side by side, long lines are cut at the column edge: hovering shows them whole.
-      const cell = (c: Cell) => {
-        const line = text(c);
-        const node = codeLine(line, c.spans, true, `cd ${c.kind}`.trim());
-        if (line.length > 60) {
-          node.title = line.length > 4000 ? `${line.slice(0, 4000)}…` : line;
+    if (r.type === 'gap') {
+      return el('div', 'fold rl-gap', r.label);
+    }
+    const width = this.columnChars(d.layout);
+    const cell = (c: Cell, k: number) => {
+      const line = this.cellText(c);
+      const key = `${c.side}:${c.line}`;
+      const whole = this.whole.has(key);
+      const node = codeLine(line, c.spans, {
+        className: `cd ${c.kind}${whole ? ' rl-whole' : ''}`.trim(),
+        focus: this.finder.focus(index, k),
+        width: whole ? undefined : width
+      });
+      const hits = this.finder.hits(index, k);
+      markMatches(node, hits.ranges, hits.current);
+      if (line.length > width) {
+        node.title = line.length > 4000 ? `${line.slice(0, 4000)}…` : line;
+      }
+      node.addEventListener('click', ev => {
+        if ((ev.target as HTMLElement).classList.contains('el') && c.line !== null) {
+          this.whole.add(key);
+          this.render(false);
         }
-        return node;
-      };
-      row.append(num(r.left.line), cell(r.left), num(r.right.line), cell(r.right));
+      });
+      return node;
+    };
+    const row = el('div', current ? 'r rl-current' : 'r');
+    if (r.type === 'pair') {
+      row.append(num(r.left.line), cell(r.left, 0), num(r.right.line), cell(r.right, 1));
     } else {
-      row.append(
-        num(r.before),
-        num(r.after),
-        el('span', 'mk', r.mark),
-        codeLine(text(r.cell), r.cell.spans, true, `cd ${r.cell.kind}`.trim())
-      );
+      row.append(num(r.before), num(r.after), el('span', 'mk', r.mark), cell(r.cell, 0));
+    }
+    if (row.querySelector('.rl-hit-current')) {
+      row.classList.add('rl-hit-row');
     }
     return row;
   }

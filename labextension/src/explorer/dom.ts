@@ -2,6 +2,7 @@
 // string from the payload is ever parsed as HTML.
 
 import { TOKEN_CLASSES, tokenizeLine } from '../mlir/tokens';
+import { compactWindows, mergeRanges } from './textops';
 
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -53,8 +54,16 @@ export function lineWindows(length: number, spans: readonly number[]): [number, 
   return out;
 }
 
-function elided(count: number): HTMLElement {
-  return el('span', 'el', `[${count.toLocaleString('en-US')} characters]`);
+/** An elided part of a line; `data-n` holds how many characters it stands for (search hits
+ * are placed by it). */
+function elided(count: number, compact: boolean): HTMLElement {
+  const n = count.toLocaleString('en-US');
+  const node = el('span', 'el', compact ? `…${n}…` : `[${n} characters]`);
+  node.dataset.n = String(count);
+  if (compact) {
+    node.title = `${n} unchanged characters: click to show the whole line`;
+  }
+  return node;
 }
 
 /** Append `text` (a part of a line starting at `offset`) with MLIR colours; tokens overlapping a
@@ -89,27 +98,83 @@ function appendTokens(
   }
 }
 
-/** One line of code as an element; very long lines are shown around their changes. */
-export function codeLine(
-  line: string,
-  spans: readonly number[] = [],
-  highlight = true,
-  className = 'cd'
-): HTMLElement {
+export interface LineOptions {
+  /** Colour MLIR tokens (default true). */
+  highlight?: boolean;
+  /** The element's class (default `cd`). */
+  className?: string;
+  /** Flat [start, end, ...] ranges to keep in view besides `spans` (search hits). */
+  focus?: readonly number[];
+  /** Width of the column in characters: unchanged text is elided so that every change and
+   * hit shows in it (`compactWindows`). Without it only lines over LONG_LINE are cut. */
+  width?: number;
+}
+
+/** One line of code as an element; long lines are shown around their changes and hits. */
+export function codeLine(line: string, spans: readonly number[] = [], options: LineOptions = {}): HTMLElement {
+  const { highlight = true, className = 'cd', focus = [], width } = options;
   const node = el('span', className);
-  const windows = lineWindows(line.length, spans);
+  const keep = focus.length ? mergeRanges(spans, focus) : spans;
+  const compact = width !== undefined && line.length <= LONG_LINE;
+  const windows = compact
+    ? compactWindows(line.length, keep, width, line.length - line.trimStart().length)
+    : lineWindows(line.length, keep);
   let pos = 0;
   for (const [lo, hi] of windows) {
     if (lo > pos) {
-      node.appendChild(elided(lo - pos));
+      node.appendChild(elided(lo - pos, compact));
     }
     appendTokens(node, line.slice(lo, hi), lo, spans, highlight);
     pos = hi;
   }
   if (pos < line.length) {
-    node.appendChild(elided(line.length - pos));
+    node.appendChild(elided(line.length - pos, compact));
   }
   return node;
+}
+
+/** Wrap the parts of `cell` (a `codeLine`) at character ranges `ranges` of its line in
+ * `<mark class="rl-hit">`; range `current` also gets `rl-hit-current`. */
+export function markMatches(cell: HTMLElement, ranges: readonly [number, number][], current = -1): void {
+  if (!ranges.length) {
+    return;
+  }
+  const texts: [Text, number][] = [];
+  let pos = 0;
+  const walk = (parent: Node) => {
+    for (const child of Array.from(parent.childNodes)) {
+      if (child instanceof Text) {
+        texts.push([child, pos]);
+        pos += child.data.length;
+      } else if (child instanceof HTMLElement && child.classList.contains('el')) {
+        pos += Number(child.dataset.n ?? 0);
+      } else {
+        walk(child);
+      }
+    }
+  };
+  walk(cell);
+  for (const [node, start] of texts) {
+    const end = start + node.data.length;
+    let at = start;
+    const parts: Node[] = [];
+    ranges.forEach(([a0, b0], k) => {
+      const [a, b] = [Math.max(a0, at), Math.min(b0, end)];
+      if (a < b) {
+        if (a > at) {
+          parts.push(document.createTextNode(node.data.slice(at - start, a - start)));
+        }
+        parts.push(el('mark', k === current ? 'rl-hit rl-hit-current' : 'rl-hit', node.data.slice(a - start, b - start)));
+        at = b;
+      }
+    });
+    if (parts.length) {
+      if (at < end) {
+        parts.push(document.createTextNode(node.data.slice(at - start)));
+      }
+      node.replaceWith(...parts);
+    }
+  }
 }
 
 export function formatSeconds(seconds: number | null | undefined): string {

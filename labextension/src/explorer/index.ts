@@ -5,7 +5,8 @@ import { Controls, StatusLine } from './controls';
 import { DiffView } from './diffview';
 import { button, el } from './dom';
 import { GraphView } from './graphview';
-import { metricsPanel, signaturePanel, timingPanel, xlaFacts } from './panels';
+import { FileTools } from './files';
+import { benchSummary, metricsPanel, signaturePanel, timingPanel, xlaFacts } from './panels';
 import { StageList } from './stagelist';
 import {
   carryOver,
@@ -19,6 +20,7 @@ import {
 } from './state';
 import { installStyle } from './style';
 import { TextStore } from './texts';
+import { fileName } from './textops';
 import { TextView } from './textview';
 import type {
   BisectEntry,
@@ -62,6 +64,9 @@ export function renderExplorer(
 class Explorer implements ExplorerHandle {
   private readonly root: HTMLDivElement;
   private readonly title = el('div', 'rl-title');
+  private readonly titleText = el('span', 'rl-title-text');
+  private readonly benchLine = el('div', 'rl-bench-summary');
+  private readonly payloadFile: FileTools;
   private readonly problem = el('div', 'rl-problem');
   private readonly body = el('div', 'rl-body');
   private readonly status = new StatusLine();
@@ -91,6 +96,17 @@ class Explorer implements ExplorerHandle {
     const live = options.onCommand !== undefined;
     this.root = el('div', `rl-explorer ${live ? 'rl-live' : 'rl-saved'}`);
     this.controls = live ? new Controls(cmd => this.send(cmd)) : null;
+    this.payloadFile = new FileTools(
+      {
+        text: () => JSON.stringify(this.payload, null, 1),
+        name: () => fileName([this.payload?.meta.function ?? 'explorer', 'payload'], 'json'),
+        what: () => 'the explorer payload',
+        type: 'application/json'
+      },
+      'json'
+    );
+    this.payloadFile.node.title = 'download everything this explorer shows (the payload, docs/explorer-schema.md) as JSON';
+    this.title.append(this.titleText, this.payloadFile.node);
     this.stageList = new StageList({
       onSelect: i => this.select(i),
       onHideUnchanged: hide => this.change({ hideUnchanged: hide }),
@@ -113,6 +129,8 @@ class Explorer implements ExplorerHandle {
     this.bisectBox.hidden = true;
     this.root.append(
       this.title,
+      this.payloadFile.note,
+      this.benchLine,
       ...(this.controls ? [this.controls.node] : []),
       this.status.node,
       this.bisectBox,
@@ -128,9 +146,11 @@ class Explorer implements ExplorerHandle {
     this.problem.textContent = problem ?? '';
     this.problem.hidden = problem === null;
     this.body.hidden = problem !== null;
+    this.payloadFile.node.hidden = problem !== null;
     if (problem !== null) {
       this.payload = null;
-      this.title.textContent = 'reactant_lab explorer';
+      this.titleText.textContent = 'reactant_lab explorer';
+      this.benchLine.hidden = true;
       return;
     }
     this.payload = payload;
@@ -140,12 +160,15 @@ class Explorer implements ExplorerHandle {
     this.pending.clear();
     const m = payload.meta;
     const versions = Object.entries(m.versions ?? {}).map(([k, v]) => `${k} ${v}`).join(', ');
-    this.title.replaceChildren(
+    this.titleText.replaceChildren(
       el('span', 'rl-fn', m.function),
       el('span', 'rl-note', ` · optimize=${m.optimize} · granularity=${m.granularity} · target=${m.target}` +
         (versions ? ` · ${versions}` : '') + (this.controls ? '' : ' · saved output'))
     );
     this.controls?.sync(payload);
+    const bench = benchSummary(payload);
+    this.benchLine.replaceChildren(...(bench ? [bench] : []));
+    this.benchLine.hidden = !bench;
     const v = payload.verification;
     this.verifyBox.replaceChildren(...(v ? [verifyNote(v)] : []));
     this.verifyBox.hidden = !v;
@@ -236,7 +259,12 @@ class Explorer implements ExplorerHandle {
         return this.renderDiff(payload, state);
       case 'ir':
         this.panel.replaceChildren(this.irView.node);
-        return this.irView.show(this.store, stage.text, `stage ${stage.index}: ${stage.name}`);
+        return this.irView.show(
+          this.store,
+          stage.text,
+          `stage ${stage.index}: ${stage.name}`,
+          fileName([payload.meta.function, `stage${stage.index}`, stage.name], 'mlir')
+        );
       case 'graph':
         this.panel.replaceChildren(this.graphView.node);
         this.graphView.show(payload, state.stage);
@@ -246,7 +274,9 @@ class Explorer implements ExplorerHandle {
         return;
       case 'xla':
         this.panel.replaceChildren(xlaFacts(payload), ...(payload.xla ? [this.hloView.node] : []));
-        return payload.xla ? this.hloView.show(this.store, payload.xla.hlo, 'XLA optimized HLO') : undefined;
+        return payload.xla
+          ? this.hloView.show(this.store, payload.xla.hlo, 'XLA optimized HLO', fileName([payload.meta.function, 'xla'], 'hlo'))
+          : undefined;
       case 'timing':
         this.panel.replaceChildren(timingPanel(payload));
         return;

@@ -2,7 +2,7 @@
 // rows when the payload carries them), and the call's signature.
 
 import { el, formatSeconds, table } from './dom';
-import type { ExplorerPayload } from './types';
+import type { BenchEntry, ExplorerPayload } from './types';
 
 /** Op counts, one column per stage; a cell that differs from the stage before is marked. */
 export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLElement {
@@ -85,6 +85,106 @@ function runRows(payload: ExplorerPayload): (string | number)[][] {
 const fmt = (v: number | null | undefined, digits = 3) =>
   v === null || v === undefined ? '-' : v.toPrecision(digits);
 
+/** How a row compares with the reference, in words: "1.78× faster than numpy". Same wording as
+ * `reactant_lab.bench.result.versus`. */
+export function versus(ratio: number | null | undefined, name: string, reference: string | null): string {
+  if (reference === null || ratio === null || ratio === undefined || !(ratio > 0)) {
+    return '-';
+  }
+  if (name === reference) {
+    return 'baseline';
+  }
+  if (Math.abs(ratio - 1) < 0.01) {
+    return `same as ${reference}`;
+  }
+  const times = ratio < 1 ? 1 / ratio : ratio;
+  const x = times < 10 ? times.toPrecision(3) : String(Math.round(times));
+  return `${x}× ${ratio < 1 ? 'faster' : 'slower'} than ${reference}`;
+}
+
+const NOISY =
+  'noisy: the interquartile range of the samples is over 10% of the median, so the median is ' +
+  'not reliable to better than that (rerun with more samples, or on a quieter machine)';
+
+/** The benchmark: a table whose ratios read "N× faster than X", the roofline explained, and
+ * the variants not measured with their reasons in full. */
+function benchPanel(bench: BenchEntry): HTMLElement[] {
+  const over = bench.rows.some(r => (r.roofline_fraction ?? 0) > 1);
+  const rows = bench.rows.map(r => [
+    r.name + (r.noisy ? ' (noisy)' : ''),
+    formatSeconds(r.median_s),
+    formatSeconds(r.iqr_s),
+    formatSeconds(r.min_s),
+    formatSeconds(r.compile_s),
+    versus(r.ratio, r.name, bench.reference),
+    fmt(r.gflops_per_s),
+    fmt(r.gb_per_s),
+    r.roofline_fraction === null ? '-' : `${(r.roofline_fraction * 100).toFixed(1)}%${r.roofline_fraction > 1 ? ' *' : ''}`
+  ]);
+  const head = ['variant', 'median', 'IQR', 'min', 'compile', bench.reference ? `vs ${bench.reference}` : 'vs baseline', 'GFLOP/s', 'GB/s', 'roofline'];
+  const t = table(head, rows, 'rl-bench');
+  bench.rows.forEach((r, i) => {
+    if (r.noisy) {
+      const tr = t.tBodies[0].rows[i];
+      tr.classList.add('rl-noisy');
+      tr.title = NOISY;
+    }
+  });
+  const out: HTMLElement[] = [el('h4', '', `Benchmark on ${bench.device}`), t];
+  const rf = bench.roofline;
+  if (rf) {
+    out.push(
+      el(
+        'p',
+        'rl-note rl-roofline-note',
+        `roofline: the least time this work can take on this machine (XLA's count of its flops and bytes at the ` +
+          `measured peaks, ${fmt(rf.peak_flops / 1e9)} GFLOP/s and ${fmt(rf.peak_bytes_per_s / 1e9)} GB/s) over ` +
+          'the median; 100% is running at the machine\'s limit.'
+      )
+    );
+  }
+  if (over) {
+    out.push(
+      el(
+        'p',
+        'rl-note rl-roofline-over',
+        '* over 100%: faster than that least time, so the estimate is low here: the peak bandwidth is measured ' +
+          'on a copy far larger than the caches while these inputs stay in cache, and XLA counts the bytes of ' +
+          'each op as if nothing stayed in registers or cache between ops.'
+      )
+    );
+  }
+  if (bench.rows.some(r => r.noisy)) {
+    out.push(el('p', 'rl-note rl-noisy-note', `(noisy) ${NOISY}.`));
+  }
+  const skipped = Object.entries(bench.skipped ?? {});
+  if (skipped.length) {
+    const list = el('ul', 'rl-skipped');
+    for (const [name, why] of skipped) {
+      const li = el('li');
+      li.append(el('b', '', name), document.createTextNode(`: ${why}`));
+      list.appendChild(li);
+    }
+    out.push(el('p', 'rl-note', 'Not measured:'), list);
+  }
+  return out;
+}
+
+/** One line for the first tab: each preset's median and how it compares with the baseline. */
+export function benchSummary(payload: ExplorerPayload): HTMLElement | null {
+  const bench = payload.bench;
+  const presets = bench?.rows?.filter(r => r.kind === 'preset') ?? [];
+  if (!bench || !presets.length) {
+    return null;
+  }
+  const parts = presets.map(r => {
+    const vs = versus(r.ratio, r.name, bench.reference);
+    return `${r.name}: ${formatSeconds(r.median_s)}${vs === '-' ? '' : `, ${vs}`}${r.noisy ? ' (noisy)' : ''}`;
+  });
+  const line = el('div', 'rl-note', `Benchmark on ${bench.device} · ${parts.join(' · ')} (details in the timing tab)`);
+  return line;
+}
+
 /** Compile and run times, per-stage times as bars, and the benchmark table when present. */
 export function timingPanel(payload: ExplorerPayload): HTMLElement {
   const node = el('div', 'rl-timing');
@@ -100,26 +200,8 @@ export function timingPanel(payload: ExplorerPayload): HTMLElement {
     bars.appendChild(row);
   }
   node.append(el('h4', '', 'Time per stage'), bars);
-  const bench = payload.bench;
-  if (bench && bench.rows?.length) {
-    node.appendChild(el('h4', '', `Benchmark on ${bench.device}`));
-    const rows = bench.rows.map(r => [
-      r.name + (r.noisy ? ' (noisy)' : ''),
-      formatSeconds(r.median_s),
-      formatSeconds(r.iqr_s),
-      formatSeconds(r.min_s),
-      formatSeconds(r.compile_s),
-      fmt(r.ratio),
-      fmt(r.gflops_per_s),
-      fmt(r.gb_per_s),
-      r.roofline_fraction === null ? '-' : `${(r.roofline_fraction * 100).toFixed(1)}%`
-    ]);
-    const head = ['variant', 'median', 'IQR', 'min', 'compile', `ratio / ${bench.reference ?? '-'}`, 'GFLOP/s', 'GB/s', 'roofline'];
-    node.appendChild(table(head, rows, 'rl-bench'));
-    const skipped = Object.entries(bench.skipped ?? {});
-    if (skipped.length) {
-      node.appendChild(el('p', 'rl-note', `Skipped: ${skipped.map(([n, w]) => `${n} (${w})`).join('; ')}`));
-    }
+  if (payload.bench && payload.bench.rows?.length) {
+    node.append(...benchPanel(payload.bench));
   }
   return node;
 }

@@ -112,6 +112,26 @@ background:rgba(212,167,44,.15)}
 padding:1px 6px;text-align:left}
 .rl-bisect pre{max-height:320px;overflow:auto;margin:2px 0;
 font:12px/1.4 var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace)}
+.rl-title{display:flex;align-items:center;gap:.5em;flex-wrap:wrap}.rl-title-text{flex:1 1 auto}
+.rl-file-tools{display:inline-flex;gap:.3em}.rl-find{display:inline-flex;gap:.2em;align-items:center}
+.rl-find-input{font:inherit;width:12em;padding:0 4px;border:1px solid var(--rl-line);background:var(--rl-bg);color:var(--rl-fg)}
+.rl-find-count{min-width:5em}.rl-text-bar .rl-text-head{flex:1 1 auto;padding:0}
+.rl-explorer mark.rl-hit{background:rgba(212,167,44,.45);color:inherit;border-radius:2px}
+.rl-explorer mark.rl-hit-current{background:rgba(255,140,0,.85);outline:1px solid #bc4c00}
+.rl-copy-note{padding:3px 6px;margin:2px 0;border:1px solid var(--rl-line);background:var(--rl-bg2)}
+.rl-copy-note .rl-close{margin-left:.6em;padding:0 5px}
+.rl-copy-box{display:block;width:100%;margin-top:4px;font:12px var(--jp-code-font-family,monospace);
+background:var(--rl-bg);color:var(--rl-fg)}
+.rl-diff-tools{font-size:12px}.rl-diff-tools .rl-change-count{min-width:8em}
+.rl-vrows .r.rl-current{box-shadow:inset 3px 0 0 var(--rl-accent)}
+.rl-vrows .r.rl-hit-row{box-shadow:inset 3px 0 0 #bc4c00}
+.rl-diff .rl-vrows .cd .el{cursor:pointer;text-decoration:underline dotted}
+.rl-diff:not(.rl-uni) .rl-vrows .cd.rl-whole{overflow-x:auto;text-overflow:clip;scrollbar-width:thin}
+.rl-vrows .fold.rl-gap{cursor:default;text-align:center;padding:0}
+.rl-vrows .fold.rl-hlo-tables{font-size:12px}
+.rl-bench-summary{margin:0 0 4px;padding:2px 6px;border-left:3px solid var(--rl-accent);background:var(--rl-bg2)}
+.rl-bench-summary .rl-note{color:var(--rl-fg)}
+.rl-timing tr.rl-noisy td{color:#9a6700}.rl-skipped{margin:2px 0 6px;padding-left:1.4em}
 .rl-diff-text .add{background:var(--rl-add)}.rl-diff-text .del{background:var(--rl-del)}
 `;
 

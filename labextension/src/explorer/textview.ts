@@ -1,26 +1,62 @@
 // A module's text (a stage's IR or XLA's HLO), decoded when first shown, drawn line by line in a
-// virtualized list with line numbers and MLIR colours.
+// virtualized list with line numbers and MLIR colours; find, copy and download in its toolbar.
+// XLA's HLO opens with its source tables folded.
 
-import { codeLine, el } from './dom';
+import { codeLine, el, markMatches } from './dom';
+import { FileTools } from './files';
+import { Finder } from './find';
+import { hloTableRuns } from './textops';
 import type { TextStore } from './texts';
 import { VirtualList } from './virtual';
 
+/** A row: a line (0-based), or a fold of lines [first, last] that a click opens. */
+type TextRow = number | { first: number; last: number; label: string };
+
 export class TextView {
   readonly node: HTMLDivElement;
-  private readonly head: HTMLDivElement;
+  private readonly head: HTMLSpanElement;
   private readonly list: VirtualList;
+  private readonly finder: Finder;
+  private readonly files: FileTools;
   private token = 0;
+  private lines: string[] = [];
+  private rows: TextRow[] = [];
+  private fileName = '';
+  private heading = '';
+  private opened = new Set<number>();
 
   constructor(private readonly kind: 'mlir' | 'hlo') {
     this.node = el('div', `rl-text rl-text-${kind}`);
-    this.head = el('div', 'rl-text-head');
+    const bar = el('div', 'rl-toolbar rl-text-bar');
+    this.head = el('span', 'rl-text-head');
     this.list = new VirtualList('rl-code', () => el('div'));
-    this.node.append(this.head, this.list.node);
+    this.finder = new Finder({
+      rowsText: () => this.rows.map(r => [typeof r === 'number' ? this.lines[r] : '']),
+      reveal: row => {
+        this.list.scrollTo(row);
+        this.draw(false);
+        this.list.node.querySelector('.rl-hit-current')?.scrollIntoView({ block: 'nearest', inline: 'center' });
+      },
+      redraw: () => this.draw(false)
+    });
+    this.files = new FileTools(
+      {
+        text: () => this.lines.join('\n'),
+        name: () => this.fileName,
+        what: () => this.heading
+      },
+      kind
+    );
+    bar.append(this.head, this.finder.node, this.files.node);
+    this.node.append(bar, this.files.note, this.list.node);
   }
 
-  /** Show text `id` of `store` under a heading; returns when it is drawn. */
-  async show(store: TextStore, id: number, heading: string): Promise<void> {
+  /** Show text `id` of `store` under a heading, downloaded as `fileName`; returns when it is
+   * drawn. */
+  async show(store: TextStore, id: number, heading: string, fileName: string): Promise<void> {
     const token = ++this.token;
+    this.fileName = fileName;
+    this.heading = heading;
     const count = store.lineCount(id);
     this.head.textContent = `${heading} · ${count.toLocaleString('en-US')} lines`;
     this.node.classList.add('rl-loading');
@@ -30,6 +66,8 @@ export class TextView {
     } catch (err) {
       if (token === this.token) {
         this.node.classList.remove('rl-loading');
+        this.lines = [];
+        this.rows = [];
         this.list.setRows(0, () => el('div'));
         this.head.textContent = `${heading}: could not decode the text (${String(err)})`;
       }
@@ -39,19 +77,74 @@ export class TextView {
       return;
     }
     this.node.classList.remove('rl-loading');
-    const highlight = this.kind === 'mlir';
-    const digits = String(lines.length).length;
-    this.list.setRows(lines.length, i => {
-      const row = el('div', 'r');
-      row.appendChild(el('span', 'ln', String(i + 1).padStart(digits)));
-      row.appendChild(codeLine(lines[i], [], highlight));
-      return row;
-    });
+    if (lines !== this.lines) {
+      this.opened = new Set();
+    }
+    this.lines = lines;
+    this.layout();
+    this.finder.search(false);
+    this.draw(true);
   }
 
   dispose(): void {
     this.token++;
     this.list.dispose();
     this.node.remove();
+  }
+
+  /** The rows: every line, but for HLO's source tables, each run one fold until opened. */
+  private layout(): void {
+    const runs = this.kind === 'hlo' ? hloTableRuns(this.lines) : [];
+    const rows: TextRow[] = [];
+    let i = 0;
+    for (const run of runs) {
+      for (; i < run.first; i++) {
+        rows.push(i);
+      }
+      if (this.opened.has(run.first)) {
+        continue;
+      }
+      const n = run.last - run.first + 1;
+      rows.push({
+        first: run.first,
+        last: run.last,
+        label: `▸ ${n} lines of source tables (${run.names.join(', ')}): click to show`
+      });
+      i = run.last + 1;
+    }
+    for (; i < this.lines.length; i++) {
+      rows.push(i);
+    }
+    this.rows = rows;
+  }
+
+  private draw(top: boolean): void {
+    const lines = this.lines;
+    const highlight = this.kind === 'mlir';
+    const digits = String(lines.length).length;
+    this.list.setRows(this.rows.length, index => {
+      const r = this.rows[index];
+      if (typeof r !== 'number') {
+        const fold = el('div', 'fold rl-hlo-tables', r.label);
+        fold.setAttribute('role', 'button');
+        fold.title = `lines ${r.first + 1}-${r.last + 1}: where XLA's ops come from in the source`;
+        fold.addEventListener('click', () => {
+          this.opened.add(r.first);
+          this.layout();
+          this.finder.search(false);
+        });
+        return fold;
+      }
+      const row = el('div', 'r');
+      row.appendChild(el('span', 'ln', String(r + 1).padStart(digits)));
+      const cell = codeLine(lines[r], [], { highlight, focus: this.finder.focus(index, 0) });
+      const hits = this.finder.hits(index, 0);
+      markMatches(cell, hits.ranges, hits.current);
+      row.appendChild(cell);
+      if (hits.current >= 0) {
+        row.classList.add('rl-hit-row');
+      }
+      return row;
+    }, top);
   }
 }
