@@ -391,9 +391,28 @@ def test_help_lists_every_option(shell):
     _, _, out = run(shell, "%%reactant_jit?")
     for option in ("--optimize", "--granularity", "--fn", "--bench", "--device", "--no-run",
                    "--no-display", "--pipeline", "--verify", "--reference", "--exact",
-                   "--exclude-patterns"):
+                   "--exclude-patterns", "--loops"):
         assert option in out
     assert "every call the cell makes" in out
+
+
+def test_loops_auto_rolls_a_time_loop_and_updates_the_array_as_numpy(shell, rng):
+    from reactant_lab.notebook import magics
+
+    u = rng.random((12, 12))
+    want = u.copy()
+    for _ in range(20):
+        want[1:-1, 1:-1] = 0.25 * (want[:-2, 1:-1] + want[2:, 1:-1] + want[1:-1, :-2]
+                                   + want[1:-1, 2:])
+    shell.push({"u": u})
+    cell = ("def smooth(a, steps):\n    for _ in range(steps):\n        a[1:-1, 1:-1] = 0.25 * ("
+            "a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])\n\nsmooth(u, 20)\n")
+    result, _, _ = run(shell, "%%reactant_jit --loops auto --no-display\n" + cell)
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(shell.user_ns["u"], want, rtol=1e-12)
+    assert "stablehlo.while" in magics._LAST[0].traced_call.ir
+    result, _, _ = run(shell, "%%reactant_jit --no-display\n" + cell)  # the default: unrolled
+    assert result.success and "stablehlo.while" not in magics._LAST[0].traced_call.ir
 
 
 def test_restaged_explorations_do_not_run_the_cell_again(shell, rng):

@@ -65,6 +65,10 @@ class ReactantMagics(Magics):
               help="enzyme-hlo patterns to leave out (entries or names, comma-separated)")
     @argument("--exact", action="store_true",
               help="run Reactant's pattern list untouched (no exclusions applied)")
+    @argument("--loops", choices=("auto", "roll", "unroll"), default="unroll",
+              help="Python loops and branches on traced values: roll them into stablehlo.while "
+                   "/ case where possible (auto), always (roll: an error where not), or trace "
+                   "every iteration (unroll, the default for now); see docs/loops.md")
     @argument("--no-display", action="store_true", help="show no explorer")
     @argument("call", nargs="*", help="line form only: the call to explore, e.g. f(x, y)")
     @line_cell_magic
@@ -299,7 +303,8 @@ def _options(args: argparse.Namespace) -> CellOptions:
         explore = ExploreOptions(optimize=args.optimize, pipeline=args.pipeline,
                                  granularity=args.granularity, device=args.device,
                                  exclude_patterns=_names(args.exclude_patterns),
-                                 exact=args.exact, verify=args.verify, reference=args.reference)
+                                 exact=args.exact, verify=args.verify, reference=args.reference,
+                                 loops=args.loops)
     except (UnknownPresetError, PipelineError) as exc:
         raise UsageError(str(exc)) from None
     return CellOptions(explore=explore, run=not args.no_run, bench=args.bench)

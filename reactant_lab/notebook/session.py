@@ -132,7 +132,7 @@ class CellSession:
             with self._in("tracing"):
                 opts = self.options.explore
                 traced = trace(fn, *args, trace_scalars=opts.trace_scalars, mode=opts.mode,
-                               **kwargs)
+                               loops=opts.loops, **kwargs)
         except ReactantLabError:
             raise
         except Exception as exc:
