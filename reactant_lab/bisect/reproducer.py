@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import tempfile
 import time
 from dataclasses import asdict
 from typing import Any
@@ -16,7 +15,7 @@ import numpy as np
 
 from reactant_lab import backend, timing
 from reactant_lab.bisect.result import BisectResult
-from reactant_lab.stages.reproducer import PREFIX, prune
+from reactant_lab.stages.reproducer import fresh_directory, prune
 from reactant_lab.stages.runner import run_pipeline
 from reactant_lab.trace import Traced, flatten_for
 from reactant_lab.verify import Outcome, compare
@@ -37,11 +36,8 @@ def write_reproducer(where: bool | str | os.PathLike[str], traced: Traced,
     """Write before.mlir, after.mlir, pipeline.txt, inputs.npz, result.json and rerun.py; a
     fresh directory (``where=True``, None when it cannot be written) or ``where``."""
     if where is True:
-        root = os.environ.get("REACTANT_LAB_REPRO_DIR") or None
         try:
-            if root:
-                os.makedirs(root, exist_ok=True)
-            directory = pathlib.Path(tempfile.mkdtemp(prefix=PREFIX + "bisect_", dir=root))
+            directory = pathlib.Path(fresh_directory("bisect_"))
             _write_files(directory, traced, args, kwargs, result, pipeline)
         except OSError:
             return None

@@ -33,11 +33,8 @@ def write_reproducer(ir: str, pipeline: str, diagnostics: str) -> str | None:
     reproducers there beyond KEEP_NEWEST / KEEP_BYTES are deleted. Returns its path, or None if
     nothing could be written (the error is still raised without it).
     """
-    root = os.environ.get("REACTANT_LAB_REPRO_DIR") or None
     try:
-        if root:
-            os.makedirs(root, exist_ok=True)
-        where = tempfile.mkdtemp(prefix=PREFIX, dir=root)
+        where = fresh_directory()
         files = {"input.mlir": ir, "pipeline.txt": pipeline + "\n",
                  "diagnostics.txt": diagnostics + "\n", "rerun.py": _SCRIPT}
         for name, text in files.items():
@@ -47,6 +44,15 @@ def write_reproducer(ir: str, pipeline: str, diagnostics: str) -> str | None:
         return None
     prune(os.path.dirname(where), keep=where)
     return where
+
+
+def fresh_directory(kind: str = "") -> str:
+    """A new, empty reproducer directory (name ``PREFIX + kind + ...``) under
+    ``$REACTANT_LAB_REPRO_DIR`` if set, else the system temp dir. Raises OSError."""
+    root = os.environ.get("REACTANT_LAB_REPRO_DIR") or None
+    if root:
+        os.makedirs(root, exist_ok=True)
+    return tempfile.mkdtemp(prefix=PREFIX + kind, dir=root)
 
 
 def prune(root: str, keep: str) -> None:
