@@ -123,7 +123,8 @@ def drop_results(module: ir.Module, drop: Sequence[int]) -> None:
         return
     main = main_func(module)
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    keep = [i for i in range(len(ftype.results)) if i not in set(drop)]
+    dropped = set(drop)
+    keep = [i for i in range(len(ftype.results)) if i not in dropped]
     blocks = list(main.regions[0].blocks)
     if len(blocks) != 1:
         raise CompileError("@main has more than one block; its results cannot be pruned")

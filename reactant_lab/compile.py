@@ -364,7 +364,8 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate
     kept_args = {s.arg for s in layout.out_slots if isinstance(s, Forwarded)}
     mask = tuple(d and i not in kept_args for i, d in enumerate(traced.donation_mask)) \
         if donate else (False,) * len(traced.linear_args)
-    out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in set(drop)]
+    dropped = set(drop)
+    out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in dropped]
     start = time.perf_counter()
     exe = backend.compile_module(ir, avals=layout.avals, out_avals=out_avals,
                                  device=dev, x64=layout.x64, donate=mask,
