@@ -247,6 +247,27 @@ def test_nested_numpy_kernel_updates_the_callers_arrays_through_views(shell, rng
     assert "func.func private @relax(" in text and "call @relax" in text
 
 
+def test_nested_cell_function_loops_roll_under_loops_auto(shell, rng):
+    cell = ("\ndef sweep(u, steps):\n    for _ in range(steps):\n"
+            "        u[1:-1] = 0.5 * (u[:-2] + u[2:])\n\n"
+            "def solve(U):\n    sweep(U[0], 40)\n    for i in range(U.shape[1]):\n"
+            "        U[1, i:] += U[0, i]\n    return U\n\nsolve(U)\n")
+    u0 = rng.random((2, 12))
+    shell.push({"U": u0.copy()})
+    run(shell, cell)
+    want = shell.user_ns["U"].copy()
+    u = u0.copy()
+    shell.push({"U": u})
+    result, _, _ = run(shell, "%%reactant_jit --loops auto" + cell)
+    assert result.success, result.error_in_exec
+    np.testing.assert_allclose(u, want, rtol=1e-12)
+    [ex] = last_explorations()
+    text = ex.stages[0].as_text()
+    assert "func.func private @sweep(" in text
+    assert text.count("stablehlo.while") == 2  # the callee's 40 steps and the caller's loop
+    assert ex.traced.loop_notes == ()
+
+
 def test_no_run_explores_and_runs_the_original_python(shell, rng):
     a0 = rng.random(4)
     shell.push({"a": a0.copy()})

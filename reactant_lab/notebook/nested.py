@@ -9,8 +9,8 @@ proxies (so it can update them in place and use NumPy's API on them); the argume
 are written back into the caller's proxies (through views too), and an argument it returns comes
 back as the caller's own proxy (a view of one comes back as a new array). Arguments that share
 storage (a view and its parent, the same array twice) would be independent inside the callee, so
-such a call is inlined instead, as is a call with a masked selection (``a[mask]``) or with no
-traced argument at all.
+such a call is inlined instead, as is a call with a masked selection (``a[mask]``), a slice with a
+traced bound (``a[:i]``) or with no traced argument at all.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from typing import Any
 
 import jax
 
+from reactant_lab.trace.control_flow import converted_callee
 from reactant_lab.trace.numpy_mode import (
     ProxyArray,
+    RangedArray,
     is_traced,
     new_array,
     new_scalar,
@@ -69,8 +71,9 @@ def call_nested(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
     dyn = [i for i, x in enumerate(leaves) if _dynamic(x)]
     proxies = [leaves[i] for i in dyn if isinstance(leaves[i], ProxyArray)]
     roots = {id(p.root) for p in proxies}
-    if not dyn or len(roots) < len(proxies) or any(p.mask is not None for p in proxies):
-        return fn(*args, **kwargs)
+    if (not dyn or len(roots) < len(proxies) or any(p.mask is not None for p in proxies)
+            or any(isinstance(x, RangedArray) for x in leaves)):
+        return converted_callee(fn)(*args, **kwargs)
     values = [leaves[i].value if isinstance(leaves[i], ProxyArray) else leaves[i] for i in dyn]
     dynamic = set(dyn)
     statics = {i: x for i, x in enumerate(leaves) if i not in dynamic}
@@ -116,7 +119,7 @@ def _make_callee(fn: Callable[..., Any], treedef: Any, dyn: list[int], statics: 
                 leaves[i] = v
         a, k = jax.tree_util.tree_unflatten(treedef, leaves)
         try:
-            out = fn(*a, **k)
+            out = converted_callee(fn)(*a, **k)
         except Exception as exc:
             callee.error = exc
             raise _Abort from None

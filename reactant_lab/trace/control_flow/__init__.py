@@ -21,7 +21,7 @@ from reactant_lab.trace.control_flow.convert import convert
 from reactant_lab.trace.control_flow.session import LOOPS, ROLL_THRESHOLD, check_loops, session
 from reactant_lab.trace.numpy_mode import carry
 
-__all__ = ["LOOPS", "ROLL_THRESHOLD", "check_loops", "converted", "tracing"]
+__all__ = ["LOOPS", "ROLL_THRESHOLD", "check_loops", "converted", "converted_callee", "tracing"]
 
 
 def converted(fn: Callable[..., Any], loops: str) -> tuple[Callable[..., Any], str | None]:
@@ -31,6 +31,13 @@ def converted(fn: Callable[..., Any], loops: str) -> tuple[Callable[..., Any], s
     if loops == "unroll":
         return fn, None
     return convert(fn, sys.modules[runtime.__name__])
+
+
+def converted_callee(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as a converted function calls it while a trace runs: with its control flow
+    converted when ``loops`` asks for it and ``fn`` is user code, else ``fn`` itself."""
+    result: Callable[..., Any] = runtime.callee(fn)
+    return result
 
 
 @contextlib.contextmanager

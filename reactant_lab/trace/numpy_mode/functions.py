@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reactant_lab.trace.numpy_mode import errors, masks
+from reactant_lab.trace.numpy_mode import errors, masks, ranged
 from reactant_lab.trace.numpy_mode.binning import BINNING
 from reactant_lab.trace.numpy_mode.creation import LIKE, bind, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
@@ -119,6 +119,8 @@ _ARRAY_SEQUENCES = frozenset(
 
 def apply(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func(*args, **kwargs)`` where some argument is a proxy array."""
+    if ranged.involved(args, kwargs):
+        return ranged.apply_function(func, args, kwargs)
     entry = TABLE.get(func)
     if entry is None:
         raise errors.unsupported(func)

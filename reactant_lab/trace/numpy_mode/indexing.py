@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reactant_lab.trace.numpy_mode import masks
+from reactant_lab.trace.numpy_mode import masks, ranged
 from reactant_lab.trace.numpy_mode.layouts import like_indexed
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
@@ -42,6 +42,10 @@ def getitem(proxy: ProxyArray, key: Any) -> Any:
     if proxy.is_scalar:  # s[()] is s; any other key makes a new array, as NumPy's does
         indexed_shape(proxy._shape, key)
         return proxy if not key else new_array(proxy.value[key])
+    if ranged.traced_slices(key):
+        return ranged.select(proxy, key)
+    if ranged.involved(key):
+        return ranged.gather(proxy, key)
     if is_basic(key) and not is_element(key, proxy._shape):
         return proxy.view_of(Index(key))  # its shape, found by NumPy, checks the indices
     indexed_shape(proxy._shape, key)
@@ -67,6 +71,13 @@ def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
         masks.assign(proxy, mask, value, whole=len(key) == 1)
         return
     proxy.check_writable()
+    if ranged.traced_slices(key):
+        ranged.assign(proxy, key, value)
+        return
+    if ranged.involved(key):
+        raise ranged.RangedError("Assigning through indices taken from a slice with a traced "
+                                 "bound (x[idx[lo:hi]] = v) is not supported; loop over the "
+                                 "indices instead")
     if is_basic(key):
         if is_element(key, proxy._shape) and masks.value_ndim(value):
             raise ValueError(f"setting an array element with a sequence: a[{_text(key)}] is one "

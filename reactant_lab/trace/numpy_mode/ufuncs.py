@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from reactant_lab.trace.numpy_mode import context, errors, indexing, masks
+from reactant_lab.trace.numpy_mode import context, errors, indexing, masks, ranged
 from reactant_lab.trace.numpy_mode.layouts import like_operands, like_reduction
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
@@ -36,6 +36,8 @@ _INT_DIVISION = {np.floor_divide, np.remainder, np.fmod, np.divmod}
 
 def apply(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``ufunc.<method>(*inputs, **kwargs)`` where some input or output is a proxy array."""
+    if ranged.involved(inputs, kwargs.get("out")):
+        return ranged.apply_ufunc(ufunc, method, inputs, kwargs)
     impl = _METHODS.get(method)
     if ufunc not in UFUNCS or impl is None:
         name = errors.numpy_name(ufunc) + ("" if method == "__call__" else f".{method}")

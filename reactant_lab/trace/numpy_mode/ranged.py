@@ -1,0 +1,534 @@
+"""``a[i:j]`` where a bound is traced (``A[k, :k]``, ``cov[k:M, k]``, ``x[lo:hi]`` in a rolled
+loop): a slice whose length is only known when the compiled code runs.
+
+It is kept at the static length of the whole axis, its elements moved to the front ("compact":
+element ``m`` of the slice at position ``m``) and a count of the valid ones. Elementwise
+arithmetic, reductions, ``@`` / ``np.dot`` / ``np.outer`` contracting or keeping such an axis,
+``np.flip``, copies and writes back through the slice (``a[k, :k] = v``, ``a[k:, k] /= p``) are
+computed on the full extent with the invalid positions masked, so the result is NumPy's. Anything
+else that would need the length raises a clear error (inside a rolled loop: the loop is unrolled
+instead, with that reason).
+
+Bounds follow NumPy's slice rules at run time (a negative bound counts from the end, bounds are
+clipped to the axis); the step must be a static 1. Two such slices combined elementwise meet
+element by element from their starts, as in NumPy; their lengths are assumed equal where NumPy
+would raise for unequal ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from reactant_lab.errors import DynamicShapeError
+from reactant_lab.trace.numpy_mode.operators import install_operators
+from reactant_lab.trace.numpy_mode.proxy import ProxyArray, new_array, new_result
+from reactant_lab.trace.numpy_mode.storage import is_traced
+
+Axes = dict[int, Any]
+"""Axis of the (compact) data -> the traced count of valid elements along it."""
+
+
+class RangedError(DynamicShapeError):
+    """An operation on a slice with a traced bound that would need its length."""
+
+
+def _error(what: str) -> RangedError:
+    return RangedError(
+        f"{what}: a slice with a traced bound (such as A[i, :i] in a loop over i) has a length "
+        "only known when the compiled code runs. Supported on such slices: elementwise "
+        "arithmetic, reductions (sum, max, mean, ...), @ / np.dot / np.inner / np.outer, "
+        "np.flip, copies, and assigning to them. Otherwise compute over the whole axis with "
+        "np.where(np.arange(n) < i, ..., ...).")
+
+
+class RangedArray:
+    """A slice with a traced bound: compact data of static shape plus a count per ranged axis.
+
+    ``base`` is the view of the whole extent it was sliced from (None for a computed value);
+    ``starts`` the traced start of each ranged axis in ``base``; ``source`` the (root, key)
+    it came from, so that ``a[k:] /= p`` (read, update in place, assign back) writes once."""
+
+    __slots__ = ("_data", "base", "counts", "dtype", "source", "starts")
+    __array_priority__ = 2000.0
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, data: Any, counts: Axes, base: ProxyArray | None = None,
+                 starts: Axes | None = None, source: Any = None, dtype: Any = None):
+        self._data, self.counts, self.base = data, dict(counts), base
+        self.starts, self.source = dict(starts or {}), source
+        self.dtype = np.dtype(dtype if dtype is not None else data.dtype)
+
+    # ------------------------------------------------------------------ values
+    @property
+    def value(self) -> Any:
+        """The compact data (traced; garbage past each count)."""
+        if self.base is None:
+            return self._data
+        data = self.base.value
+        for axis, start in self.starts.items():
+            data = jnp.roll(data, -start, axis)
+        return data
+
+    @property
+    def ndim(self) -> int:
+        return len(self.envelope)
+
+    @property
+    def envelope(self) -> tuple[int, ...]:
+        """The static shape of the compact data."""
+        return tuple(self.base._shape) if self.base is not None else tuple(self._data.shape)
+
+    def valid(self) -> Any:
+        """Boolean of the compact data's shape: True where an element of the slice is."""
+        shape = self.envelope
+        ok = jnp.ones(shape, bool)
+        for axis, count in self.counts.items():
+            along = jnp.arange(shape[axis]) < count
+            ok = ok & along.reshape([-1 if d == axis else 1 for d in range(len(shape))])
+        return ok
+
+    def filled(self, fill: Any) -> Any:
+        """The compact data with ``fill`` past the counts."""
+        return jnp.where(self.valid(), self.value, jnp.asarray(fill, self.dtype))
+
+    def write(self, new: Any) -> None:
+        """Store compact data ``new`` (of the envelope's shape) into the slice."""
+        new = jnp.asarray(new).astype(self.dtype)
+        if self.base is None:
+            self._data = jnp.where(self.valid(), new, self._data)
+            return
+        self.base.check_writable()
+        keep = self.valid()
+        for axis, start in self.starts.items():
+            new = jnp.roll(new, start, axis)
+            keep = jnp.roll(keep, start, axis)
+        self.base.write(jnp.where(keep, new, self.base.value))
+
+    # ------------------------------------------------------------------ what needs the length
+    @property
+    def shape(self) -> tuple[int, ...]:
+        raise _error("The shape of a slice with a traced bound was asked for")
+
+    @property
+    def size(self) -> int:
+        raise _error("The size of a slice with a traced bound was asked for")
+
+    def __len__(self) -> int:
+        raise _error("len() of a slice with a traced bound")
+
+    def __iter__(self) -> Any:
+        raise _error("Iterating over a slice with a traced bound")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise _error("Indexing a slice with a traced bound")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
+            assign_into(self, value)
+            return
+        raise _error("Assigning into part of a slice with a traced bound")
+
+    def __bool__(self) -> bool:
+        raise _error("The truth value of a slice with a traced bound")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise _error("Converting a slice with a traced bound to a NumPy array")
+
+    def __jax_array__(self) -> Any:
+        raise _error("A slice with a traced bound was handed to JAX")
+
+    def __repr__(self) -> str:
+        return f"RangedArray({self.dtype.name}, envelope {list(self.envelope)})"
+
+    def copy(self, order: str = "C") -> RangedArray:
+        return RangedArray(self.value, self.counts, dtype=self.dtype)
+
+    def astype(self, dtype: Any, **_: Any) -> RangedArray:
+        return RangedArray(self.value.astype(dtype), self.counts, dtype=dtype)
+
+    # ------------------------------------------------------------------ NumPy protocols
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types_: Any, args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        return apply_function(func, args, kwargs)
+
+
+install_operators(RangedArray)  # type: ignore[arg-type]  # the same operators as ProxyArray
+
+
+def _in_place(ufunc: np.ufunc) -> Any:
+    def iop(self: RangedArray, other: Any) -> Any:
+        return ufunc(self, other, out=(self,))
+    return iop
+
+
+for _name, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("truediv", np.divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
+                   ("pow", np.power), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                   ("xor", np.bitwise_xor)):
+    setattr(RangedArray, f"__i{_name}__", _in_place(_uf))
+
+
+def involved(*trees: Any) -> bool:
+    """Whether a RangedArray is among ``trees`` (arguments, tuples and lists of them)."""
+    for x in trees:
+        if isinstance(x, RangedArray):
+            return True
+        if isinstance(x, tuple | list) and involved(*x):
+            return True
+        if isinstance(x, dict) and involved(*x.values()):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------- making them
+
+
+def traced_slices(key: tuple[Any, ...]) -> bool:
+    """Whether ``key`` (normalized) has a slice with a traced start or stop."""
+    return any(isinstance(k, slice) and (is_traced(k.start) or is_traced(k.stop)) for k in key)
+
+
+def _bound(v: Any, default: int, n: int) -> Any:
+    """A slice bound as NumPy reads it for an axis of length ``n`` (step 1)."""
+    if v is None:
+        return jnp.asarray(default, jnp.int64)
+    v = jnp.asarray(v).astype(jnp.int64)
+    return jnp.clip(jnp.where(v < 0, v + n, v), 0, n)
+
+
+def select(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
+    """``proxy[key]`` for a basic ``key`` with traced slice bounds."""
+    items = _expand(key, len(proxy._shape))
+    whole: list[Any] = []
+    starts: Axes = {}
+    counts: Axes = {}
+    axis = 0  # axis of the result
+    dim = 0  # axis of proxy
+    for k in items:
+        if k is None:
+            whole.append(k)
+            axis += 1
+            continue
+        if isinstance(k, slice) and (is_traced(k.start) or is_traced(k.stop)):
+            if k.step not in (None, 1):
+                raise _error("A slice with a traced bound and a step other than 1")
+            n = proxy._shape[dim]
+            start, stop = _bound(k.start, 0, n), _bound(k.stop, n, n)
+            starts[axis], counts[axis] = start, jnp.maximum(stop - start, 0)
+            whole.append(slice(None))
+            axis += 1
+        else:
+            if isinstance(k, slice):
+                axis += 1
+            elif not isinstance(k, int | np.integer) and not is_traced(k):
+                raise _error("Indexing with arrays together with a slice with a traced bound")
+            whole.append(k)
+        dim += 1
+    base = proxy[tuple(whole)]
+    if not isinstance(base, ProxyArray):  # pragma: no cover - a slice keeps an axis
+        raise _error("A slice with a traced bound")
+    return RangedArray(None, counts, base=base, starts=starts, source=(proxy.root, key),
+                       dtype=proxy.dtype)
+
+
+def _expand(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``key`` with its Ellipsis written out and full slices for missing trailing axes."""
+    indexed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if any(k is Ellipsis for k in key):
+        at = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:at] + (slice(None),) * (ndim - indexed) + key[at + 1:]
+    return key + (slice(None),) * (ndim - sum(1 for k in key if k is not None))
+
+
+def gather(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
+    """``proxy[idx]`` where ``idx`` is a 1-D integer slice with a traced bound (``x[cols[lo:hi]]``):
+    the rows it picks, one per valid index (negative ones count from the end)."""
+    (idx,) = key
+    if idx.ndim != 1 or idx.dtype.kind not in "iu" or not proxy._shape:
+        raise _error("Indexing with a slice with a traced bound other than x[idx[lo:hi]] for "
+                     "a 1-D integer idx")
+    n = proxy._shape[0]
+    at = jnp.asarray(idx.filled(0)).astype(jnp.int64)
+    at = jnp.clip(jnp.where(at < 0, at + n, at), 0, max(n - 1, 0))
+    return RangedArray(jnp.take(proxy.value, at, axis=0), {0: idx.counts[0]}, dtype=proxy.dtype)
+
+
+def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    def same(x: Any, y: Any) -> bool:
+        if isinstance(x, slice) and isinstance(y, slice):
+            return all(same(p, q) for p, q in ((x.start, y.start), (x.stop, y.stop),
+                                                (x.step, y.step)))
+        if is_traced(x) or is_traced(y):
+            return x is y
+        return type(x) is type(y) and x == y
+    return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+
+
+def assign(proxy: ProxyArray, key: tuple[Any, ...], value: Any) -> None:
+    """``proxy[key] = value`` for a basic ``key`` with traced slice bounds."""
+    proxy.check_writable()
+    if (isinstance(value, RangedArray) and value.base is not None and value.source is not None
+            and value.source[0] is proxy.root and _same_key(value.source[1], key)):
+        return  # ``a[k:] op= v``: the in-place op has written through already
+    assign_into(select(proxy, key), value)
+
+
+def assign_into(target: RangedArray, value: Any) -> None:
+    """Store ``value`` (a slice with a traced bound, or a value broadcast over it)."""
+    shape = target.envelope
+    if isinstance(value, RangedArray):
+        if set(value.counts) != set(target.counts) or value.ndim != target.ndim:
+            raise _error("Assigning a slice with a traced bound along other axes")
+        data = _resize(value.value, value.envelope, shape)
+    else:
+        plain = jnp.asarray(_plain(value))
+        for axis in target.counts:
+            at = axis - len(shape) + plain.ndim
+            if 0 <= at < plain.ndim and plain.shape[at] != 1:
+                raise _error("Assigning an array of static length to a slice with a traced "
+                             "bound")
+        data = jnp.broadcast_to(plain, shape)
+    target.write(data)
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, ProxyArray):
+        return x.value
+    return x
+
+
+def _resize(data: Any, have: tuple[int, ...], want: tuple[int, ...]) -> Any:
+    """Compact ``data`` cut or zero-padded from shape ``have`` to ``want`` (ranged axes may
+    differ: the valid part fits both)."""
+    if have == want:
+        return data
+    if len(have) != len(want):
+        raise _error("Combining slices with a traced bound of different dimensions")
+    data = data[tuple(slice(0, min(h, w)) for h, w in zip(have, want, strict=True))]
+    pad = [(0, max(0, w - h)) for h, w in zip(have, want, strict=True)]
+    return jnp.pad(data, pad)
+
+
+# ---------------------------------------------------------------------- elementwise
+
+
+def _aligned(inputs: tuple[Any, ...]) -> tuple[list[Any], Axes, int]:
+    """Inputs as proxies over common compact shapes, the counts of the result's ranged axes
+    (from the right-aligned result axes), and the result's ndim."""
+    ranged = [x for x in inputs if isinstance(x, RangedArray)]
+    ndim = max(x.ndim if isinstance(x, RangedArray) else int(np.ndim(_plain(x)))
+               for x in inputs)
+    counts: Axes = {}
+    lengths: dict[int, int] = {}
+    for r in ranged:
+        shift = ndim - r.ndim
+        for axis, count in r.counts.items():
+            at = axis + shift
+            counts[at] = count if at not in counts else (
+                counts[at] if counts[at] is count else jnp.minimum(counts[at], count))
+            lengths[at] = min(lengths.get(at, r.envelope[axis]), r.envelope[axis])
+    out: list[Any] = []
+    for x in inputs:
+        if isinstance(x, RangedArray):
+            shift = ndim - x.ndim
+            want = tuple(lengths.get(a + shift, d) for a, d in enumerate(x.envelope))
+            have = x.envelope
+            for a in range(x.ndim):
+                if a + shift in lengths and a not in x.counts and have[a] != 1:
+                    raise _error("A slice with a traced bound met one along other axes")
+            out.append(new_array(_resize(x.value, have, want)))
+            continue
+        shape = np.shape(_plain(x))
+        for at in counts:
+            a = at - (ndim - len(shape))
+            if 0 <= a < len(shape) and shape[a] != 1:
+                raise _error("A slice with a traced bound was combined with an array of static "
+                             "length along the same axis")
+        out.append(x)
+    return out, counts, ndim
+
+
+def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+    """A ufunc with a slice with a traced bound among its inputs or outputs."""
+    if method == "reduce" and ufunc in _UFUNC_REDUCE and len(inputs) == 1:
+        return _reduce(_UFUNC_REDUCE[ufunc], inputs[0], dict(kwargs))
+    if method != "__call__":
+        raise _error(f"np.{ufunc.__name__}.{method} of a slice with a traced bound")
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    if kwargs.get("where", True) is not True:
+        raise _error(f"np.{ufunc.__name__}(..., where=) on a slice with a traced bound")
+    if ufunc is np.matmul:
+        if out is not None:
+            raise _error("np.matmul(..., out=) on a slice with a traced bound")
+        return contract("matmul", inputs[0], inputs[1])
+    proxies, counts, _ = _aligned(inputs)
+    result = ufunc(*proxies, **kwargs)
+    results = result if isinstance(result, tuple) else (result,)
+    made = [RangedArray(jnp.asarray(_plain(r)), counts) if jnp.ndim(_plain(r)) else r
+            for r in results]
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        for target, value in zip(outs, made, strict=True):
+            if target is None:
+                continue
+            if not isinstance(target, RangedArray):
+                raise _error(f"np.{ufunc.__name__}(..., out=) of an array of static length "
+                             "computed from a slice with a traced bound")
+            assign_into(target, value)
+        return outs[0] if len(outs) == 1 else outs
+    return made[0] if len(made) == 1 else tuple(made)
+
+
+# ---------------------------------------------------------------------- reductions
+
+_FILLS = {"sum": "zero", "mean": "zero", "any": "zero", "count_nonzero": "zero",
+          "nansum": "zero", "prod": "one", "all": "one", "nanprod": "one",
+          "max": "low", "amax": "low", "nanmax": "low", "min": "high", "amin": "high",
+          "nanmin": "high"}
+_UFUNC_REDUCE = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
+                 np.logical_and: "all", np.logical_or: "any"}
+
+
+def _fill(kind: str, dtype: np.dtype) -> Any:
+    if kind == "zero":
+        return 0
+    if kind == "one":
+        return 1
+    if dtype.kind == "b":
+        return kind == "high"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if kind == "low" else info.max
+    return -np.inf if kind == "low" else np.inf
+
+
+def _reduce(name: str, a: RangedArray, kwargs: dict[str, Any]) -> Any:
+    if kwargs.pop("out", None) is not None or kwargs.get("where", True) is not True:
+        raise _error(f"np.{name}(..., out= / where=) of a slice with a traced bound")
+    kwargs.pop("where", None)
+    axis = kwargs.pop("axis", None)
+    keepdims = bool(kwargs.pop("keepdims", False))
+    ndim = a.ndim
+    axes = tuple(range(ndim)) if axis is None else tuple(
+        int(x) % ndim for x in (axis if isinstance(axis, tuple | list) else (axis,)))
+    fill = _fill(_FILLS[name], a.dtype)
+    base_name = "sum" if name == "mean" else name
+    data = new_array(a.filled(fill))
+    result = getattr(np, base_name)(data, axis=axis, keepdims=keepdims, **kwargs)
+    if name == "mean":
+        count: Any = 1
+        for x in axes:
+            count = count * (a.counts[x] if x in a.counts else a.envelope[x])
+        result = np.true_divide(result, new_result(jnp.asarray(count, jnp.float64))) if (
+            np.dtype(result.dtype).kind in "iub") else np.true_divide(result, new_result(
+                jnp.asarray(count).astype(result.dtype)))
+    left = {x: c for x, c in a.counts.items() if x not in axes}
+    if not left:
+        return result
+    renumber = {x: x if keepdims else x - sum(1 for r in axes if r < x) for x in left}
+    return RangedArray(jnp.asarray(_plain(result)), {renumber[x]: c for x, c in left.items()})
+
+
+# ---------------------------------------------------------------------- products
+
+
+def _operand(x: Any) -> tuple[Any, Axes, tuple[int, ...]]:
+    """(a proxy of the data, zero past the counts; its ranged axes; its static shape)."""
+    if isinstance(x, RangedArray):
+        return new_array(x.filled(0)), dict(x.counts), x.envelope
+    value = _plain(x)
+    return x, {}, tuple(np.shape(value))
+
+
+def contract(kind: str, a: Any, b: Any) -> Any:
+    """``a @ b`` / ``np.dot`` / ``np.inner`` / ``np.vdot`` / ``np.outer`` with a slice with a
+    traced bound: masked elements are zeros, a contracted ranged axis disappears, a kept one
+    stays ranged in the result."""
+    pa, ca, sa = _operand(a)
+    pb, cb, sb = _operand(b)
+    if kind == "outer":
+        if len(sa) != 1 or len(sb) != 1:
+            raise _error("np.outer of a slice with a traced bound that is not 1-D")
+        both = {**({0: ca[0]} if 0 in ca else {}), **({1: cb[0]} if 0 in cb else {})}
+        return _wrap(np.outer(pa, pb), both)
+    if kind == "vdot":
+        kind = "dot"
+        pa, pb = np.ravel(pa), np.ravel(pb)
+        if len(sa) != 1 or len(sb) != 1:
+            raise _error("np.vdot of a slice with a traced bound that is not 1-D")
+    if len(sa) not in (1, 2) or len(sb) not in (1, 2):
+        raise _error(f"np.{kind} of a slice with a traced bound with more than 2 dimensions")
+    ka = len(sa) - 1
+    kb = len(sb) - 1 if kind == "inner" else (0 if len(sb) == 1 else len(sb) - 2)
+    if (ka in ca) != (kb in cb):
+        raise _error(f"np.{kind} contracting a slice with a traced bound with an array of "
+                     "static length")
+    if ka in ca and sa[ka] != sb[kb]:  # the valid parts fit the shorter envelope
+        n = min(sa[ka], sb[kb])
+        pa = new_array(_plain(pa)[(slice(None),) * ka + (slice(0, n),)])
+        pb = new_array(_plain(pb)[(slice(None),) * kb + (slice(0, n),)])
+    fn: Any = {"matmul": np.matmul, "dot": np.dot, "inner": np.inner}[kind]
+    result = fn(pa, pb)
+    counts: Axes = {}
+    if len(sa) == 2 and 0 in ca:
+        counts[0] = ca[0]
+    if len(sb) == 2:
+        kept = 0 if kind == "inner" else 1
+        if kept in cb:
+            counts[(1 if len(sa) == 2 else 0)] = cb[kept]
+    return _wrap(result, counts)
+
+
+def _wrap(result: Any, counts: Axes) -> Any:
+    if not counts:
+        return result
+    return RangedArray(jnp.asarray(_plain(result)), counts)
+
+
+# ---------------------------------------------------------------------- functions
+
+
+def _flip(m: Any, axis: Any = None) -> RangedArray:
+    if not isinstance(m, RangedArray):
+        raise _error("np.flip with a slice with a traced bound")
+    axes = tuple(range(m.ndim)) if axis is None else tuple(
+        int(x) % m.ndim for x in (axis if isinstance(axis, tuple | list) else (axis,)))
+    data = jnp.flip(m.value, axes)
+    for x in axes:
+        if x in m.counts:  # the valid part sits at the end now: move it to the front
+            data = jnp.roll(data, m.counts[x] - m.envelope[x], x)
+    return RangedArray(data, m.counts, dtype=m.dtype)
+
+
+def _copy(a: Any, order: str = "K", subok: bool = False) -> RangedArray:
+    if not isinstance(a, RangedArray):
+        raise _error("np.copy with a slice with a traced bound")
+    return a.copy()
+
+
+def apply_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A NumPy function with a slice with a traced bound among its arguments."""
+    name = getattr(func, "__name__", str(func))
+    if name in _FILLS and args and isinstance(args[0], RangedArray) and len(args) == 1:
+        return _reduce(name, args[0], dict(kwargs))
+    if name in ("dot", "inner", "vdot", "outer", "matmul") and len(args) == 2 and not kwargs:
+        return contract(name, args[0], args[1])
+    if func is np.flip:
+        return _flip(*args, **kwargs)
+    if func is np.copy:
+        return _copy(*args, **kwargs)
+    if func is np.ndim:
+        return args[0].ndim
+    raise _error(f"np.{name} of a slice with a traced bound")
+
+
+__all__ = ["RangedArray", "RangedError", "apply_function", "apply_ufunc", "assign", "gather",
+           "involved", "select", "traced_slices"]

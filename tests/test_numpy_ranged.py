@@ -1,0 +1,169 @@
+"""Slices whose bounds depend on a loop index (``A[i, :i]``, ``cov[i:M, i]``, ``x[lo:hi]``): rolled
+loops compute them over the whole axis with a mask, and the results equal NumPy eager's."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.errors import ControlFlowError
+from tests.test_numpy_kernels import assert_same
+
+
+def _check(fn, *args, tol=1e-10, rolled=True):
+    """fn through rl.jit(loops='auto') against NumPy eager: results and arguments after."""
+    want_args = copy.deepcopy(args)
+    want = fn(*want_args)
+    jf = rl.jit(fn, loops="auto")
+    got = jf(*args)
+    assert_same(got, want, tol, "result")
+    assert_same(args, want_args, tol, "arguments after the call")
+    traced = jf.last.traced
+    if rolled:
+        assert "stablehlo.while" in traced.ir
+        assert traced.loop_notes == (), traced.loop_notes
+    return traced
+
+
+def trisolv(L, x, b):
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def back_substitution(U, y):
+    x = np.zeros_like(y)
+    for i in range(y.shape[0] - 1, -1, -1):
+        x[i] = (y[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+    return x
+
+
+def covariance(data):
+    M = data.shape[1]
+    data -= data.mean(axis=0)
+    cov = np.zeros((M, M), dtype=data.dtype)
+    for i in range(M):
+        cov[i:M, i] = cov[i, i:M] = data[:, i] @ data[:, i:M] / (data.shape[0] - 1.0)
+    return cov
+
+
+def lu_outer(A):
+    for k in range(A.shape[0]):
+        A[k + 1:, k] /= A[k, k]
+        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+
+
+def durbin_like(r):
+    y = np.zeros_like(r)
+    y[0] = -r[0]
+    alpha = -r[0]
+    for k in range(1, r.shape[0]):
+        alpha = -(r[k] + np.dot(np.flip(r[:k]), y[:k])) * 0.5
+        y[:k] += alpha * np.flip(y[:k])
+        y[k] = alpha
+    return y
+
+
+def prefix_reductions(x, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = x[:i + 1].sum()
+        out[i, 1] = x[:i + 1].max()
+        out[i, 2] = np.mean(x[i:])
+        out[i, 3] = (x[: i + 1] > 0.5).sum()
+
+
+def windows(x, out):
+    for i in range(out.shape[0]):
+        out[i] = np.sum(x[i - 2:i + 3] * 2.0)  # negative start: NumPy's empty slice
+        x[i:i + 2] *= 1.01
+
+
+def csr_matvec(indptr, indices, data, x):
+    y = np.zeros(indptr.shape[0] - 1)
+    for i in range(indptr.shape[0] - 1):
+        y[i] = data[indptr[i]:indptr[i + 1]] @ x[indices[indptr[i]:indptr[i + 1]]]
+    return y
+
+
+def _csr(rng, rows, cols):
+    dense = rng.random((rows, cols)) * (rng.random((rows, cols)) < 0.3)
+    dense[3] = 0.0  # an empty row
+    indptr = np.concatenate([[0], np.cumsum((dense != 0).sum(axis=1))]).astype(np.int64)
+    indices = np.nonzero(dense)[1].astype(np.int64)
+    return indptr, indices, dense[dense != 0], dense
+
+
+def test_triangular_solve_rolls(rng):
+    n = int(rng.integers(12, 30))
+    L = np.tril(rng.random((n, n))) + n * np.eye(n)
+    traced = _check(trisolv, L, rng.random(n), rng.random(n))
+    assert traced.mutated == ("args[1]",)
+
+
+def test_back_substitution_with_a_negative_step(rng):
+    n = int(rng.integers(10, 25))
+    _check(back_substitution, np.triu(rng.random((n, n))) + n * np.eye(n), rng.random(n))
+
+
+def test_covariance_writes_a_column_and_a_row_through_traced_slices(rng):
+    _check(covariance, rng.random((int(rng.integers(15, 30)), int(rng.integers(9, 16)))))
+
+
+def test_outer_product_update_over_two_ranged_axes(rng):
+    n = int(rng.integers(9, 20))
+    _check(lu_outer, rng.random((n, n)) + n * np.eye(n), tol=1e-9)
+
+
+def test_flip_and_in_place_update_of_a_prefix(rng):
+    _check(durbin_like, rng.random(int(rng.integers(9, 20))) * 0.5)
+
+
+def test_reductions_of_prefixes_and_suffixes(rng):
+    n = int(rng.integers(9, 20))
+    _check(prefix_reductions, rng.random(n), np.zeros((n, 4)))
+
+
+def test_windows_follow_numpys_bounds(rng):
+    n = int(rng.integers(12, 20))
+    _check(windows, rng.random(n + 4), np.zeros(n))
+
+
+def test_csr_matvec_with_traced_row_bounds(rng):
+    indptr, indices, data, dense = _csr(rng, int(rng.integers(10, 20)), 12)
+    x = rng.random(12)
+    _check(csr_matvec, indptr, indices, data, x)
+    np.testing.assert_allclose(rl.jit(csr_matvec, loops="auto")(indptr, indices, data, x),
+                               dense @ x, rtol=1e-12)
+
+
+def test_the_ir_does_not_grow_with_the_size(rng):
+    small = rl.trace(trisolv, np.eye(10) * 2, rng.random(10), rng.random(10), loops="auto")
+    big = rl.trace(trisolv, np.eye(200) * 2, rng.random(200), rng.random(200), loops="auto")
+    assert small.ir.count("\n") == big.ir.count("\n")
+
+
+def needs_the_length(x, out):
+    for i in range(1, x.shape[0]):
+        out[i] = len(x[:i])
+
+
+def test_what_needs_the_length_unrolls_with_a_note(rng):
+    n = 10
+    x = rng.random(n)
+    traced = _check(needs_the_length, x, np.zeros(n), rolled=False)
+    (note,) = traced.loop_notes
+    assert "unrolled" in note and "len() of a slice with a traced bound" in note
+    with pytest.raises(ControlFlowError, match="len\\(\\) of a slice with a traced bound"):
+        rl.trace(needs_the_length, x, np.zeros(n), loops="roll")
+
+
+def window_from_a_static_array(x, y):
+    for i in range(x.shape[0] - 3):
+        x[i:i + 3] += y  # always 3 long in NumPy; here a static length meets a traced one
+
+
+def test_a_static_length_assigned_to_a_ranged_slice_unrolls_and_still_matches(rng):
+    traced = _check(window_from_a_static_array, rng.random(12), rng.random(3), rolled=False)
+    assert any("static length" in n for n in traced.loop_notes), traced.loop_notes
