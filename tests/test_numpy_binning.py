@@ -247,3 +247,22 @@ def test_concrete_inputs_run_numpy_itself(rng):
                 w * np.searchsorted(np.arange(5), 2.5))
 
     _same(kernel, rng.random(3))
+
+
+def counts_per_bin(x, edges):
+    return np.bincount(np.digitize(x, edges), minlength=len(edges) + 1)
+
+
+def shifted_counts(x, edges):
+    idx = np.digitize(x, edges)
+    idx -= 1  # may be -1 now: NumPy raises for it, the compiled code could not
+    return np.bincount(idx, minlength=len(edges) + 1)
+
+
+def test_bincount_of_digitize_has_a_static_length_until_the_bin_numbers_change(rng):
+    x, edges = rng.normal(size=200), np.linspace(-2, 2, 9)
+    got = rl.jit(counts_per_bin)(x, edges)
+    np.testing.assert_array_equal(got, counts_per_bin(x, edges))
+    assert got.dtype == counts_per_bin(x, edges).dtype
+    with pytest.raises(rl.errors.DynamicShapeError, match="bincount"):
+        rl.trace(shifted_counts, x, edges)

@@ -167,3 +167,14 @@ def window_from_a_static_array(x, y):
 def test_a_static_length_assigned_to_a_ranged_slice_unrolls_and_still_matches(rng):
     traced = _check(window_from_a_static_array, rng.random(12), rng.random(3), rolled=False)
     assert any("static length" in n for n in traced.loop_notes), traced.loop_notes
+
+
+def invariant_comparison(x, out):
+    for i in range(out.shape[0]):
+        out[i] = (x > 0.5).sum() + (x[:i] > 0.5).sum()
+
+
+def test_a_comparison_remembered_in_one_traced_body_is_not_reused_in_another(rng):
+    # the body is traced twice (once to find what it writes); a mask remembered by the first
+    # trace is a value of that trace only
+    _check(invariant_comparison, rng.random(12), np.zeros(10, dtype=np.int64))

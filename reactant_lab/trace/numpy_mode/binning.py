@@ -12,7 +12,8 @@ errors, depends on traced values, these rules hold:
   counts zero. Traced edges must not decrease: NumPy checks, the compiled code cannot. String
   ``bins`` ('auto', 'fd', ...) choose the number of bins from the values: DynamicShapeError.
 - bincount: the length, max(x.max() + 1, minlength), is static when ``x`` is concrete, or when
-  ``minlength`` is at least the number of values ``x``'s dtype holds (bool, unsigned integers).
+  ``minlength`` is at least the number of values ``x``'s dtype holds (bool, unsigned integers)
+  or, for np.digitize's result not written since, its len(bins) + 1 bin numbers.
   A traced signed ``x`` may hold values >= minlength, or negative ones that NumPy refuses: the
   compiled code could only drop them, so it is refused with a DynamicShapeError naming the ways
   to count into a fixed number of bins.
@@ -23,6 +24,7 @@ errors, depends on traced values, these rules hold:
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -79,7 +81,7 @@ def bincount(*args: Any, **kwargs: Any) -> ProxyArray:
         raise _bincount_refused(x, f"with a traced minlength ({minlength!r})")
     minlength, static = _static(minlength), _static(x)
     ref = _bincount_reference(x, static, weights, minlength)
-    held = _values_held(x.dtype)
+    held = _values_held(x.dtype) or _digitized_bound(x)
     if static is not None:
         length, index = len(ref), jnp.asarray(static)
     elif held is not None and operator.index(minlength) >= held:
@@ -115,9 +117,26 @@ def digitize(*args: Any, **kwargs: Any) -> ProxyArray:
         return _like(ref, up)
     down = bv.shape[0] - jnp.searchsorted(bv[::-1], xv, side=side)
     static = _static(bins)
-    if static is not None:
-        return _like(ref, up if static[-1] >= static[0] else down)
-    return _like(ref, jnp.where(bv[-1] >= bv[0], up, down))
+    made = _like(ref, (up if static[-1] >= static[0] else down) if static is not None else
+                 jnp.where(bv[-1] >= bv[0], up, down))
+    if not made.is_scalar:  # its values lie in 0 .. len(bins) until it is written
+        _DIGITIZED[made.root] = (bv.shape[0] + 1, made.root.epoch)
+    return made
+
+
+_DIGITIZED: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+"""np.digitize's results: root -> (how many values it can hold, its epoch then)."""
+
+
+def _digitized_bound(x: Any) -> int | None:
+    """How many bin numbers ``x`` can hold when it is np.digitize's unchanged result (or a
+    static view of it): ``np.bincount(np.digitize(v, edges), minlength=len(edges) + 1)``."""
+    if not isinstance(x, ProxyArray):
+        return None
+    entry = _DIGITIZED.get(x.root)
+    if entry is None or entry[1] != x.root.epoch or not all(op.static for op in x._ops):
+        return None
+    return entry[0]
 
 
 def searchsorted(*args: Any, **kwargs: Any) -> ProxyArray:

@@ -39,3 +39,20 @@ def tracing(fn_name: str) -> Iterator[None]:
         yield
     finally:
         stack.pop()
+
+
+@contextlib.contextmanager
+def fresh_memo() -> Iterator[None]:
+    """An empty ``memo`` while the block runs (a rolled loop body or a branch traced as its own
+    function: values it remembers belong to that trace, and must not reach another), the
+    trace's own afterwards."""
+    stack = _stack()
+    if not stack:
+        yield
+        return
+    name, saved = stack[-1]
+    stack[-1] = (name, {})
+    try:
+        yield
+    finally:
+        stack[-1] = (name, saved)

@@ -17,6 +17,8 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab.trace.numpy_mode import context
+
 if TYPE_CHECKING:
     from reactant_lab.trace.numpy_mode.storage import Root
 
@@ -83,7 +85,8 @@ def journal() -> Iterator[Journal]:
     journals = _journals()
     journals.append(opened)
     try:
-        yield opened
+        with context.fresh_memo():
+            yield opened
     finally:
         journals.remove(opened)
         # Values derived while the journal was open belong to the trace that is ending: the

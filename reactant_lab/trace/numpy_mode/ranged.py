@@ -1,8 +1,8 @@
 """``a[i:j]`` where a bound is traced (``A[k, :k]``, ``cov[k:M, k]``, ``x[lo:hi]`` in a rolled
 loop): a slice whose length is only known when the compiled code runs.
 
-It is kept at the static length of the whole axis, its elements moved to the front ("compact":
-element ``m`` of the slice at position ``m``) and a count of the valid ones. Elementwise
+It is kept over the whole axis (its static length), in place: element ``m`` of the slice at
+position ``start + m``, with the traced start and the count of valid elements. Elementwise
 arithmetic, reductions, ``@`` / ``np.dot`` / ``np.outer`` contracting or keeping such an axis,
 ``np.flip``, copies and writes back through the slice (``a[k, :k] = v``, ``a[k:, k] /= p``) are
 computed on the full extent with the invalid positions masked, so the result is NumPy's. Anything
@@ -12,7 +12,8 @@ instead, with that reason).
 Bounds follow NumPy's slice rules at run time (a negative bound counts from the end, bounds are
 clipped to the axis); the step must be a static 1. Two such slices combined elementwise meet
 element by element from their starts, as in NumPy; their lengths are assumed equal where NumPy
-would raise for unequal ones.
+would raise for unequal ones. Slices with the same start (the same traced value) meet without
+moving data; others are shifted into the first one's frame.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.errors import DynamicShapeError
+from reactant_lab.trace.numpy_mode import context
 from reactant_lab.trace.numpy_mode.operators import install_operators
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray, new_array, new_result
 from reactant_lab.trace.numpy_mode.storage import is_traced
@@ -45,32 +47,28 @@ def _error(what: str) -> RangedError:
 
 
 class RangedArray:
-    """A slice with a traced bound: compact data of static shape plus a count per ranged axis.
+    """A slice with a traced bound: data over the whole axis, and per ranged axis the traced
+    start and count of the valid elements (the "frame").
 
     ``base`` is the view of the whole extent it was sliced from (None for a computed value);
-    ``starts`` the traced start of each ranged axis in ``base``; ``source`` the (root, key)
-    it came from, so that ``a[k:] /= p`` (read, update in place, assign back) writes once."""
+    ``source`` the (root, key) it came from, so that ``a[k:] /= p`` (read, update in place,
+    assign back) writes once."""
 
     __slots__ = ("_data", "base", "counts", "dtype", "source", "starts")
     __array_priority__ = 2000.0
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, data: Any, counts: Axes, base: ProxyArray | None = None,
-                 starts: Axes | None = None, source: Any = None, dtype: Any = None):
-        self._data, self.counts, self.base = data, dict(counts), base
-        self.starts, self.source = dict(starts or {}), source
+    def __init__(self, data: Any, starts: Axes, counts: Axes, base: ProxyArray | None = None,
+                 source: Any = None, dtype: Any = None):
+        self._data, self.base, self.source = data, base, source
+        self.starts, self.counts = dict(starts), dict(counts)
         self.dtype = np.dtype(dtype if dtype is not None else data.dtype)
 
     # ------------------------------------------------------------------ values
     @property
     def value(self) -> Any:
-        """The compact data (traced; garbage past each count)."""
-        if self.base is None:
-            return self._data
-        data = self.base.value
-        for axis, start in self.starts.items():
-            data = jnp.roll(data, -start, axis)
-        return data
+        """The data over the whole extent (traced; garbage outside the frame)."""
+        return self.base.value if self.base is not None else self._data
 
     @property
     def ndim(self) -> int:
@@ -78,34 +76,42 @@ class RangedArray:
 
     @property
     def envelope(self) -> tuple[int, ...]:
-        """The static shape of the compact data."""
+        """The static shape of the data."""
         return tuple(self.base._shape) if self.base is not None else tuple(self._data.shape)
 
     def valid(self) -> Any:
-        """Boolean of the compact data's shape: True where an element of the slice is."""
+        """Boolean of the data's shape: True where an element of the slice is."""
         shape = self.envelope
         ok = jnp.ones(shape, bool)
         for axis, count in self.counts.items():
-            along = jnp.arange(shape[axis]) < count
+            j = jnp.arange(shape[axis])
+            start = self.starts[axis]
+            along = (j >= start) & (j < start + count)
             ok = ok & along.reshape([-1 if d == axis else 1 for d in range(len(shape))])
         return ok
 
     def filled(self, fill: Any) -> Any:
-        """The compact data with ``fill`` past the counts."""
+        """The data with ``fill`` outside the frame."""
         return jnp.where(self.valid(), self.value, jnp.asarray(fill, self.dtype))
 
     def write(self, new: Any) -> None:
-        """Store compact data ``new`` (of the envelope's shape) into the slice."""
+        """Store ``new`` (data over the whole extent, in this slice's frame) into the slice."""
         new = jnp.asarray(new).astype(self.dtype)
         if self.base is None:
             self._data = jnp.where(self.valid(), new, self._data)
             return
         self.base.check_writable()
-        keep = self.valid()
+        self.base.write(jnp.where(self.valid(), new, self.base.value))
+
+    def framed(self, starts: Axes, shape: tuple[int, ...]) -> Any:
+        """The data moved into the frame ``starts`` (per ranged axis) and cut or zero-padded
+        to ``shape``."""
+        data = self.value
         for axis, start in self.starts.items():
-            new = jnp.roll(new, start, axis)
-            keep = jnp.roll(keep, start, axis)
-        self.base.write(jnp.where(keep, new, self.base.value))
+            target = starts.get(axis, start)
+            if not same_start(target, start):
+                data = jnp.roll(data, target - start, axis)
+        return _resize(data, self.envelope, shape)
 
     # ------------------------------------------------------------------ what needs the length
     @property
@@ -144,10 +150,10 @@ class RangedArray:
         return f"RangedArray({self.dtype.name}, envelope {list(self.envelope)})"
 
     def copy(self, order: str = "C") -> RangedArray:
-        return RangedArray(self.value, self.counts, dtype=self.dtype)
+        return RangedArray(self.value, self.starts, self.counts, dtype=self.dtype)
 
     def astype(self, dtype: Any, **_: Any) -> RangedArray:
-        return RangedArray(self.value.astype(dtype), self.counts, dtype=dtype)
+        return RangedArray(self.value.astype(dtype), self.starts, self.counts, dtype=dtype)
 
     # ------------------------------------------------------------------ NumPy protocols
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -195,11 +201,18 @@ def traced_slices(key: tuple[Any, ...]) -> bool:
 
 
 def _bound(v: Any, default: int, n: int) -> Any:
-    """A slice bound as NumPy reads it for an axis of length ``n`` (step 1)."""
+    """A slice bound as NumPy reads it for an axis of length ``n`` (step 1). The same traced
+    bound gives the same value for the whole trace, so slices starting at it share a frame."""
     if v is None:
-        return jnp.asarray(default, jnp.int64)
-    v = jnp.asarray(v).astype(jnp.int64)
-    return jnp.clip(jnp.where(v < 0, v + n, v), 0, n)
+        return default
+    if not is_traced(v):
+        return int(np.clip(v + n if v < 0 else v, 0, n))
+    key = ("ranged-bound", id(v), n)
+    memo = context.memo()
+    if key not in memo:
+        w = jnp.asarray(v).astype(jnp.int64)
+        memo[key] = (v, jnp.clip(jnp.where(w < 0, w + n, w), 0, n))
+    return memo[key][1]
 
 
 def select(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
@@ -220,7 +233,7 @@ def select(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
                 raise _error("A slice with a traced bound and a step other than 1")
             n = proxy._shape[dim]
             start, stop = _bound(k.start, 0, n), _bound(k.stop, n, n)
-            starts[axis], counts[axis] = start, jnp.maximum(stop - start, 0)
+            starts[axis], counts[axis] = start, jnp.maximum(jnp.asarray(stop) - start, 0)
             whole.append(slice(None))
             axis += 1
         else:
@@ -233,7 +246,7 @@ def select(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
     base = proxy[tuple(whole)]
     if not isinstance(base, ProxyArray):  # pragma: no cover - a slice keeps an axis
         raise _error("A slice with a traced bound")
-    return RangedArray(None, counts, base=base, starts=starts, source=(proxy.root, key),
+    return RangedArray(None, starts, counts, base=base, source=(proxy.root, key),
                        dtype=proxy.dtype)
 
 
@@ -256,7 +269,8 @@ def gather(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
     n = proxy._shape[0]
     at = jnp.asarray(idx.filled(0)).astype(jnp.int64)
     at = jnp.clip(jnp.where(at < 0, at + n, at), 0, max(n - 1, 0))
-    return RangedArray(jnp.take(proxy.value, at, axis=0), {0: idx.counts[0]}, dtype=proxy.dtype)
+    return RangedArray(jnp.take(proxy.value, at, axis=0), {0: idx.starts[0]},
+                       {0: idx.counts[0]}, dtype=proxy.dtype)
 
 
 def _same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -285,7 +299,7 @@ def assign_into(target: RangedArray, value: Any) -> None:
     if isinstance(value, RangedArray):
         if set(value.counts) != set(target.counts) or value.ndim != target.ndim:
             raise _error("Assigning a slice with a traced bound along other axes")
-        data = _resize(value.value, value.envelope, shape)
+        data = value.framed(target.starts, shape)
     else:
         plain = jnp.asarray(_plain(value))
         for axis in target.counts:
@@ -297,6 +311,11 @@ def assign_into(target: RangedArray, value: Any) -> None:
     target.write(data)
 
 
+def same_start(a: Any, b: Any) -> bool:
+    """Whether two starts are known to be equal (the same traced value, or equal ints)."""
+    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+
+
 def _plain(x: Any) -> Any:
     if isinstance(x, ProxyArray):
         return x.value
@@ -304,7 +323,7 @@ def _plain(x: Any) -> Any:
 
 
 def _resize(data: Any, have: tuple[int, ...], want: tuple[int, ...]) -> Any:
-    """Compact ``data`` cut or zero-padded from shape ``have`` to ``want`` (ranged axes may
+    """``data`` cut or zero-padded at the end from shape ``have`` to ``want`` (ranged axes may
     differ: the valid part fits both)."""
     if have == want:
         return data
@@ -318,18 +337,20 @@ def _resize(data: Any, have: tuple[int, ...], want: tuple[int, ...]) -> Any:
 # ---------------------------------------------------------------------- elementwise
 
 
-def _aligned(inputs: tuple[Any, ...]) -> tuple[list[Any], Axes, int]:
-    """Inputs as proxies over common compact shapes, the counts of the result's ranged axes
-    (from the right-aligned result axes), and the result's ndim."""
+def _aligned(inputs: tuple[Any, ...]) -> tuple[list[Any], Axes, Axes]:
+    """Inputs as proxies over common shapes in one frame (the first slice's, per right-aligned
+    result axis), and that frame's starts and counts."""
     ranged = [x for x in inputs if isinstance(x, RangedArray)]
     ndim = max(x.ndim if isinstance(x, RangedArray) else int(np.ndim(_plain(x)))
                for x in inputs)
+    starts: Axes = {}
     counts: Axes = {}
     lengths: dict[int, int] = {}
     for r in ranged:
         shift = ndim - r.ndim
         for axis, count in r.counts.items():
             at = axis + shift
+            starts.setdefault(at, r.starts[axis])
             counts[at] = count if at not in counts else (
                 counts[at] if counts[at] is count else jnp.minimum(counts[at], count))
             lengths[at] = min(lengths.get(at, r.envelope[axis]), r.envelope[axis])
@@ -337,12 +358,12 @@ def _aligned(inputs: tuple[Any, ...]) -> tuple[list[Any], Axes, int]:
     for x in inputs:
         if isinstance(x, RangedArray):
             shift = ndim - x.ndim
-            want = tuple(lengths.get(a + shift, d) for a, d in enumerate(x.envelope))
-            have = x.envelope
             for a in range(x.ndim):
-                if a + shift in lengths and a not in x.counts and have[a] != 1:
+                if a + shift in lengths and a not in x.counts and x.envelope[a] != 1:
                     raise _error("A slice with a traced bound met one along other axes")
-            out.append(new_array(_resize(x.value, have, want)))
+            want = tuple(lengths.get(a + shift, d) for a, d in enumerate(x.envelope))
+            frame = {a: starts[a + shift] for a in x.counts}
+            out.append(new_array(x.framed(frame, want)))
             continue
         shape = np.shape(_plain(x))
         for at in counts:
@@ -351,7 +372,7 @@ def _aligned(inputs: tuple[Any, ...]) -> tuple[list[Any], Axes, int]:
                 raise _error("A slice with a traced bound was combined with an array of static "
                              "length along the same axis")
         out.append(x)
-    return out, counts, ndim
+    return out, starts, counts
 
 
 def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
@@ -369,10 +390,10 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
         if out is not None:
             raise _error("np.matmul(..., out=) on a slice with a traced bound")
         return contract("matmul", inputs[0], inputs[1])
-    proxies, counts, _ = _aligned(inputs)
+    proxies, starts, counts = _aligned(inputs)
     result = ufunc(*proxies, **kwargs)
     results = result if isinstance(result, tuple) else (result,)
-    made = [RangedArray(jnp.asarray(_plain(r)), counts) if jnp.ndim(_plain(r)) else r
+    made = [RangedArray(jnp.asarray(_plain(r)), starts, counts) if jnp.ndim(_plain(r)) else r
             for r in results]
     if out is not None:
         outs = out if isinstance(out, tuple) else (out,)
@@ -430,40 +451,54 @@ def _reduce(name: str, a: RangedArray, kwargs: dict[str, Any]) -> Any:
         result = np.true_divide(result, new_result(jnp.asarray(count, jnp.float64))) if (
             np.dtype(result.dtype).kind in "iub") else np.true_divide(result, new_result(
                 jnp.asarray(count).astype(result.dtype)))
-    left = {x: c for x, c in a.counts.items() if x not in axes}
+    left = [x for x in a.counts if x not in axes]
     if not left:
         return result
     renumber = {x: x if keepdims else x - sum(1 for r in axes if r < x) for x in left}
-    return RangedArray(jnp.asarray(_plain(result)), {renumber[x]: c for x, c in left.items()})
+    return RangedArray(jnp.asarray(_plain(result)), {renumber[x]: a.starts[x] for x in left},
+                       {renumber[x]: a.counts[x] for x in left})
 
 
 # ---------------------------------------------------------------------- products
 
 
-def _operand(x: Any) -> tuple[Any, Axes, tuple[int, ...]]:
-    """(a proxy of the data, zero past the counts; its ranged axes; its static shape)."""
+def _operand(x: Any, contracted: int | None) -> tuple[Any, Axes, Axes, tuple[int, ...]]:
+    """(a proxy of the data, zero outside the frame when axis ``contracted`` is ranged; its
+    starts and counts; its shape). A ranged axis that is kept needs no zeros: what lies outside
+    the frame only reaches the result outside its frame."""
     if isinstance(x, RangedArray):
-        return new_array(x.filled(0)), dict(x.counts), x.envelope
-    value = _plain(x)
-    return x, {}, tuple(np.shape(value))
+        data = x.filled(0) if contracted in x.counts else x.value
+        return new_array(data), dict(x.starts), dict(x.counts), x.envelope
+    return x, {}, {}, tuple(np.shape(_plain(x)))
+
+
+def _contracted(kind: str, x: Any, first: bool) -> int | None:
+    """The axis ``np.<kind>`` contracts of operand ``x`` (the first or the second)."""
+    ndim = x.ndim if isinstance(x, RangedArray) else int(np.ndim(_plain(x)))
+    if kind == "outer":
+        return None
+    if first or kind in ("inner", "vdot") or ndim == 1:
+        return ndim - 1 if first or kind in ("inner", "vdot") else 0
+    return ndim - 2
 
 
 def contract(kind: str, a: Any, b: Any) -> Any:
     """``a @ b`` / ``np.dot`` / ``np.inner`` / ``np.vdot`` / ``np.outer`` with a slice with a
-    traced bound: masked elements are zeros, a contracted ranged axis disappears, a kept one
-    stays ranged in the result."""
-    pa, ca, sa = _operand(a)
-    pb, cb, sb = _operand(b)
+    traced bound: elements outside the frame are zeros, a contracted ranged axis disappears, a
+    kept one stays ranged in the result (in its frame: no data moves)."""
+    pa, fa, ca, sa = _operand(a, _contracted(kind, a, True))
+    pb, fb, cb, sb = _operand(b, _contracted(kind, b, False))
     if kind == "outer":
         if len(sa) != 1 or len(sb) != 1:
             raise _error("np.outer of a slice with a traced bound that is not 1-D")
+        frame = {**({0: fa[0]} if 0 in ca else {}), **({1: fb[0]} if 0 in cb else {})}
         both = {**({0: ca[0]} if 0 in ca else {}), **({1: cb[0]} if 0 in cb else {})}
-        return _wrap(np.outer(pa, pb), both)
+        return _wrap(np.outer(pa, pb), frame, both)
     if kind == "vdot":
         kind = "dot"
-        pa, pb = np.ravel(pa), np.ravel(pb)
         if len(sa) != 1 or len(sb) != 1:
             raise _error("np.vdot of a slice with a traced bound that is not 1-D")
+        pa = np.conj(pa) if np.dtype(a.dtype).kind == "c" else pa
     if len(sa) not in (1, 2) or len(sb) not in (1, 2):
         raise _error(f"np.{kind} of a slice with a traced bound with more than 2 dimensions")
     ka = len(sa) - 1
@@ -471,26 +506,37 @@ def contract(kind: str, a: Any, b: Any) -> Any:
     if (ka in ca) != (kb in cb):
         raise _error(f"np.{kind} contracting a slice with a traced bound with an array of "
                      "static length")
-    if ka in ca and sa[ka] != sb[kb]:  # the valid parts fit the shorter envelope
+    if ka in ca:
         n = min(sa[ka], sb[kb])
-        pa = new_array(_plain(pa)[(slice(None),) * ka + (slice(0, n),)])
-        pb = new_array(_plain(pb)[(slice(None),) * kb + (slice(0, n),)])
+        moved = b.framed({kb: fa[ka]}, tuple(n if d == kb else w for d, w in enumerate(sb)))
+        pb = new_array(jnp.where(_along(n, fa[ka], ca[ka], kb, len(sb)), moved, 0))
+        if sa[ka] != n:
+            pa = new_array(_plain(pa)[(slice(None),) * ka + (slice(0, n),)])
     fn: Any = {"matmul": np.matmul, "dot": np.dot, "inner": np.inner}[kind]
     result = fn(pa, pb)
+    starts: Axes = {}
     counts: Axes = {}
     if len(sa) == 2 and 0 in ca:
-        counts[0] = ca[0]
+        starts[0], counts[0] = fa[0], ca[0]
     if len(sb) == 2:
         kept = 0 if kind == "inner" else 1
         if kept in cb:
-            counts[(1 if len(sa) == 2 else 0)] = cb[kept]
-    return _wrap(result, counts)
+            at = 1 if len(sa) == 2 else 0
+            starts[at], counts[at] = fb[kept], cb[kept]
+    return _wrap(result, starts, counts)
 
 
-def _wrap(result: Any, counts: Axes) -> Any:
+def _along(n: int, start: Any, count: Any, axis: int, ndim: int) -> Any:
+    """Boolean over axis ``axis`` (of ``ndim``): True inside the frame [start, start+count)."""
+    j = jnp.arange(n)
+    return ((j >= start) & (j < start + count)).reshape(
+        [-1 if d == axis else 1 for d in range(ndim)])
+
+
+def _wrap(result: Any, starts: Axes, counts: Axes) -> Any:
     if not counts:
         return result
-    return RangedArray(jnp.asarray(_plain(result)), counts)
+    return RangedArray(jnp.asarray(_plain(result)), starts, counts)
 
 
 # ---------------------------------------------------------------------- functions
@@ -501,11 +547,11 @@ def _flip(m: Any, axis: Any = None) -> RangedArray:
         raise _error("np.flip with a slice with a traced bound")
     axes = tuple(range(m.ndim)) if axis is None else tuple(
         int(x) % m.ndim for x in (axis if isinstance(axis, tuple | list) else (axis,)))
-    data = jnp.flip(m.value, axes)
-    for x in axes:
-        if x in m.counts:  # the valid part sits at the end now: move it to the front
-            data = jnp.roll(data, m.counts[x] - m.envelope[x], x)
-    return RangedArray(data, m.counts, dtype=m.dtype)
+    starts = dict(m.starts)
+    for x in axes:  # [start, start + count) lands on [n - start - count, n - start)
+        if x in m.counts:
+            starts[x] = m.envelope[x] - m.starts[x] - m.counts[x]
+    return RangedArray(jnp.flip(m.value, axes), starts, m.counts, dtype=m.dtype)
 
 
 def _copy(a: Any, order: str = "K", subok: bool = False) -> RangedArray:

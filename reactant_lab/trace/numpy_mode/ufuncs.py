@@ -24,7 +24,7 @@ from reactant_lab.trace.numpy_mode.proxy import (
     new_result,
     unwrap,
 )
-from reactant_lab.trace.numpy_mode.storage import Root, indexed_shape
+from reactant_lab.trace.numpy_mode.storage import IMMUTABLE, Root, indexed_shape
 
 # Every NumPy ufunc with a jax.numpy function of the same name (all but np.isnat).
 UFUNCS: dict[np.ufunc, Any] = {
@@ -54,7 +54,8 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     if extra:
         raise errors.unsupported(ufunc, f" (with {', '.join(sorted(extra))}=)")
     sel, inputs = masks.align(inputs, outs)
-    in_dtypes, out_dtypes = resolve(ufunc, inputs, outs, kwargs)
+    python = _python_numbers(inputs, outs, where, kwargs)
+    in_dtypes, out_dtypes = resolve(ufunc, inputs, outs, kwargs, python)
     key = _mask_key(ufunc, inputs, outs, where, sel, out_dtypes)
     if key is not None and key in context.memo():
         return _deliver([context.memo()[key][0]], outs, where, sel, inputs)
@@ -69,6 +70,9 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
         # NumPy gives 0 for an integer division by zero; XLA does not.
         results = [jnp.where(values[1] == 0, jnp.zeros_like(r), r) for r in results]
     results = [jnp.asarray(r).astype(dt) for r, dt in zip(results, out_dtypes, strict=True)]
+    if python:  # Python numbers in, Python numbers out (a loop index: i + 1, i < n)
+        made = [ProxyArray(Root(r, frozen=IMMUTABLE[2], weak=True)) for r in results]
+        return made[0] if len(made) == 1 else tuple(made)
     if key is not None:
         # The input values stay referenced, so their ids cannot be reused within the trace.
         context.memo()[key] = (results[0], [unwrap(x) for x in inputs])
@@ -108,11 +112,32 @@ def _mask_key(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[ProxyArray |
     return (ufunc, *parts)
 
 
+_PYTHON_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
+                  complex: np.dtype(np.complex128)}
+
+
+def _python_numbers(inputs: tuple[Any, ...], outs: tuple[ProxyArray | None, ...], where: Any,
+                    kwargs: dict[str, Any]) -> bool:
+    """Whether a traced Python number (a rolled loop's index, a carried Python float) meets only
+    Python numbers: the result is a Python number too, as in Python (NumPy would give a NumPy
+    scalar, or an object loop for two Python ints)."""
+    if any(o is not None for o in outs) or where is not True or kwargs.get("dtype") is not None \
+            or kwargs.get("signature") is not None:
+        return False
+    weak_bool = [isinstance(x, ProxyArray) and x.root.weak and x.dtype.kind == "b"
+                 for x in inputs]
+    keys = [bool if wb else dtype_key(x) for x, wb in zip(inputs, weak_bool, strict=True)]
+    return all(k in _PYTHON_DTYPES for k in keys) and any(
+        isinstance(x, ProxyArray) and x.root.weak and not x._ops for x in inputs)
+
+
 def resolve(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[ProxyArray | None, ...],
-            kwargs: dict[str, Any]) -> tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]]:
-    """NumPy's loop dtypes (inputs, outputs) for these operands; NumPy's own error when none."""
-    keys = tuple(dtype_key(x) for x in inputs) + tuple(
-        o.dtype if o is not None else None for o in outs)
+            kwargs: dict[str, Any], python: bool = False
+            ) -> tuple[tuple[np.dtype, ...], tuple[np.dtype, ...]]:
+    """NumPy's loop dtypes (inputs, outputs) for these operands; NumPy's own error when none.
+    With ``python`` (only Python numbers), each as its default NumPy dtype."""
+    keys = tuple(_PYTHON_DTYPES.get(dtype_key(x), np.dtype(bool)) if python else dtype_key(x)
+                 for x in inputs) + tuple(o.dtype if o is not None else None for o in outs)
     signature = kwargs.get("signature")
     if kwargs.get("dtype") is not None:
         signature = (None,) * ufunc.nin + (np.dtype(kwargs["dtype"]),) * ufunc.nout
@@ -127,7 +152,7 @@ def dtype_key(x: Any) -> Any:
     """What ``resolve_dtypes`` wants for an operand: a dtype, or a Python type for a weak scalar."""
     if isinstance(x, ProxyArray):
         if x.root.weak and not x._ops:
-            return {"b": bool, "i": int, "u": int, "f": float, "c": complex}[x.dtype.kind]
+            return {"b": np.dtype(bool), "i": int, "u": int, "f": float, "c": complex}[x.dtype.kind]
         return x.dtype
     if isinstance(x, np.generic):
         return x.dtype
