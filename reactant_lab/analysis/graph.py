@@ -3,13 +3,14 @@ ops as clusters; past ``max_ops`` a summary of which results depend on which arg
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from reactant_lab.analysis.grouping import group_id, group_paths
-from reactant_lab.analysis.mlir_func import Op, ParsedFunc, parse_function
+from reactant_lab.analysis.mlir_func import Op, ParsedFunc, parse_function, split_types
 from reactant_lab.errors import AnalysisError, GraphTooLargeError
 
 MAX_OPS = 300
@@ -194,6 +195,9 @@ class _Graph:
                 self.children.setdefault(op.parent, []).append(op.id)
         self.labels = dict(func.region_labels)
         self.skipped = tuple(f"{p} = {v}" for p, v in sig.skipped)
+        self.regions = {k: r for k, loc in func.region_locs
+                        if k in self.ops and (r := _statement(self.ops[k], loc)) is not None}
+        """The region ops that are converted Python statements, by op id."""
 
     def find_result(self, result: str | int) -> ResultInfo:
         for r in self.sig.results:
@@ -258,22 +262,26 @@ class _Graph:
             if keep is not None and op.id not in keep:
                 continue
             where: str | None = self._cluster_of(op)
+            stmt = self.regions.get(op.id)
             if op.id in self.labels:
                 own = f"cluster_{op.id}"
-                clusters.append(Cluster(own, op.name, where))
+                clusters.append(Cluster(own, stmt.title if stmt else op.name, where))
                 clusters += [Cluster(f"{own}_r{k}", label, own)
-                             for k, label in enumerate(self.labels[op.id])]
+                             for k, label in enumerate(stmt.region_labels(self.labels[op.id])
+                                                       if stmt else self.labels[op.id])]
                 where = own
             is_return = op.parent is not None and op.name.endswith("return")
             nodes.append(Node(op.id, "return" if is_return else "op",
-                              (op.name,) if is_return else (op.name, _short(op.type)),
+                              (op.name,) if is_return else (op.name, _short(op.type),
+                                                            *(stmt.results() if stmt else ())),
                               cluster=where))
             for src in op.inputs:
                 if src.endswith(".args"):
                     block_args.add(src)
                 edges.setdefault((src, op.id), Edge(src, op.id))
-        nodes += [Node(b, "region-args", ("block args",), cluster=f"cluster_{b[:-5]}")
-                  for b in sorted(block_args)]
+        nodes += [Node(b, "region-args", ("block args", *(
+                            self.regions[b[:-5]].block_args() if b[:-5] in self.regions else ())),
+                       cluster=f"cluster_{b[:-5]}") for b in sorted(block_args)]
         for n, r in enumerate(results):
             res_src = self.source(r)
             if res_src:
@@ -366,6 +374,92 @@ class _Graph:
         if len(members) == 1:
             return self._result_node(members[0], self.sig.results[members[0]], extra)
         return Node(rid, "result", (pattern, f"{len(members)} results", *extra))
+
+
+_SCOPE = re.compile(r"(?P<header>.*) @ (?P<file>[^\s\[\]]+):(?P<line>\d+) \[(?P<entries>.*)\]",
+                    re.DOTALL)
+"""The name of a converted statement's scope (``trace.control_flow.names``)."""
+_LAX_NAMES = frozenset({"while", "cond", "switch"})
+"""Names JAX gives a region op (the last part of its location's name)."""
+_KIND_OF = {"stablehlo.while": "loop", "stablehlo.case": "if", "stablehlo.if": "if"}
+_TENSOR = re.compile(r"tensor<((?:[\d?]+x)*)(.+)>")
+_INT = re.compile(r"u?i(?:8|16|32|64)")
+_SLASH = "\u2215"
+_NAMES_SHOWN = 12
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """A region op made from a Python ``for`` / ``while`` / ``if`` (its location says so)."""
+
+    kind: str
+    """'loop' (a while op) or 'if' (a case: a branch or a conditional expression)."""
+    title: str
+    """Its header and line, e.g. ``for _ in range(steps) — line 12``."""
+    names: tuple[str | None, ...]
+    """Per operand (a while) or result (a case): the Python name of the value, or None where
+    not known; () when the op's operands do not match what the statement carried."""
+
+    def region_labels(self, labels: tuple[str, ...]) -> tuple[str, ...]:
+        """A case's branches are (false, true): ``else`` and ``then``."""
+        return ("else", "then") if self.kind == "if" and len(labels) == 2 else labels
+
+    def block_args(self) -> tuple[str, ...]:
+        """Label lines naming the block arguments (a while's operands)."""
+        if self.kind == "if" or not self.names:
+            return ()
+        known = [n for n in self.names if n is not None]
+        other = len(self.names) - len(known)
+        if len(known) > _NAMES_SHOWN:
+            known = [*known[:_NAMES_SHOWN - 1], f"… {len(known) - _NAMES_SHOWN + 1} more"]
+        return (*([f"+{other} other"] if other else []), *known)
+
+    def results(self) -> tuple[str, ...]:
+        """A label line naming the Python variables among the op's results."""
+        names = [n for n in self.names if n and "(" not in n]
+        if not names:
+            return ()
+        shown = ", ".join(names[:_NAMES_SHOWN]) + (" …" if len(names) > _NAMES_SHOWN else "")
+        return (_short(f"→ {shown}"),)
+
+
+def _entry_type(mlir: str) -> str | None:
+    """``tensor<8x8xf64>`` -> ``f64[8,8]`` (how ``names`` writes a type)."""
+    m = _TENSOR.fullmatch(mlir.strip())
+    if m is None:
+        return None
+    dims = [d for d in m.group(1).split("x") if d]
+    return f"{m.group(2)}[{','.join(dims)}]"
+
+
+def _matches(mlir: str, entry: str) -> bool:
+    typ = _entry_type(mlir)
+    if entry == "int":
+        return typ is not None and typ.endswith("[]") and _INT.fullmatch(typ[:-2]) is not None
+    return typ == entry
+
+
+def _statement(op: Op, loc: str) -> _Statement | None:
+    """What the location of region op ``op`` says of the statement it was made from: its
+    header, line and carried values' names, these only where the op's types prove them (the
+    last operands of a while, all results of a case, in order)."""
+    parts = loc.split("/")
+    kind = _KIND_OF.get(op.name)
+    m = _SCOPE.fullmatch(parts[-2]) if len(parts) >= 2 and parts[-1] in _LAX_NAMES else None
+    if m is None or kind is None:
+        return None
+    header = m.group("header").replace(_SLASH, "/")
+    text = m.group("entries").strip()
+    entries = [e.rsplit(":", 1) for e in text.split("; ")] if text else []
+    types = split_types(op.type)
+    names: tuple[str | None, ...] = ()
+    fits = len(types) == len(entries) if kind == "if" else len(types) >= len(entries)
+    if all(len(e) == 2 for e in entries) and fits and all(
+            _matches(t, e[1]) for t, e in zip(types[len(types) - len(entries):], entries,
+                                              strict=True)):
+        names = (None,) * (len(types) - len(entries)) + tuple(
+            e[0].replace(_SLASH, "/") or None for e in entries)
+    return _Statement(kind, f"{header} — line {m.group('line')}", names)
 
 
 def _short(text: str) -> str:

@@ -88,6 +88,9 @@ class ParsedFunc:
     """Ops in order of appearance."""
     region_labels: tuple[tuple[str, tuple[str, ...]], ...]
     """(region op id, label of each of its regions, e.g. ('cond', 'do'))."""
+    region_locs: tuple[tuple[str, str], ...] = ()
+    """(region op id, the name of its location, e.g. ``jit(f)/while``), for the region ops
+    whose location is a name (text printed with locations only)."""
 
 
 def parse_function(text: str, name: str = "main") -> ParsedFunc:
@@ -99,13 +102,15 @@ def parse_function(text: str, name: str = "main") -> ParsedFunc:
         if m:
             found.append(m.group(2))
             if _unquote(m.group(2)) == name:
-                return _parse_at(lines, n, len(m.group(1)), name)
+                return _parse_at(lines, n, len(m.group(1)), name,
+                                 text if " loc(" in text else None)
     raise AnalysisError(f"no function @{name} in the module (functions: "
                         f"{', '.join('@' + f for f in found) or 'none'}); pass the module of a "
                         "stage (Stage.ir) or name one of its functions")
 
 
-def _parse_at(lines: list[str], at: int, indent: int, name: str) -> ParsedFunc:
+def _parse_at(lines: list[str], at: int, indent: int, name: str,
+              text: str | None = None) -> ParsedFunc:
     args, result_meta = _signature(lines[at])
     walker = _Walker(args)
     if not lines[at].rstrip().endswith("}"):
@@ -121,7 +126,89 @@ def _parse_at(lines: list[str], at: int, indent: int, name: str) -> ParsedFunc:
     results = tuple(FuncResult(i, typ, info, sources[i])
                     for i, (typ, info) in enumerate(result_meta))
     labels = tuple((k, tuple(v)) for k, v in walker.labels.items())
-    return ParsedFunc(name, tuple(args), results, ops, labels)
+    locs = _region_locs(walker.ends, text) if text is not None else ()
+    return ParsedFunc(name, tuple(args), results, ops, labels, locs)
+
+
+_LOC_ALIAS_LINE = re.compile(r"^\s*#loc\w*\s*=\s*loc\(.*$")
+"""The lines ``strip_locations`` drops: line N of its result is line N of the text without them."""
+_LOC_ALIAS = re.compile(r"^\s*(#loc[\w$.-]*)\s*=\s*loc\((.*)\)\s*$")
+
+
+def _region_locs(ends: dict[str, int], text: str) -> tuple[tuple[str, str], ...]:
+    """(op id, location name) of the region ops ending on the given lines (1-based, of
+    ``strip_locations(text)``): their location is printed after their last region."""
+    raw = [line for line in text.splitlines() if not _LOC_ALIAS_LINE.match(line)]
+    aliases = {m.group(1): m.group(2) for m in map(_LOC_ALIAS.match, text.splitlines()) if m}
+    out = []
+    for op_id, end in ends.items():
+        loc = _trailing_loc(raw[end - 1]) if end <= len(raw) else None
+        found = _loc_name_of(loc, aliases) if loc is not None else None
+        if found is not None:
+            out.append((op_id, found))
+    return tuple(out)
+
+
+def _trailing_loc(line: str) -> str | None:
+    """What is inside the last ``loc(...)`` of a line (outside strings), if any."""
+    found, i, inside = None, 0, False
+    while i < len(line):
+        c = line[i]
+        if inside:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                inside = False
+        elif c == '"':
+            inside = True
+        elif line.startswith(" loc(", i):
+            end = _paren_end(line, i + 4)
+            found, i = line[i + 5:end - 1], end
+            continue
+        i += 1
+    return found
+
+
+def _paren_end(text: str, start: int) -> int:
+    """Index just past the ``)`` closing the ``(`` at ``start`` (strings skipped)."""
+    depth, i, inside = 0, start, False
+    while i < len(text):
+        c = text[i]
+        if inside:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                inside = False
+        elif c == '"':
+            inside = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return len(text)
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _loc_name_of(loc: str, aliases: dict[str, str], depth: int = 0) -> str | None:
+    """The name of a location (what is inside ``loc(...)``): a name location's string, through
+    aliases and the callee of a call site."""
+    loc = loc.strip()
+    if depth > 50:
+        return None
+    if loc.startswith("#"):
+        target = aliases.get(loc)
+        return _loc_name_of(target, aliases, depth + 1) if target is not None else None
+    if loc.startswith('"'):
+        m = _STRING.match(loc)
+        return _unquote(m.group(0)) if m else None
+    if loc.startswith("callsite(") and " at " in loc:
+        return _loc_name_of(loc[len("callsite("):].split(" at ", 1)[0], aliases, depth + 1)
+    return None
 
 
 def _split_top(tokens: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
@@ -224,6 +311,15 @@ def _signature(line: str) -> tuple[list[FuncArg], list[tuple[str, str | None]]]:
     return args, results
 
 
+def split_types(text: str) -> list[str]:
+    """The types of a printed type list (``Op.type``): ``tensor<i64>, tensor<4xf64>`` -> two
+    types; a trailing ``attributes {...}`` is left out."""
+    text = text.split(" attributes {", 1)[0].strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1]
+    return ["".join(t for _, t in part).strip() for part in _split_top(tokenize(text))]
+
+
 def _op_type(rest: str, n_results: int = 0) -> str:
     """Result type(s) from the text after an op's name: after the last ' : ', after '->'; of a
     plain type list (``select``'s ``tensor<i1>, tensor<f32>``) the last ``n_results``."""
@@ -270,6 +366,8 @@ class _Walker:
         self.by_id: dict[str, _OpDraft] = {}
         self.labels: dict[str, list[str]] = {}
         self.returned: list[str | None] = []
+        self.ends: dict[str, int] = {}
+        """Per region op, the line its last region closes on (where its location is)."""
 
     def resolve(self, name: str) -> str | None:
         for scope in reversed(self.scopes):
@@ -305,7 +403,7 @@ class _Walker:
         if not s:
             return
         if s.startswith("}"):
-            self._close(s)
+            self._close(s, number)
         elif _BLOCK_LABEL.match(line):
             if self.stack:
                 owner = self.stack[-1][0]
@@ -316,7 +414,7 @@ class _Walker:
                 word = _WORD.match(s)
                 self._open(last, word.group(0) if word else "region", self.uses(s)[1])
 
-    def _close(self, s: str) -> None:
+    def _close(self, s: str, number: int) -> None:
         if not self.stack:
             return
         owner, _ = self.stack.pop()
@@ -327,6 +425,8 @@ class _Walker:
         if s.endswith("{"):
             word = _WORD.search(s)
             self._open(owner, word.group(0) if word else "region", self.uses(s)[1])
+        else:
+            self.ends[owner] = number
 
     def _op_line(self, line: str, number: int) -> bool:
         """Record the op on ``line``, if there is one; False when the line holds no op."""

@@ -10,10 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
 from reactant_lab.errors import ControlFlowError
+from reactant_lab.trace.control_flow import names as labels
 from reactant_lab.trace.control_flow.loops import Site, to_pred, where
 from reactant_lab.trace.control_flow.session import current
 from reactant_lab.trace.control_flow.slots import (
@@ -27,22 +29,26 @@ from reactant_lab.trace.control_flow.slots import (
     number_slot,
     same_static,
     stand_in,
+    unwrap,
 )
 from reactant_lab.trace.numpy_mode import carry, context
+from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
 
 _SIDES = ("if", "else")
 
 
 def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
-            state: tuple[Any, ...], names: tuple[str, ...], site: Site) -> tuple[Any, ...]:
-    """A converted ``if``."""
+            state: tuple[Any, ...], names: tuple[str, ...], site: Site, *,
+            what: str | None = None) -> tuple[Any, ...]:
+    """A converted ``if`` (``what``: how an error names it, when it is not an ``if``
+    statement)."""
     session = current()
     if session is None or session.loops == "unroll" or not is_traced(test):
         out: tuple[Any, ...] = then(state) if test else other(state)
         return out
     numpy = context.current() is not None
     pred = to_pred(test)
-    slots, roots = _outputs(then, other, state, names, site, numpy)
+    slots, roots = _outputs(then, other, state, names, site, numpy, what)
     saved = {r: r.save(copy=True) for r in roots}
 
     def branch(fn: Callable[..., Any]) -> Callable[[Any], list[Any]]:
@@ -60,7 +66,8 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
                         r.load(saved[r])
         return run
 
-    final = list(lax.cond(pred, branch(then), branch(other), None))
+    with labels.region(site, labels.branch, slots, roots):
+        final = list(lax.cond(pred, branch(then), branch(other), None))
     n = sum(s.carried for s in slots)
     for root, value in zip(roots, final[n:], strict=True):
         root.set_traced(value)
@@ -69,7 +76,7 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
 
 
 def _outputs(then: Callable[..., Any], other: Callable[..., Any], state: tuple[Any, ...],
-             names: tuple[str, ...], site: Site, numpy: bool
+             names: tuple[str, ...], site: Site, numpy: bool, what: str | None = None
              ) -> tuple[list[Slot], list[carry.Root]]:
     """Both branches traced abstractly: the merged slot of each variable, and the arrays that
     existed before the ``if`` and that either branch writes."""
@@ -79,6 +86,8 @@ def _outputs(then: Callable[..., Any], other: Callable[..., Any], state: tuple[A
         slots = [_merge(n, probes[0][0][k], probes[1][0][k], numpy)
                  for k, n in enumerate(names)]
     except CannotRoll as exc:
+        if what is not None:
+            raise ControlFlowError(f"{what}: {exc}", site[0], site[1]) from None
         raise ControlFlowError(
             f"The branches of `{site[2]}` at {where(site)} (a traced condition: both branches "
             f"run) disagree: {exc}. Give the variable the same shape and dtype in both "
@@ -157,3 +166,85 @@ def _merge(name: str, a: tuple[Slot | None, Any], b: tuple[Slot | None, Any],
         raise CannotRoll(f"`{name}` is a different existing array in each branch (rebinding a "
                          "name to an existing array); copy it (x = a.copy())", name)
     return sa
+
+
+def _static(session: Any) -> bool:
+    return session is None or session.loops == "unroll"
+
+
+def _truth(value: Any, op: str) -> Any:
+    """``value`` as an operand of a logical op on traced values: a traced value of one element,
+    or a Python bool."""
+    if not is_traced(value):
+        return bool(value)
+    if int(np.prod(np.shape(unwrap(value)))) != 1:
+        frame = calling_user_frame()
+        name = context.current() or (frame.name if frame is not None else "the function")
+        raise control_flow_error(
+            name, frame,
+            f"`{op}` on a traced array of shape {tuple(np.shape(unwrap(value)))}: its truth value "
+            "is ambiguous (NumPy raises here too). Use a.any() / a.all() for one truth value, "
+            "or `&` / `|` / `~` (np.logical_and, np.logical_or, np.logical_not) element by "
+            "element.", "numpy" if context.current() else "jax")
+    pred = to_pred(value)  # a bool scalar (a traced Python bool is no ufunc operand)
+    return carry.to_numpy_scalar(pred) if context.current() is not None else pred
+
+
+def _logical(op: str, values: list[Any]) -> Any:
+    """The logical ``op`` ('and', 'or') of values of which the first is traced."""
+    numpy = context.current() is not None
+    fns: dict[tuple[str, bool], Callable[[Any, Any], Any]] = {
+        ("and", True): np.logical_and, ("or", True): np.logical_or,
+        ("and", False): jnp.logical_and, ("or", False): jnp.logical_or}
+    fn = fns[(op, numpy)]
+    result = _truth(values[0], op)
+    for value in values[1:]:
+        result = fn(result, _truth(value, op))
+    return result
+
+
+def _boolop(op: str, thunks: tuple[Callable[[], Any], ...]) -> Any:
+    session = current()
+    value = thunks[0]()
+    for k, thunk in enumerate(thunks[1:], 1):
+        if not _static(session) and is_traced(value):
+            return _logical(op, [value, *(t() for t in thunks[k:])])
+        if bool(value) != (op == "and"):
+            return value  # short-circuit, as Python
+        value = thunk()
+    return value
+
+
+def and_(*thunks: Callable[[], Any]) -> Any:
+    """``a and b and ...`` (each operand a thunk): Python's result while the operands are
+    static; from the first traced operand on, the logical and of it and the rest (all
+    evaluated)."""
+    return _boolop("and", thunks)
+
+
+def or_(*thunks: Callable[[], Any]) -> Any:
+    """``a or b or ...``, as ``and_``."""
+    return _boolop("or", thunks)
+
+
+def not_(value: Any) -> Any:
+    """``not value``: a traced boolean for a traced value."""
+    if _static(current()) or not is_traced(value):
+        return not value
+    truth = _truth(value, "not")
+    return np.logical_not(truth) if context.current() is not None else jnp.logical_not(truth)
+
+
+def ifexp(test: Any, then: Callable[[], Any], other: Callable[[], Any], site: Site,
+          fn: str) -> Any:
+    """``a if test else b``: one of them for a static ``test``; for a traced one both, picked
+    when the code runs (one lax.cond, merged as the branches of an ``if``)."""
+    if _static(current()) or not is_traced(test):
+        return then() if test else other()
+    what = (f"The conditional expression `{site[2]}` at {where(site)} in {fn}() tests a traced "
+            "value, so both values are computed and one is picked when the code runs; they "
+            "must have the same shape and dtype (np.where(cond, a, b) picks element by element "
+            "between arrays that broadcast)")
+    (value,) = if_stmt(test, lambda _: (then(),), lambda _: (other(),), (Undefined("value"),),
+                       (f"{site[2][:40]}",), site, what=what)
+    return value

@@ -14,9 +14,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from reactant_lab.errors import ControlFlowError
+from reactant_lab.trace.control_flow import names as labels
 from reactant_lab.trace.control_flow.carry import Carry, attempt
 from reactant_lab.trace.control_flow.session import GIVE_UP_AFTER, ROLL_THRESHOLD, Session, current
 from reactant_lab.trace.control_flow.slots import CannotRoll, Undefined, is_traced, unwrap
+from reactant_lab.trace.control_flow.transform import FLAG
 from reactant_lab.trace.numpy_mode import carry, context
 from reactant_lab.trace.user_errors import describe, user_frame
 
@@ -67,10 +69,44 @@ def iterate(fn: Callable[..., Any], *args: Any) -> Any:
     return TracedRange(unwrap(start), unwrap(stop), int(args[2]) if len(args) == 3 else 1)
 
 
-def _plain(it: Any, body: Callable[..., Any], state: tuple[Any, ...]) -> tuple[Any, ...]:
-    for item in it:
-        state = body(item, state)
+def _plain(it: Any, body: Callable[..., Any], state: tuple[Any, ...],
+           names: tuple[str, ...] = (), brk: str | None = None,
+           site: Site | None = None) -> tuple[Any, ...]:
+    """The loop as Python; with a break flag ``brk``, it stops when the flag is set, and once
+    the flag is traced (a ``break`` under a traced condition) each further iteration runs
+    under ``if not flag`` (one lax.cond)."""
+    if brk is None:
+        for item in it:
+            state = body(item, state)
+        return state
+    from reactant_lab.trace.control_flow.branches import if_stmt, not_  # branches imports us
+
+    k = names.index(brk)
+    session = current()
+    converted = session is not None and session.loops != "unroll"
+    flag = state[k]
+    for item in it:  # the flag is tested before the next item is taken, as Python's break
+        if converted and is_traced(flag):
+            assert site is not None
+            what = (f"The `{site[2]}` at {where(site)} runs as Python, and its `break` depends "
+                    "on a traced value: each further iteration runs only if the loop has not "
+                    "broken (a lax.cond), and the variables it changes disagree")
+            state = if_stmt(not_(flag), lambda s, item=item: body(item, s), lambda s: s,
+                            state, names, site, what=what)
+        else:
+            state = body(item, state)
+        flag = state[k]
+        if not (converted and is_traced(flag)) and flag:
+            break
     return state
+
+
+def _broke(state: tuple[Any, ...], names: tuple[str, ...], brk: str | None) -> bool:
+    """Whether the loop's break flag is set (and static)."""
+    if brk is None:
+        return False
+    flag = state[names.index(brk)]
+    return not is_traced(flag) and bool(flag)
 
 
 def _index(i: Any, numpy: bool) -> Any:
@@ -84,20 +120,25 @@ class _Fallback(Exception):  # a control signal
 
 
 def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple[Any, ...],
-             names: tuple[str, ...], site: Site) -> tuple[Any, ...]:
-    """A converted ``for``: rolled, or Python."""
+             names: tuple[str, ...], site: Site, brk: str | None = None,
+             guarded: bool = False) -> tuple[Any, ...]:
+    """A converted ``for``: rolled, or Python. ``brk``: the variable of its break flag;
+    ``guarded``: its body had ``break`` / ``continue`` (statements after them run under
+    ``if not flag``)."""
     session = current()
     if isinstance(it, TracedRange):
         assert session is not None  # iterate() only makes one inside a session
-        return _roll(it, body, target, state, names, site, session, traced=True)
+        return _roll(it, body, target, state, names, site, session, traced=True, brk=brk,
+                     guarded=guarded)
     if (session is None or session.loops == "unroll" or not isinstance(it, range)
             or len(it) < ROLL_THRESHOLD):
-        return _plain(it, body, state)
+        return _plain(it, body, state, names, brk, site)
     key = (site[0], site[1])
     if session.failures.get(key, 0) >= GIVE_UP_AFTER:
-        return _plain(it, body, state)
+        return _plain(it, body, state, names, brk, site)
     try:
-        return _roll(it, body, target, state, names, site, session, traced=False)
+        return _roll(it, body, target, state, names, site, session, traced=False, brk=brk,
+                     guarded=guarded)
     except _Fallback as fallback:
         session.failures[key] = session.failures.get(key, 0) + 1
         if session.loops == "roll":
@@ -105,26 +146,49 @@ def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple
                               ) from fallback.__cause__
         session.note(f"{where(site)}: `{site[2]}` unrolled ({len(it)} iterations): "
                      f"{fallback.reason}")
-        return _plain(it[fallback.done:], body, fallback.state)
+        return _plain(it[fallback.done:], body, fallback.state, names, brk, site)
+
+
+MAX_PERIOD = 4
+"""A loop that rebinds names among existing arrays (``u, v = v, u``) rolls when the names are
+back where they started after at most this many iterations (its body is traced that often)."""
+
+
+def _flags(names: tuple[str, ...]) -> set[str]:
+    """The break / continue flags among ``names``: always carried as traced booleans."""
+    return {n for n in names if n.startswith(FLAG)}
 
 
 def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
           state: tuple[Any, ...], names: tuple[str, ...], site: Site, session: Session,
-          traced: bool) -> tuple[Any, ...]:
+          traced: bool, brk: str | None = None, guarded: bool = False) -> tuple[Any, ...]:
     numpy = context.current() is not None
     mark = carry.stamp() if numpy else 0
-    force: set[str] = set()
-    done, peeled = 0, False
-    undefined = any(isinstance(v, Undefined) for n, v in zip(names, state, strict=True)
-                    if n != target)
-    for _ in range(len(names) + 3):
+    force: set[str] = _flags(names)
+    done, peeled, period = 0, False, 1
+    # A variable unassigned before the loop: peel one iteration first. Not in a body with
+    # break / continue, where it may be assigned only under `if not flag` (and stays unassigned).
+    undefined = not guarded and any(isinstance(v, Undefined) for n, v in zip(
+        names, state, strict=True) if n != target)
+    for _ in range(len(names) + MAX_PERIOD + 3):
         if isinstance(it, range) and not peeled and undefined:
             state, done, peeled = body(it[done], state), done + 1, True
-        if isinstance(it, range) and done >= len(it):
+        if (isinstance(it, range) and done >= len(it)) or _broke(state, names, brk):
             return state
         try:
-            return _rolled(it, body, target, state, names, done, numpy, mark, force)
+            with labels.at(site):
+                if period == 1:
+                    return _rolled(it, body, target, state, names, done, numpy, mark, force,
+                                   brk)
+                assert isinstance(it, range)
+                count = (len(it) - done) // period
+                state = _rolled_by(it, period, count, body, target, state, names, done, numpy,
+                                   mark, force)
+            return _plain(it[done + count * period:], body, state)
         except CannotRoll as exc:
+            if _next_period(exc, it, brk, period, done) > period:
+                period += 1  # trace the body `period` times per iteration of the rolled loop
+                continue
             if not traced and not peeled:
                 undefined = True  # peel one iteration, then try again
                 continue
@@ -144,10 +208,53 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
     raise _Fallback(state, done, "its carried variables kept changing")
 
 
+def _next_period(exc: CannotRoll, it: range | TracedRange, brk: str | None, period: int,
+                 done: int) -> int:
+    """How many iterations the rolled loop's body should run after ``exc``: one more when a
+    name was rebound to another existing array (``u, v = v, u``) and that can roll, else
+    ``period`` (and ``exc`` says why a swap cannot roll)."""
+    if not exc.swap or period >= MAX_PERIOD:
+        return period
+    if brk is not None or not isinstance(it, range):
+        exc.args = (f"{exc} (a loop that swaps arrays by name rolls only over a static range "
+                    "and without `break`; copy instead: v[...] = u)",)
+        return period
+    return period + 1 if (len(it) - done) // (period + 1) >= 1 else period
+
+
+def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
+               target: str | None, state: tuple[Any, ...], names: tuple[str, ...], done: int,
+               numpy: bool, mark: int, force: set[str]) -> tuple[Any, ...]:
+    """Iterations ``done`` .. ``done + count * period`` of ``it`` as one lax.fori_loop whose
+    body runs ``period`` iterations (names swapped among existing arrays are back where they
+    started after them)."""
+    start, step = it.start, it.step
+
+    def make(roots: list[carry.Root]) -> Carry:
+        return Carry(names, state, skip=target, numpy=numpy, mark=mark, force=force, roots=roots)
+
+    def run(c: Carry) -> list[Any]:
+        def step_fn(m: Any, flat: list[Any]) -> list[Any]:
+            first = done + m * period
+            values = c.enter(list(flat), _index(start + first * step, numpy))
+            for j in range(period):
+                values = body(_index(start + (first + j) * step, numpy), values)
+            return c.leave(values)
+
+        with labels.region(None, labels.counted, c, 2):
+            return list(lax.fori_loop(0, count, step_fn, list(c.init)))
+
+    c, final = attempt(make, run, numpy, mark)
+    return c.finish(final, it[done + count * period - 1])
+
+
 def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | None,
             state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool, mark: int,
-            force: set[str]) -> tuple[Any, ...]:
-    """Iterations ``done`` .. end of ``it`` as one lax.fori_loop."""
+            force: set[str], brk: str | None = None) -> tuple[Any, ...]:
+    """Iterations ``done`` .. end of ``it`` as one lax.fori_loop; with a break flag ``brk``
+    one lax.while_loop that also ends when the flag is set."""
+    if brk is not None:
+        return _rolled_until(it, body, target, state, names, done, numpy, mark, force, brk)
     start, step = it.start, it.step
     stop = it.stop if isinstance(it, TracedRange) else len(it)
     n = (stop - start + step - (1 if step > 0 else -1)) // step if isinstance(
@@ -162,11 +269,53 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
             return c.leave(body(i, c.enter(list(flat), i)))
 
         upper = jnp.maximum(n, 0) if isinstance(it, TracedRange) else n
-        return list(lax.fori_loop(done, upper, step_fn, list(c.init)))
+        with labels.region(None, labels.fori, c, target, isinstance(it, range)):
+            return list(lax.fori_loop(done, upper, step_fn, list(c.init)))
 
     c, final = attempt(make, run, numpy, mark)
     last: Any = it[-1] if isinstance(it, range) else _index(start + (n - 1) * step, numpy)
     return c.finish(final, last)
+
+
+def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str | None,
+                  state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool,
+                  mark: int, force: set[str], brk: str) -> tuple[Any, ...]:
+    """Iterations ``done`` .. end of ``it`` as one lax.while_loop over the iteration number,
+    ending early when the break flag ``brk`` is set (the index after the loop: the last
+    iteration's, traced)."""
+    start, step = it.start, it.step
+    stop = it.stop if isinstance(it, TracedRange) else len(it)
+    n = (stop - start + step - (1 if step > 0 else -1)) // step if isinstance(
+        it, TracedRange) else stop
+    upper = jnp.maximum(n, 0) if isinstance(it, TracedRange) else n
+    counts: list[Any] = []
+
+    def make(roots: list[carry.Root]) -> Carry:
+        return Carry(names, state, skip=target, numpy=numpy, mark=mark, force=force, roots=roots)
+
+    def run(c: Carry) -> list[Any]:
+        carried = [s.name for s in c.slots if s.carried]
+        if brk not in carried:
+            raise CannotRoll(f"its break flag is {state[names.index(brk)]!r}")
+        pos = carried.index(brk)
+
+        def cond(loop: tuple[Any, list[Any]]) -> Any:
+            k, flat = loop
+            return jnp.logical_and(k < upper, jnp.logical_not(to_pred(flat[pos])))
+
+        def step_fn(loop: tuple[Any, list[Any]]) -> tuple[Any, list[Any]]:
+            k, flat = loop
+            i = _index(start + k * step, numpy)
+            return k + 1, c.leave(body(i, c.enter(list(flat), i)))
+
+        k0 = jnp.asarray(done, jnp.asarray(upper).dtype)
+        with labels.region(None, labels.counted, c):
+            k, flat = lax.while_loop(cond, step_fn, (k0, list(c.init)))
+        counts.append(k)
+        return list(flat)
+
+    c, final = attempt(make, run, numpy, mark)
+    return c.finish(final, _index(start + (counts[-1] - 1) * step, numpy))
 
 
 def while_stmt(test: Callable[..., Any], body: Callable[..., Any], state: tuple[Any, ...],
@@ -196,23 +345,27 @@ def _roll_while(test: Callable[..., Any], body: Callable[..., Any], state: tuple
                 names: tuple[str, ...], site: Site) -> tuple[Any, ...]:
     numpy = context.current() is not None
     mark = carry.stamp() if numpy else 0
-    force: set[str] = set()
+    force: set[str] = _flags(names)
     for _ in range(len(names) + 2):
         def make(roots: list[carry.Root]) -> Carry:
             return Carry(names, state, skip=None, numpy=numpy, mark=mark, force=force,
                          roots=roots)
 
         def run(c: Carry) -> list[Any]:
-            return list(lax.while_loop(lambda flat: to_pred(test(c.enter(list(flat)))),
-                                       lambda flat: c.leave(body(c.enter(list(flat)))),
-                                       list(c.init)))
+            with labels.region(site, labels.carried, c):
+                return list(lax.while_loop(lambda flat: to_pred(test(c.enter(list(flat)))),
+                                           lambda flat: c.leave(body(c.enter(list(flat)))),
+                                           list(c.init)))
         try:
             c, final = attempt(make, run, numpy, mark)
         except CannotRoll as exc:
             if exc.forcible and exc.name not in force:
                 force.add(exc.name)  # type: ignore[arg-type]  # forcible: has a name
                 continue
-            raise cannot_roll(site, str(exc), "tests a traced value, so it must become a "
+            reason = str(exc) + (" (a `while` whose trip count is only known at run time "
+                                 "cannot swap arrays by name; copy instead: v[...] = u)"
+                                 if exc.swap else "")
+            raise cannot_roll(site, reason, "tests a traced value, so it must become a "
                               "stablehlo.while") from exc
         return c.finish(final, None)
     raise cannot_roll(site, "its carried variables kept changing", "tests a traced value")

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from reactant_lab.errors import ControlFlowError
-from reactant_lab.trace.control_flow.branches import if_stmt
+from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, not_, or_
 from reactant_lab.trace.control_flow.convert import convert, is_user_function
 from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where, while_stmt
 from reactant_lab.trace.control_flow.session import ROLL_THRESHOLD, current
@@ -15,8 +15,8 @@ from reactant_lab.trace.control_flow.slots import Undefined, is_traced
 from reactant_lab.trace.numpy_mode import context
 from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
 
-__all__ = ["callee", "for_stmt", "if_stmt", "initial", "iterate", "plain_cond", "plain_iter",
-           "while_stmt"]
+__all__ = ["and_", "callee", "for_stmt", "if_stmt", "ifexp", "initial", "iterate", "not_",
+           "or_", "plain_cond", "plain_iter", "while_stmt"]
 
 
 def initial(found: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
@@ -46,8 +46,9 @@ def plain_iter(it: Any, reason: str, site: Site) -> Any:
         if session.loops == "roll":
             raise ControlFlowError(
                 f"The `{site[2]}` at {where(site)} was asked to roll (loops='roll') but cannot "
-                f"be converted: {reason}. Rewrite the loop without it (e.g. a `while` loop "
-                "whose condition carries a flag instead of `break`), or use loops='auto'.",
+                f"be converted: {reason}. Rewrite the loop without it (e.g. set a result "
+                "variable and `break` instead of `return`; keep prints and list updates out of "
+                "the loop), or use loops='auto'.",
                 site[0], site[1])
         session.note(message)
     return it
@@ -62,7 +63,8 @@ def plain_cond(test: Any, reason: str, site: Site) -> Any:
         raise control_flow_error(
             name, frame,
             f"`{site[2]}` tests a traced value; reactant_lab converts such statements to "
-            f"stablehlo ops, but not this one: {reason}. Assign a result variable in each "
-            "branch and return after the `if`, or carry a flag instead of `break` / "
-            "`continue`.", "numpy" if context.current() else "jax")
+            f"stablehlo ops, but not this one: {reason}. Assign a result variable (and "
+            "`break` out of a loop) instead of returning from inside the statement, and return "
+            "after it; keep prints and list updates out of it.",
+            "numpy" if context.current() else "jax")
     return test

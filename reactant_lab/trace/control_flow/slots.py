@@ -59,7 +59,7 @@ class CannotRoll(Exception):  # a control signal, not an error shown as is
     """The loop or branch cannot be converted with the carry as it stands."""
 
     def __init__(self, reason: str, name: str | None = None, number: bool = False,
-                 root: Any = None):
+                 root: Any = None, swap: bool = False):
         super().__init__(reason)
         self.name = name
         """The variable at fault, if one is."""
@@ -70,6 +70,8 @@ class CannotRoll(Exception):  # a control signal, not an error shown as is
         """The existing array the variable held (the body must not have written it)."""
         self.written: frozenset[Any] = frozenset()
         """The arrays the failed attempt wrote (set by ``carry.attempt``)."""
+        self.swap = swap
+        """The variable was rebound from one existing array to another (``u, v = v, u``)."""
 
     @property
     def forcible(self) -> bool:
@@ -205,9 +207,11 @@ def check_out(slot: Slot, value: Any, numpy: bool, mark: int) -> Any:
     if after is None or after.key != slot.key:
         rebound = (slot.kind == "ref" and after is not None and after.kind == "new"
                    and after.shape == slot.shape and after.dtype == slot.dtype)
+        swap = slot.kind == "ref" and after is not None and after.kind == "ref"
         change = ("is rebound from an existing array to a new one" if rebound else
+                  "is rebound to another existing array" if swap else
                   f"changes from {np.dtype(slot.dtype).name}{list(slot.shape)} to "
                   f"{_describe_value(value)}")
         raise CannotRoll(f"`{slot.name}` {change}", slot.name, rebound,
-                         slot.value.root if rebound else None)
+                         slot.value.root if rebound else None, swap=swap)
     return carried_value(slot, value) if slot.carried else None

@@ -2,9 +2,16 @@
 helper (``__rl_cf__``) with its body as a nested function of the variables it assigns, and each
 call's callee goes through ``__rl_cf__.callee`` (user functions are converted when called).
 
-A statement that cannot be handed over (its body breaks, continues or returns out of it, deletes
-or declares names, has an ``else``) stays Python; its header still goes through the runtime so
-that a traced value there gets an error naming the statement and the reason.
+A loop's own ``break`` / ``continue`` become flags (AutoGraph's way): each sets its flag, the
+statements after one run under ``if not flag:`` (converted too), a ``while`` tests ``not broke
+and cond``, a ``for`` hands its break flag to the runtime, and an ``else:`` runs under ``if not
+broke:``. ``a and b`` / ``a or b`` / ``not a`` / ``a if c else b`` call runtime helpers with
+the operands as lambdas (lazy, as in Python).
+
+A statement that cannot be handed over (its body returns out of it, deletes or declares names,
+has a Python side effect) stays Python, with its own ``break`` / ``continue``; its header still
+goes through the runtime so that a traced value there gets an error naming the statement and
+the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ from typing import Any
 RT = "__rl_cf__"
 """Name of the runtime helpers inside converted code (a closure variable)."""
 PREFIX = "__rl_"
-"""Prefix of every name the rewrite makes; such names are never carried."""
+"""Prefix of every name the rewrite makes; such names are never carried (but for flags)."""
+FLAG = PREFIX + "flag_"
+"""Prefix of the flags that stand for ``break`` / ``continue`` in a converted loop: carried by
+that loop and the statements in its body (as traced booleans when the loop rolls)."""
 _NOT_WRAPPED = frozenset({"super", "locals", "globals", "vars", "dir", "eval", "exec", "range",
                           "len", "isinstance", "print", "int", "float", "bool", "tuple", "list",
                           "dict", "zip", "enumerate", "min", "max", "abs", "sum", "type"})
@@ -57,12 +67,13 @@ class _Bound(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def bound_names(stmts: list[ast.stmt]) -> list[str]:
-    """The names ``stmts`` assign (sorted; the rewrite's own left out)."""
+def bound_names(stmts: list[ast.stmt], keep: frozenset[str] = frozenset()) -> list[str]:
+    """The names ``stmts`` assign (sorted; the rewrite's own left out, but for the flags of the
+    loops around them, ``keep``)."""
     finder = _Bound()
     for stmt in stmts:
         finder.visit(stmt)
-    return sorted(n for n in finder.names if not n.startswith(PREFIX))
+    return sorted(n for n in finder.names if not n.startswith(PREFIX) or n in keep)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -95,16 +106,46 @@ def _scope_nodes(stmts: list[ast.stmt]) -> Any:
             push(child)
 
 
-def escape(stmts: list[ast.stmt]) -> str | None:
+def escape(stmts: list[ast.stmt], jumps: bool = True) -> str | None:
     """Why ``stmts`` (a loop body or a branch) cannot become a function of its variables (a
-    statement that leaves it or changes how names bind), or None."""
+    statement that leaves it or changes how names bind), or None. ``jumps=False``: the loop's
+    own ``break`` / ``continue`` do not count (they become flags)."""
     for node in _scope_nodes(stmts):
+        if not jumps and isinstance(node, ast.Break | ast.Continue):
+            continue
         what = _ESCAPES.get(type(node))
         if isinstance(node, ast.Name) and node.id == "super":
             what = "super()"  # needs the method's own frame
         if what is not None:
             return f"`{what}` at line {getattr(node, 'lineno', '?')}"
     return None
+
+
+def jumps(stmts: list[ast.stmt]) -> list[ast.Break | ast.Continue]:
+    """The ``break`` / ``continue`` statements of the loop whose body is ``stmts`` (those of
+    nested loops are theirs; those of a nested loop's ``else`` are this loop's)."""
+    found: list[ast.Break | ast.Continue] = []
+    for stmt in stmts:
+        if isinstance(stmt, ast.Break | ast.Continue):
+            found.append(stmt)
+        elif isinstance(stmt, _SCOPES):
+            continue
+        else:
+            for block in _blocks(stmt):
+                found += jumps(block)
+    return found
+
+
+def _blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The statement lists of a compound statement that belong to the enclosing loop (of a
+    nested loop: only its ``else``)."""
+    if isinstance(stmt, _LOOPS):
+        return [stmt.orelse]
+    blocks = [getattr(stmt, f) for f in ("body", "orelse", "finalbody")
+              if isinstance(getattr(stmt, f, None), list)]
+    blocks += [h.body for h in getattr(stmt, "handlers", ())]
+    blocks += [c.body for c in getattr(stmt, "cases", ())]
+    return [b for b in blocks if b and isinstance(b[0], ast.stmt)]
 
 
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
@@ -151,6 +192,21 @@ def _const(value: Any) -> ast.Constant:
     return ast.Constant(value=value)
 
 
+def _set(name: str, value: bool, at: ast.AST) -> ast.Assign:
+    """``name = value`` at the place of ``at``."""
+    return ast.copy_location(ast.Assign(targets=[_name(name, True)], value=_const(value)), at)
+
+
+def _thunk(body: ast.expr) -> ast.Lambda:
+    args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                         kwarg=None, defaults=[])
+    return ast.copy_location(ast.Lambda(args=args, body=body), body)
+
+
+_NO_THUNK = (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)
+"""Expressions that would mean something else inside a lambda."""
+
+
 def _def(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params], vararg=None,
                          kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
@@ -179,9 +235,16 @@ class Rewrite(ast.NodeTransformer):
         self.converted = 0
         """How many statements and calls were rewritten."""
         self._count = 0
+        self._active: frozenset[str] = frozenset()
+        """The flags of the converted loops around the node being visited."""
+        self._headers: dict[int, str] = {}
+        """id() of an ``if`` the rewrite made -> how messages name it."""
+        self._functions: list[str] = []
+        """Names of the functions around the node being visited."""
+        self._in_class = False
 
-    def _site(self, node: ast.stmt) -> ast.Constant:
-        header = ast.unparse(node).splitlines()[0].rstrip(":")
+    def _site(self, node: ast.stmt | ast.expr) -> ast.Constant:
+        header = self._headers.get(id(node)) or ast.unparse(node).splitlines()[0].rstrip(":")
         return _const((self.filename, node.lineno, header[:80]))
 
     def _fresh(self, kind: str, node: ast.stmt) -> str:
@@ -208,16 +271,106 @@ class Rewrite(ast.NodeTransformer):
             stmt.end_lineno, stmt.end_col_offset = node.lineno, node.col_offset
         return out
 
+    def _flags(self, node: ast.For | ast.While, found: list[ast.Break | ast.Continue]
+               ) -> tuple[list[ast.stmt], str | None, str | None]:
+        """Replace the loop's own ``break`` / ``continue`` by flags (AutoGraph's way): each sets
+        its flag, and the statements after one that may have set it run under ``if not flag``.
+        Returns the statements to put before the loop and the break and continue flags."""
+        brk = FLAG + f"break_{node.lineno}_{self._tick()}" if any(
+            isinstance(j, ast.Break) for j in found) else None
+        cont = FLAG + f"continue_{node.lineno}_{self._tick()}" if any(
+            isinstance(j, ast.Continue) for j in found) else None
+        node.body = self._guard(node.body, brk, cont)
+        if cont is not None:
+            node.body.insert(0, _set(cont, False, node.body[0]))
+        return ([_set(brk, False, node)] if brk is not None else []), brk, cont
+
+    def _tick(self) -> int:
+        self._count += 1
+        return self._count
+
+    def _guard(self, stmts: list[ast.stmt], brk: str | None, cont: str | None
+               ) -> list[ast.stmt]:
+        skip = cont or brk
+        assert skip is not None
+        out: list[ast.stmt] = []
+        for k, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Break):
+                assert brk is not None
+                return out + [_set(f, True, stmt) for f in (brk, cont) if f is not None]
+            if isinstance(stmt, ast.Continue):
+                assert cont is not None
+                return [*out, _set(cont, True, stmt)]
+            inner = [j for b in _blocks(stmt) for j in jumps(b)] if not isinstance(
+                stmt, _SCOPES) else []
+            out.append(stmt)
+            if not inner:
+                continue
+            self._guard_blocks(stmt, brk, cont)
+            rest = stmts[k + 1:]
+            if rest:
+                guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_name(skip)),
+                               body=self._guard(rest, brk, cont), orelse=[])
+                ast.copy_location(guard, rest[0])
+                guard.end_lineno, guard.end_col_offset = rest[-1].end_lineno, rest[
+                    -1].end_col_offset
+                what = "break" if isinstance(inner[0], ast.Break) else "continue"
+                self._headers[id(guard)] = (f"the rest of the loop body after the `{what}` "
+                                            f"at line {inner[0].lineno}")
+                out.append(guard)
+            return out
+        return out
+
+    def _guard_blocks(self, stmt: ast.stmt, brk: str | None, cont: str | None) -> None:
+        """The blocks of a compound statement with the loop's jumps replaced by flags."""
+        fields = ("orelse",) if isinstance(stmt, _LOOPS) else ("body", "orelse", "finalbody")
+        for f in fields:
+            block = getattr(stmt, f, None)
+            if isinstance(block, list) and jumps(block):
+                setattr(stmt, f, self._guard(block, brk, cont))
+        if not isinstance(stmt, _LOOPS):
+            for part in [*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())]:
+                if jumps(part.body):
+                    part.body = self._guard(part.body, brk, cont)
+
+    def _after(self, orelse: list[ast.stmt], brk: str | None) -> list[ast.stmt]:
+        """A converted loop's ``else:`` block, rewritten: it runs unless the loop broke."""
+        if not orelse:
+            return []
+        block = orelse
+        if brk is not None:
+            guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_name(brk)), body=orelse,
+                           orelse=[])
+            ast.copy_location(guard, orelse[0])
+            guard.end_lineno, guard.end_col_offset = orelse[-1].end_lineno, orelse[
+                -1].end_col_offset
+            self._headers[id(guard)] = f"the `else:` of the loop (line {orelse[0].lineno})"
+            block = [guard]
+        out: list[ast.stmt] = []
+        for stmt in block:
+            new = self.visit(stmt)
+            out += new if isinstance(new, list) else [new]
+        return out
+
     def visit_For(self, node: ast.For) -> Any:
         site = self._site(node)
         effect = side_effect(node.body)
-        self.generic_visit(node)
-        reason = ("it has an `else` clause" if node.orelse else escape(node.body) or effect)
-        if reason is not None:
-            node.iter = _call("plain_iter", node.iter, _const(f"{reason}"), site)
+        blocked = escape(node.body, jumps=False) or effect
+        if blocked is not None:
+            self.generic_visit(node)
+            node.iter = _call("plain_iter", node.iter, _const(blocked), site)
             self.converted += 1
             return node
-        names = bound_names([ast.Assign(targets=[node.target], value=_const(0)), *node.body])
+        found = jumps(node.body)
+        pre, brk, cont = self._flags(node, found) if found else ([], None, None)
+        orelse, node.orelse = node.orelse, []
+        outer = self._active
+        self._active = outer | {f for f in (brk, cont) if f is not None}
+        self.generic_visit(node)
+        self._active = outer
+        keep = outer | ({brk} if brk is not None else set())
+        names = bound_names([ast.Assign(targets=[node.target], value=_const(0)), *node.body],
+                            keep)
         target = node.target.id if isinstance(node.target, ast.Name) else None
         body_name = self._fresh("for", node)
         body = [ast.Assign(targets=[node.target], value=_name(PREFIX + "i")), *node.body]
@@ -227,25 +380,39 @@ class Rewrite(ast.NodeTransformer):
                 and not it.keywords and not any(isinstance(a, ast.Starred) for a in it.args)):
             it = _call("iterate", it.func, *it.args)
         call = _call("for_stmt", it, _name(body_name), _const(target), site)
-        return self._handover(node, [fn], call, names)
+        if found:
+            call.keywords = [ast.keyword(arg="brk", value=_const(brk)),
+                             ast.keyword(arg="guarded", value=_const(True))]
+        return [*pre, *self._handover(node, [fn], call, names), *self._after(orelse, brk)]
 
     def visit_While(self, node: ast.While) -> Any:
         site = self._site(node)
         effect = side_effect(node.body)
-        self.generic_visit(node)
         walrus = any(isinstance(n, ast.NamedExpr) for n in ast.walk(node.test))
-        reason = ("it has an `else` clause" if node.orelse else
-                  "its condition assigns a name (:=)" if walrus else escape(node.body) or effect)
-        if reason is not None:
-            node.test = _call("plain_cond", node.test, _const(reason), site)
+        blocked = ("its condition assigns a name (:=)" if walrus else
+                   escape(node.body, jumps=False) or effect)
+        if blocked is not None:
+            self.generic_visit(node)
+            node.test = _call("plain_cond", node.test, _const(blocked), site)
             self.converted += 1
             return node
-        names = bound_names(node.body)
+        found = jumps(node.body)
+        pre, brk, cont = self._flags(node, found) if found else ([], None, None)
+        if brk is not None:  # `not broke and test`: the test is not evaluated after a break
+            node.test = ast.copy_location(ast.BoolOp(op=ast.And(), values=[
+                ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node.test]), node.test)
+        orelse, node.orelse = node.orelse, []
+        outer = self._active
+        self._active = outer | {f for f in (brk, cont) if f is not None}
+        self.generic_visit(node)
+        self._active = outer
+        names = bound_names(node.body, outer | ({brk} if brk is not None else set()))
         test_name, body_name = self._fresh("test", node), self._fresh("while", node)
         test = _state_fn(test_name, [], names, [], result=node.test)
         body = _state_fn(body_name, [], names, node.body)
         call = _call("while_stmt", _name(test_name), _name(body_name), site)
-        return self._handover(node, [test, body], call, names)
+        return [*pre, *self._handover(node, [test, body], call, names),
+                *self._after(orelse, brk)]
 
     def visit_If(self, node: ast.If) -> Any:
         site = self._site(node)
@@ -258,12 +425,58 @@ class Rewrite(ast.NodeTransformer):
             node.test = _call("plain_cond", node.test, _const(reason), site)
             self.converted += 1
             return node
-        names = bound_names(node.body + node.orelse)
+        names = bound_names(node.body + node.orelse, self._active)
         then_name, else_name = self._fresh("then", node), self._fresh("else", node)
         then = _state_fn(then_name, [], names, node.body)
         other = _state_fn(else_name, [], names, node.orelse)
         call = _call("if_stmt", node.test, _name(then_name), _name(else_name), site)
         return self._handover(node, [then, other], call, names)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        self._functions.append(node.name)
+        in_class, self._in_class = self._in_class, False
+        self.generic_visit(node)
+        self._functions.pop()
+        self._in_class = in_class
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        in_class, self._in_class = self._in_class, True  # lambdas there do not see its names
+        self.generic_visit(node)
+        self._in_class = in_class
+        return node
+
+    def _thunks_ok(self, node: ast.expr) -> bool:
+        return not self._in_class and not any(isinstance(n, _NO_THUNK) for n in ast.walk(node))
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        """``a and b`` / ``a or b`` -> ``and_(lambda: a, lambda: b)``: Python's own result for
+        static operands (short-circuit, the operand itself), a logical and / or of traced ones."""
+        self.generic_visit(node)
+        if not self._thunks_ok(node):
+            return node
+        self.converted += 1
+        attr = "and_" if isinstance(node.op, ast.And) else "or_"
+        return ast.copy_location(_call(attr, *[_thunk(v) for v in node.values]), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        self.converted += 1
+        return ast.copy_location(_call("not_", node.operand), node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        """``a if c else b`` -> ``ifexp(c, lambda: a, lambda: b)``: one of them for a static
+        ``c``, both picked from by a ``lax.cond`` for a traced one."""
+        site = self._site(node)
+        self.generic_visit(node)
+        if not self._thunks_ok(node):
+            return node
+        self.converted += 1
+        fn = self._functions[-1] if self._functions else "?"
+        return ast.copy_location(_call("ifexp", node.test, _thunk(node.body),
+                                       _thunk(node.orelse), site, _const(fn)), node)
 
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)

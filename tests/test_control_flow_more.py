@@ -1,0 +1,487 @@
+"""Control flow conversion, continued: ``break`` / ``continue`` as flags, ``and`` / ``or`` /
+``not`` and ``a if c else b`` on traced values, names swapped among arrays in a rolled loop.
+Differential against NumPy eager / JAX run as Python on fresh random inputs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab.errors import ControlFlowError
+from reactant_lab.trace import trace
+
+
+def _copies(args: tuple[Any, ...]) -> list[Any]:
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def check(fn: Any, *args: Any, loops: str = "auto", rolled: int | None = None) -> rl.Traced:
+    """Trace, compile and run ``fn``; its results and updated arguments must equal eager
+    Python's on copies of the same arguments. ``rolled``: how many ``stablehlo.while`` the
+    module must hold (and no loop may have been unrolled)."""
+    expected_args = _copies(args)
+    expected = fn(*expected_args)
+    got_args = _copies(args)
+    traced = trace(fn, *got_args, loops=loops)
+    got = traced.stages("none").compile()(*got_args)
+    for e, g in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got),
+                    strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6, atol=1e-9)
+    for e, g in zip(expected_args, got_args, strict=True):
+        if isinstance(e, np.ndarray):
+            np.testing.assert_allclose(g, e, rtol=1e-9, atol=1e-12)
+    if rolled is not None:
+        assert whiles(traced) == rolled, traced.loop_notes
+        assert not traced.loop_notes
+    return traced
+
+
+def whiles(traced: rl.Traced) -> int:
+    return len(re.findall(r"= stablehlo\.while\(", traced.ir))
+
+
+def cases(traced: rl.Traced) -> int:
+    return len(re.findall(r"= \"?stablehlo\.case\"?\(", traced.ir))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng()
+
+
+# break / continue ------------------------------------------------------------------------------
+
+def break_for(x: np.ndarray, limit: float) -> Any:
+    for i in range(x.shape[0]):
+        if x[i] > limit:
+            break
+        x[i] = x[i] * 2 + i
+    return x, i
+
+
+def continue_for(x: np.ndarray) -> Any:
+    total = x[0] * 0
+    for i in range(x.shape[0]):
+        if x[i] < 0.5:
+            continue
+        total = total + x[i] * i
+        x[i] = -x[i]
+    return total
+
+
+def both_for(x: np.ndarray) -> Any:
+    count = x[0] * 0
+    for i in range(1, x.shape[0]):
+        if x[i] < x[i - 1]:
+            continue
+        count = count + 1
+        if count > 4:
+            break
+        x[i] = x[i - 1]
+    return count, x
+
+
+@pytest.mark.parametrize("limit", [0.8, 0.97, 2.0])
+def test_break_in_a_rolled_for_numpy(rng: Any, limit: float) -> None:
+    check(break_for, rng.random(16), limit, rolled=1)
+
+
+def test_continue_and_break_in_a_rolled_for_numpy(rng: Any) -> None:
+    for _ in range(3):
+        check(continue_for, rng.random(12), rolled=1)
+        check(both_for, rng.random(12), rolled=1)
+
+
+def jax_break_continue(x: Any) -> Any:
+    acc = jnp.zeros((), x.dtype)
+    for i in range(x.shape[0]):
+        if x[i] < 0.3:
+            continue
+        acc = acc + x[i]
+        if acc > 2.0:
+            break
+    return acc, i
+
+
+def test_break_and_continue_in_a_rolled_for_jax(rng: Any) -> None:
+    for _ in range(3):
+        traced = check(jax_break_continue, jnp.asarray(rng.random(12)), rolled=1)
+        assert traced.mode == "jax"
+
+
+def while_break(x: np.ndarray) -> Any:
+    n = 0
+    while x.sum() < 100:
+        x = x * 2
+        n += 1
+        if x.max() > 50:
+            break
+    return x, n
+
+
+def jax_while_break(x: Any) -> Any:
+    while jnp.sum(x) < 100:
+        x = x * 1.5
+        if jnp.max(x) > 20:
+            break
+        x = x + 0.1
+    return x
+
+
+def test_break_in_a_traced_while(rng: Any) -> None:
+    for scale in (0.1, 1.0, 5.0):
+        check(while_break, scale * rng.random(3) + 0.01, rolled=1)
+        check(jax_while_break, jnp.asarray(scale * rng.random(3) + 0.01), rolled=1)
+
+
+def while_continue(x: np.ndarray) -> Any:
+    i = np.int64(0)
+    total = x[0] * 0
+    while total < 3.0:
+        i = (i + 1) % x.shape[0]
+        if x[i] < 0.5:
+            continue
+        total = total + x[i]
+    return total, i
+
+
+def while_else(x: np.ndarray) -> Any:
+    while x.sum() < 10:
+        x = x * 2
+        if x.max() > 6:
+            break
+    else:
+        x = x + 100
+    return x
+
+
+def test_continue_and_else_in_a_traced_while(rng: Any) -> None:
+    for _ in range(3):
+        x = rng.random(6)
+        x[2] = 0.9
+        check(while_continue, x, rolled=1)
+        check(while_else, rng.random(4) + 0.05, rolled=1)
+
+
+def jax_traced_range(x: Any) -> Any:
+    n = jnp.sum(x > 0.3)
+    acc = jnp.zeros((), x.dtype)
+    for i in range(n):
+        if x[i] > 0.9:
+            break
+        acc = acc + x[i]
+    return acc
+
+
+def test_break_in_a_for_over_a_traced_range(rng: Any) -> None:
+    for _ in range(3):
+        check(jax_traced_range, jnp.asarray(rng.random(10)), rolled=1)
+
+
+def index_break(x: np.ndarray, stop: int) -> Any:
+    for i in range(x.shape[0]):
+        if i == stop:
+            break
+        x[i] = x[i] + i
+    return x, i
+
+
+def test_break_rolls_under_loops_roll(rng: Any) -> None:
+    check(break_for, rng.random(16), 0.9, loops="roll", rolled=1)
+    for stop in (5, 20):
+        check(index_break, rng.random(10), stop, loops="roll", rolled=1)
+
+
+def nested_break(a: np.ndarray) -> Any:
+    out = np.zeros(a.shape[0])
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if a[i, j] > 0.8:
+                break
+            out[i] = out[i] + a[i, j] * (j + 1)
+    return out
+
+
+def first_clean_row(a: np.ndarray, limit: float) -> Any:
+    out = np.zeros(a.shape[0])
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if a[i, j] > limit:
+                break
+        else:
+            out[i] = a[i, 0] + 1.0
+            break  # the outer loop's
+        out[i] = 2.0 + j
+    return out
+
+
+def test_nested_loops_with_break_in_the_inner_one(rng: Any) -> None:
+    for _ in range(3):
+        check(nested_break, rng.random((9, 10)), rolled=3)  # `j` unassigned: one peeled
+    for limit in (0.9, 0.999):
+        check(first_clean_row, rng.random((9, 10)), limit, rolled=3)
+        check(first_clean_row, rng.random((3, 4)), limit, rolled=0)
+
+
+def for_else(x: np.ndarray, limit: float) -> Any:
+    found = -1
+    for i in range(x.shape[0]):
+        if x[i] > limit:
+            found = i
+            break
+    else:
+        x[0] = 100.0
+    return x, found
+
+
+def test_for_else_runs_unless_the_loop_broke(rng: Any) -> None:
+    for limit in (0.9, 2.0):
+        check(for_else, rng.random(10), limit, rolled=1)
+        check(for_else, rng.random(4), limit)  # short: stays Python
+
+
+def short_python(x: np.ndarray, skip: int, stop: int) -> Any:
+    seen = 0
+    for i in range(6):
+        if i == skip:
+            continue
+        if i == stop:
+            break
+        x[i] = x[i] + i
+        seen += 1
+    else:
+        seen = -seen
+    k = 0
+    while True:
+        k += 1
+        if k < 3:
+            continue
+        if k > 5:
+            break
+        x[0] = x[0] * 2
+    for item in [3, 1, 4, 1, 5]:
+        if item == 1:
+            continue
+        if item == 5:
+            break
+        x[1] = x[1] + item
+    return x, seen, i, k
+
+
+@pytest.mark.parametrize("skip,stop", [(1, 4), (2, 9), (0, 0)])
+def test_static_break_and_continue_keep_python_semantics(rng: Any, skip: int, stop: int) -> None:
+    traced = check(short_python, rng.random(6), skip, stop, rolled=0)
+    assert traced.mode == "numpy"
+
+
+def iterator_break(x: np.ndarray) -> Any:
+    items = iter(range(6))
+    for k in items:
+        if k == 2:
+            break
+        x[k] = -x[k]
+    x[5] = len(list(items))  # break takes no further item from the iterator
+    return x
+
+
+def test_break_takes_no_further_item(rng: Any) -> None:
+    check(iterator_break, rng.random(6), rolled=0)
+
+
+def short_traced_break(x: np.ndarray) -> Any:
+    for i in range(5):
+        if x[i] > 0.6:
+            break
+        x[i] = -x[i]
+    return x
+
+
+def test_a_traced_break_in_a_short_loop_unrolls_under_conditions(rng: Any) -> None:
+    for _ in range(4):
+        traced = check(short_traced_break, rng.random(5), rolled=0)
+        assert "stablehlo.case" in traced.ir
+
+
+def skip_then_assign(x: np.ndarray) -> Any:
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        if x[i] < 0.5:
+            continue
+        y = x[i] * 3
+        out[i] = y + 1
+    return out
+
+
+def test_a_variable_first_assigned_after_continue_does_not_peel(rng: Any) -> None:
+    traced = check(skip_then_assign, rng.random(10), rolled=1)
+    assert cases(traced) == 2  # `if ...: continue`, then `if not continued:`; not peeled
+
+
+# and / or / not / conditional expressions -----------------------------------------------------
+
+def logic(x: Any, flag: bool) -> Any:
+    y = x * 1.0
+    if x.sum() > 1 and x.max() < 0.95:
+        y = y + 1
+    if not (x.min() > 0.2) or flag:
+        y = y * 2
+    if flag is None and x[100] > 0:  # never evaluated: Python's short-circuit
+        y = y - 1
+    z = flag and x.sum() > 1.5
+    w = (x[0] > 0.5) or (x[1] > 0.5) or flag
+    v = not x[2] > 0.5
+    return y, z, w, v
+
+
+@pytest.mark.parametrize("as_jax", [False, True])
+def test_and_or_not_on_traced_and_static_values(rng: Any, as_jax: bool) -> None:
+    for flag in (False, True):
+        for _ in range(3):
+            x = rng.random(4)
+            traced = check(logic, jnp.asarray(x) if as_jax else x, flag)
+            assert traced.mode == ("jax" if as_jax else "numpy")
+            assert "stablehlo.case" in traced.ir
+
+
+def while_and(x: np.ndarray, tol: float) -> Any:
+    it = 0
+    err = 1.0
+    while err > tol and it < 50:
+        x = 0.5 * (x + 2.0 / x)
+        err = np.abs(x * x - 2.0).max()
+        it += 1
+    return x, it
+
+
+def test_and_in_a_while_condition(rng: Any) -> None:
+    for tol in (1e-3, 1e-12):
+        check(while_and, rng.random(4) + 1.0, tol, rolled=1)
+
+
+def ternary(x: Any, n: int) -> Any:
+    y = x * 2 if x.sum() > 1.5 else x - 1
+    s = 1.0 if x[0] > 0.5 else 0.0
+    t = x[5] if n > 5 else x[0]  # static: x[5] is never evaluated for a short x
+    u = 0.0 if x[1] > 0.5 else x[2]
+    return y, s, t, u
+
+
+@pytest.mark.parametrize("as_jax", [False, True])
+def test_conditional_expression_on_a_traced_condition(rng: Any, as_jax: bool) -> None:
+    for _ in range(4):
+        x = rng.random(3)
+        traced = check(ternary, jnp.asarray(x) if as_jax else x, 2)
+        assert "stablehlo.case" in traced.ir
+
+
+def ternary_in_loop(x: np.ndarray) -> Any:
+    acc = x[0] * 0
+    for i in range(x.shape[0]):
+        acc = acc + (x[i] if x[i] > 0.5 and i % 2 == 0 else -x[i])
+    return acc
+
+
+def test_conditional_expression_and_boolean_ops_in_a_rolled_loop(rng: Any) -> None:
+    check(ternary_in_loop, rng.random(12), rolled=1)
+
+
+def ambiguous(x: np.ndarray) -> Any:
+    return (x > 0.5) and (x < 0.9)
+
+
+def ternary_disagree(x: np.ndarray) -> Any:
+    return x if x.sum() > 1 else x[0]
+
+
+def test_boolean_ops_and_ternaries_that_cannot_convert_name_the_line(rng: Any) -> None:
+    with pytest.raises(ControlFlowError,
+                       match=r"test_control_flow_more.py:\d+ in ambiguous(.|\n)*a.any\(\)"):
+        trace(ambiguous, rng.random(3), loops="auto")
+    with pytest.raises(ControlFlowError, match=r"test_control_flow_more.py:\d+ in "
+                                               r"ternary_disagree\(\).*same shape"):
+        trace(ternary_disagree, rng.random(3), loops="auto")
+
+
+# names swapped among arrays (double buffering) ------------------------------------------------
+
+def jacobi(u: np.ndarray, v: np.ndarray, steps: int) -> Any:
+    for _ in range(steps):
+        v[1:-1] = 0.5 * (u[:-2] + u[2:])
+        v[0] = u[0]
+        v[-1] = u[-1]
+        u, v = v, u
+    return u.sum() - 2 * v.sum()
+
+
+def rotate(a: np.ndarray, b: np.ndarray, c: np.ndarray, steps: int) -> Any:
+    for i in range(steps):
+        c[...] = a * 0.5 + b + i
+        a, b, c = b, c, a
+    return a.sum(), b.sum()
+
+
+@pytest.mark.parametrize("steps", [9, 10, 13])
+def test_swapped_buffers_roll_and_the_callers_arrays_are_numpys(rng: Any, steps: int) -> None:
+    traced = check(jacobi, rng.random(12), rng.random(12), steps, rolled=1)
+    assert set(traced.mutated) == {"args[0]", "args[1]"}
+    check(rotate, rng.random(4), rng.random(4), rng.random(4), steps, rolled=1)
+
+
+def jax_swap(u: Any, v: Any, steps: int) -> Any:
+    for _ in range(steps):
+        v = 0.5 * (u + jnp.roll(u, 1))
+        u, v = v, u
+    return u, v
+
+
+@pytest.mark.parametrize("steps", [9, 10])
+def test_swapped_names_roll_in_jax_mode(rng: Any, steps: int) -> None:
+    check(jax_swap, jnp.asarray(rng.random(6)), jnp.asarray(rng.random(6)), steps, rolled=1)
+
+
+def while_swap(u: np.ndarray, v: np.ndarray) -> Any:
+    while u.sum() < 100:
+        v[...] = u * 2
+        u, v = v, u
+    return u
+
+
+def swap_and_break(u: np.ndarray, v: np.ndarray) -> Any:
+    for _ in range(10):
+        v[...] = u * 2
+        u, v = v, u
+        if u.sum() > 50:
+            break
+    return u
+
+
+def test_swaps_that_cannot_roll(rng: Any) -> None:
+    with pytest.raises(ControlFlowError, match=r"test_control_flow_more.py:\d+(.|\n)*copy "
+                                               r"instead"):
+        trace(while_swap, rng.random(3) + 0.1, rng.random(3), loops="auto")
+    for loops in ("auto", "roll"):  # nor can it unroll: the break depends on a traced value
+        with pytest.raises(ControlFlowError, match=r"test_control_flow_more.py:\d+(.|\n)*copy"):
+            trace(swap_and_break, rng.random(3), rng.random(3), loops=loops)
+
+
+# what still cannot be converted ---------------------------------------------------------------
+
+def return_in_loop(x: np.ndarray) -> Any:
+    while x.sum() < 10:
+        x = x * 2
+        if x.max() > 5:
+            return x
+    return x
+
+
+def test_return_in_a_traced_loop_names_the_line_and_the_rewrite(rng: Any) -> None:
+    with pytest.raises(ControlFlowError,
+                       match=r"test_control_flow_more.py:\d+ in return_in_loop(.|\n)*`return` "
+                             r"at line \d+(.|\n)*result variable"):
+        trace(return_in_loop, rng.random(3) + 0.1, loops="auto")
