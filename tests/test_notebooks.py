@@ -8,10 +8,12 @@ import json
 import re
 from pathlib import Path
 
+import jsonschema
 import nbformat
 import pytest
 
-from reactant_lab.render.payload import MIME_TYPE
+from reactant_lab.render.payload import MIME_TYPE, SCHEMA_PATH
+from reactant_lab.render.texts import decode_text
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("notebook_refresh", ROOT / "notebooks" / "refresh.py")
@@ -19,7 +21,7 @@ refresh = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(refresh)
 
 NOTEBOOKS = ["01_quickstart.ipynb", "02_numpy_kernels.ipynb", "03_pass_by_pass.ipynb",
-             "04_benchmarking.ipynb"]
+             "04_benchmarking.ipynb", "05_loops.ipynb"]
 MAX_BYTES = 2_000_000
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -71,3 +73,33 @@ def test_saved_notebook_shows_its_outputs_without_running(name):
     assert refresh.local_paths(nb) == []
     # SVG's namespace is a name, not a link; nothing else may point outside
     assert not re.search(r"https?://(?!www\.w3\.org/(2000/svg|1999/xlink)\b)", json.dumps(nb.cells))
+
+
+def payloads_of(cell) -> list[dict]:
+    return [o["data"][MIME_TYPE] for o in outputs_of(cell) if MIME_TYPE in o.get("data", {})]
+
+
+@pytest.mark.parametrize(("function", "statement", "carried"), [
+    ("jacobi_2d", "for _ in range(steps)", ("A", "B")),
+    ("forward_substitution", "for i in range(x.shape[0])", ("x",)),
+])
+def test_saved_loops_notebook_shows_rolled_loops(function, statement, carried):
+    nb = nbformat.read(ROOT / "notebooks" / "05_loops.ipynb", as_version=4)
+    [cell] = [c for c in explorer_cells(nb) if f"def {function}(" in c.source]
+    assert cell.source.startswith("%%reactant_jit --loops auto\n")
+    [payload] = payloads_of(cell)
+    jsonschema.validate(payload, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")),
+                        cls=jsonschema.Draft202012Validator)
+    assert payload["meta"]["function"] == function
+    stages = payload["stages"]
+    assert stages[0]["name"] == "traced"
+    traced = decode_text(payload["texts"], stages[0]["text"])
+    assert traced.count("stablehlo.while") == 1  # one loop, not one copy per iteration
+    # the loop's line in the cell (the magic being line 1) labels its region in the graph,
+    # whose block arguments name the carried Python variables
+    line = next(k for k, text in enumerate(cell.source.splitlines(), 1) if statement in text)
+    [graph] = [g for g in payload["graphs"] if 0 in g["stages"]]
+    assert graph["kind"] == "full" and graph["svg"]
+    assert f"{statement} — line {line}" in graph["dot"]
+    [args] = re.findall(r'label="(block args[^"]*)"', graph["dot"])
+    assert set(carried) <= set(args.split("\\n"))
