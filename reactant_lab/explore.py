@@ -47,7 +47,7 @@ class ExploreOptions:
     """Trace Python numbers (else they are static)."""
     mode: str = "auto"
     """Trace mode: 'auto', 'numpy' or 'jax'."""
-    loops: str = "unroll"
+    loops: str = "auto"
     """Python loops and branches: 'auto' (roll where possible), 'roll' or 'unroll'."""
     exclude_patterns: tuple[str, ...] = ()
     """enzyme-hlo patterns to leave out (entries or names, e.g. 'slice_of_dynamic_update')."""
@@ -229,7 +229,7 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
             patterns: Any = None, exact: bool = False, verify: bool = False,
-            reference: str = "auto", loops: str = "unroll", **kwargs: Any) -> Exploration:
+            reference: str = "auto", loops: str = "auto", **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
@@ -245,7 +245,7 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
 def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
              no_nan: bool = False, debug_info: bool = False, mode: str = "auto",
              exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
-             loops: str = "unroll", **kwargs: Any) -> str:
+             loops: str = "auto", **kwargs: Any) -> str:
     """The module after the ``optimize`` preset, as text (Reactant's ``@code_hlo``)."""
     _check_not_compiled(fn, "code_hlo")
     stages = trace(fn, *args, mode=mode, loops=loops, **kwargs).stages(
@@ -256,7 +256,7 @@ def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
 
 def code_xla(fn: Callable[..., Any], *args: Any, optimize: str = "all", no_nan: bool = False,
              device: Any | None = None, mode: str = "auto", exclude_patterns: Any = (),
-             patterns: Any = None, exact: bool = False, loops: str = "unroll",
+             patterns: Any = None, exact: bool = False, loops: str = "auto",
              **kwargs: Any) -> str:
     """XLA's optimized HLO after the ``optimize`` preset (Reactant's ``@code_xla``)."""
     _check_not_compiled(fn, "code_xla")
@@ -283,7 +283,7 @@ class JitFunction:
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
                  mode: str = "auto", exclude_patterns: Any = (), patterns: Any = None,
-                 exact: bool = False, loops: str = "unroll"):
+                 exact: bool = False, loops: str = "auto"):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
                                       trace_scalars=trace_scalars, mode=mode, loops=loops,
@@ -321,7 +321,7 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
         trace_scalars: bool = False, donate: bool = False, mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
-        loops: str = "unroll") -> Any:
+        loops: str = "auto") -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the

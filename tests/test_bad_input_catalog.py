@@ -467,7 +467,7 @@ def python_if_on_a_traced_numpy_value(rng):
     def kernel(a, b, check):
         b[:] = 0.0
         if check and a.sum() > 1:
-            a *= 2
+            return a * 2  # a return out of an `if` on a traced value
         return a
 
     a, b = rng.random(3), rng.random(3)
@@ -479,7 +479,9 @@ def python_if_on_a_traced_numpy_value(rng):
 @case(rl.ControlFlowError)
 def python_if_on_a_traced_jax_value(rng):
     def f(a):
-        return jnp.sin(a) if a.sum() > 0 else jnp.cos(a)
+        if a.sum() > 0:  # a return out of an `if` on a traced value
+            return jnp.sin(a)
+        return jnp.cos(a)
 
     x = jnp.asarray(rng.random(3), jnp.float32)
     jf = _jit(f)
@@ -677,6 +679,8 @@ def explore_leaves_arrays_alone_when_tracing_fails(rng):
         a[...] = b
         while a.max() > 0.5:
             a *= 0.5
+            if a.min() < 0.01:
+                return  # a return out of a `while` on a traced value
 
     a, b = rng.random(3), rng.random(3)
     return Bad(lambda: rl.explore(kernel, a, b, optimize="none"), (a, b),

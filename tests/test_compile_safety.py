@@ -73,7 +73,7 @@ def _clean_env(tmp_path, monkeypatch):
 
 def crashing_stages(rng, steps=UNAVOIDABLE):
     a, row = chain_args(rng)
-    return rl.trace(dus_chain, a, row, steps).stages("none")
+    return rl.trace(dus_chain, a, row, steps, loops="unroll").stages("none")
 
 
 # ---------------------------------------------------------------- the crash itself
@@ -87,7 +87,7 @@ def test_crash_ends_the_process_only_without_the_worker(tmp_path):
         from tests.test_compile_safety import dus_chain, chain_args
         a, row = chain_args(np.random.default_rng(0))
         try:
-            rl.trace(dus_chain, a, row, {UNAVOIDABLE}).stages("none").compile()
+            rl.trace(dus_chain, a, row, {UNAVOIDABLE}, loops="unroll").stages("none").compile()
         except rl.ReactantLabError as exc:
             print(type(exc).__name__, exc.signal)
         print("survived")
@@ -150,7 +150,7 @@ def test_rerun_script_reproduces_the_crash(rng):
 
 def test_crash_avoided_without_fusion_emitters_gives_the_right_answer(rng):
     a, row = chain_args(rng)
-    f = rl.jit(dus_chain, optimize="none")
+    f = rl.jit(dus_chain, optimize="none", loops="unroll")
     with pytest.warns(CompileFallbackWarning,
                       match=r"crashed \(SIGSEGV\) on stage 'traced' .* compiled with "
                             r"xla_cpu_use_fusion_emitters=false"):
@@ -193,14 +193,14 @@ def test_cov_reproducer_under_all(monkeypatch):
     try:
         n, rng = COV_M + 100, np.random.default_rng(0)
         data, out = rng.random((n, COV_M)), np.zeros((COV_M, COV_M))
-        st = rl.trace(cov, data, out, float(n)).stages("all")
+        st = rl.trace(cov, data, out, float(n), loops="unroll").stages("all")
         monkeypatch.setenv("XLA_FLAGS", FLAG_ON)
         with pytest.raises(CompileCrashedError) as info:
             st.compile()
         assert info.value.stage == st.final.name and f"({st.final.ops:,} ops)" in str(info.value)
         monkeypatch.delenv("XLA_FLAGS")
         with pytest.warns(CompileFallbackWarning):
-            rl.jit(cov)(data, out, float(n))
+            rl.jit(cov, loops="unroll")(data, out, float(n))
         np.testing.assert_allclose(out, data.T @ data / (n - 1.0), rtol=1e-12)
     finally:
         patterns.pattern_list.cache_clear()
@@ -215,7 +215,7 @@ def test_ctrl_c_stops_a_long_compile_in_the_worker(rng, monkeypatch):
             v = jnp.sin(v)
         return v
 
-    st = rl.trace(sines, x).stages("none")
+    st = rl.trace(sines, x, loops="unroll").stages("none")
     monkeypatch.setenv(backend.COMPILE_CHECK_VAR, "always")
     rl.trace(lambda v: v + 1, x).stages("none").compile()  # the compile worker is warm
     monkeypatch.delenv(backend.COMPILE_CHECK_VAR)
@@ -245,10 +245,10 @@ def test_small_modules_compile_here_in_auto_mode(rng):
 
 def test_auto_mode_isolates_long_chains_and_large_modules(rng):
     a, row = chain_args(rng)
-    stage = rl.trace(dus_chain, a, row, 160).stages("none").final
+    stage = rl.trace(dus_chain, a, row, 160, loops="unroll").stages("none").final
     assert backend.module_size(stage.ir) == (stage.ops, 162)  # ops as the stage table counts
     assert backend.isolation_reason(stage.ir) == "482 ops, a chain of 162"
-    short = rl.trace(dus_chain, a, row, 140).stages("none").final
+    short = rl.trace(dus_chain, a, row, 140, loops="unroll").stages("none").final
     assert backend.isolation_reason(short.ir) is None
     wide = "\n".join(f"    %{i} = stablehlo.add %arg0, %arg0 : tensor<4xf32>" for i in range(1200))
     assert backend.isolation_reason(wide) == "1,200 ops"

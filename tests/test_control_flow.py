@@ -206,11 +206,10 @@ def with_break(x: np.ndarray) -> Any:
     return x
 
 
-def test_break_unrolls_in_auto_and_names_the_line_in_roll(rng: Any) -> None:
-    traced = check(with_break, rng.random(10))
-    assert any("`break` at line" in n for n in traced.loop_notes)
-    with pytest.raises(ControlFlowError, match=r"test_control_flow.py:\d+.*`break` at line"):
-        trace(with_break, rng.random(10), loops="roll")
+def test_break_rolls_in_auto_and_in_roll(rng: Any) -> None:
+    for loops in ("auto", "roll"):
+        traced = check(with_break, rng.random(10), loops=loops)
+        assert "stablehlo.while" in traced.ir and traced.loop_notes == ()
 
 
 def break_on_traced(x: np.ndarray) -> Any:
@@ -221,9 +220,22 @@ def break_on_traced(x: np.ndarray) -> Any:
     return x
 
 
-def test_break_under_a_traced_condition_is_refused_with_the_line(rng: Any) -> None:
+def test_break_under_a_traced_condition_rolls(rng: Any) -> None:
+    traced = check(break_on_traced, rng.random(3) + 0.1)
+    assert "stablehlo.while" in traced.ir and traced.loop_notes == ()
+
+
+def return_on_traced(x: np.ndarray) -> Any:
+    while x.sum() < 100:
+        x = x * 2
+        if x.max() > 50:
+            return x
+    return x
+
+
+def test_return_under_a_traced_condition_is_refused_with_the_line(rng: Any) -> None:
     with pytest.raises(ControlFlowError, match=r"test_control_flow.py:\d+.*\n.*while x.sum"):
-        trace(break_on_traced, rng.random(3) + 0.1, loops="auto")
+        trace(return_on_traced, rng.random(3) + 0.1, loops="auto")
 
 
 def growing(x: np.ndarray) -> Any:

@@ -80,8 +80,11 @@ def test_loop_bound_from_a_traced_value(rng):
             x = x * 2
         return x
 
+    x, n = rng.random(3), np.array([int(rng.integers(2, 6))])
+    assert "stablehlo.while" in rl.trace(kernel, x, n).ir  # rolled by default
+    np.testing.assert_allclose(rl.jit(kernel)(x, n), kernel(x, n))
     with pytest.raises(rl.ControlFlowError, match="range"):
-        rl.trace(kernel, rng.random(3), np.array([3]))
+        rl.trace(kernel, x, n, loops="unroll")
 
 
 def test_item_and_tolist_need_a_value(rng):

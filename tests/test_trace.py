@@ -132,13 +132,21 @@ def intish(x):
     (branchy, "if y.sum() > 0"), (loopy, "while x[n] > 0"), (intish, "int(x.sum())")])
 def test_control_flow_on_traced_value_names_file_and_line(fn, needle):
     with pytest.raises(rl.ControlFlowError) as info:
-        rl.trace(fn, np.ones(3, np.float32))
+        rl.trace(fn, np.ones(3, np.float32), loops="unroll")
     err = info.value
     assert err.filename == __file__
     assert err.lineno == _line_of(fn, needle)
     assert f"{__file__}:{err.lineno}" in str(err)
     assert "lax.cond" in str(err) and "jnp.where" in str(err)
     assert isinstance(err, rl.ReactantLabError)
+
+
+def test_a_while_on_a_traced_value_rolls_by_default(rng):
+    x = rng.random(12) + 0.1
+    x[7] = -1.0
+    t = rl.trace(loopy, x)
+    assert "stablehlo.while" in t.ir and t.loop_notes == ()
+    np.testing.assert_array_equal(rl.jit(loopy)(x), loopy(x))
 
 
 def test_numpy_call_on_traced_value_is_explained():

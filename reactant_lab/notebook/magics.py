@@ -65,10 +65,10 @@ class ReactantMagics(Magics):
               help="enzyme-hlo patterns to leave out (entries or names, comma-separated)")
     @argument("--exact", action="store_true",
               help="run Reactant's pattern list untouched (no exclusions applied)")
-    @argument("--loops", choices=("auto", "roll", "unroll"), default="unroll",
+    @argument("--loops", choices=("auto", "roll", "unroll"), default="auto",
               help="Python loops and branches on traced values: roll them into stablehlo.while "
-                   "/ case where possible (auto), always (roll: an error where not), or trace "
-                   "every iteration (unroll, the default for now); see docs/loops.md")
+                   "/ case where possible (auto, the default), always (roll: an error where "
+                   "not), or trace every iteration (unroll); see docs/loops.md")
     @argument("--no-display", action="store_true", help="show no explorer")
     @argument("call", nargs="*", help="line form only: the call to explore, e.g. f(x, y)")
     @line_cell_magic

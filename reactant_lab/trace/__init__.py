@@ -39,7 +39,7 @@ MODES = ("auto", "numpy", "jax")
 
 
 def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
-          loops: str = "unroll", **kwargs: Any) -> Traced:
+          loops: str = "auto", **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
