@@ -405,10 +405,6 @@ def _mk_graph(r):
     return dist, np.repeat(np.arange(n)[:, None], n, axis=1)
 
 
-LOCAL_TEMPORARY = ("a variable first assigned inside a `while` on a traced condition is taken "
-                   "for a carried one: ControlFlowError 'first assigned inside the loop'")
-BUILTIN_MINMAX = ("builtin min/max of traced NumPy scalars branches in Python: ControlFlowError "
-                  "'Attempted boolean conversion of traced array'")
 TRACED_SLICE = ("a one-wide slice with traced bounds (dist[:, k:k + 1]) is taken for a slice of "
                 "traced length: unrolled, RangedError 'A slice with a traced bound met one along "
                 "other axes'")
@@ -420,19 +416,16 @@ LOOP_KERNELS: tuple[LoopKernel, ...] = (
     LoopKernel("jacobi_solve_counted", jacobi_solve_counted, _mk_jacobi_solve, ("args[2]",),
                tol=1e-9),
     LoopKernel("bisection_roots", bisection_roots,
-               lambda r: (1.0 + 10 * r.random(_n(r)), 1e-12), tol=1e-11,
-               known_failure=LOCAL_TEMPORARY),
+               lambda r: (1.0 + 10 * r.random(_n(r)), 1e-12), tol=1e-11),
     LoopKernel("bisection_roots_declared", bisection_roots_declared,
                lambda r: (1.0 + 10 * r.random(_n(r)), 1e-12), tol=1e-11),
     LoopKernel("edit_distance", edit_distance, _mk_sequences, tol=0,
-               rolled=("stablehlo.while", "stablehlo.case"), whiles=2,
-               known_failure=BUILTIN_MINMAX),
+               rolled=("stablehlo.while", "stablehlo.case"), whiles=2),
     LoopKernel("edit_distance_ufuncs", edit_distance_ufuncs, _mk_sequences, tol=0,
                rolled=("stablehlo.while", "stablehlo.case"), whiles=2),
     LoopKernel("lcs_length", lcs_length, _mk_sequences, tol=0,
                rolled=("stablehlo.while", "stablehlo.case"), whiles=2),
-    LoopKernel("knapsack", knapsack, _mk_knapsack, tol=0, whiles=2,
-               known_failure=BUILTIN_MINMAX),
+    LoopKernel("knapsack", knapsack, _mk_knapsack, tol=0, whiles=2),
     LoopKernel("knapsack_ufuncs", knapsack_ufuncs, _mk_knapsack, tol=0, whiles=2),
     LoopKernel("row_histograms", row_histograms, _mk_histograms, ("args[1]",), tol=0),
     LoopKernel("byte_frequencies", byte_frequencies, _mk_bytes, ("args[1]",), tol=0),

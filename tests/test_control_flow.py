@@ -327,3 +327,37 @@ def test_methods_closures_and_globals_convert(rng: Any) -> None:
         return x
 
     assert "stablehlo.while" in check(closure, rng.random(4)).ir
+
+
+def lu_inner_indices(a: np.ndarray) -> None:
+    for i in range(a.shape[0]):
+        for j in range(i):  # j: a temporary of each outer iteration, read nowhere after
+            a[i, j] -= a[i, :j] @ a[:j, j]
+            a[i, j] /= a[j, j]
+        for j in range(i, a.shape[0]):
+            a[i, j] -= a[i, :i] @ a[:i, j]
+
+
+def halve_until_small(x: np.ndarray) -> Any:
+    while x.max() > 1.0:
+        half = x * 0.5  # first assigned inside a while whose condition is traced on entry
+        x = half
+    return x
+
+
+def index_read_after(x: np.ndarray) -> Any:
+    for i in range(10):
+        for j in range(i):
+            x[j] += 1.0
+        x[0] += j if i > 1 else 0  # j read after the inner loop: carried
+    return x
+
+
+def test_temporaries_and_inner_indices_are_not_carried(rng: Any) -> None:
+    n = 10
+    a = rng.random((n, n)) + n * np.eye(n)
+    traced = check(lu_inner_indices, a)
+    assert traced.ir.count("stablehlo.while") == 3 and traced.loop_notes == ()
+    traced = check(halve_until_small, rng.random(6) * 9 + 1)
+    assert "stablehlo.while" in traced.ir and traced.loop_notes == ()
+    check(index_read_after, rng.random(10))

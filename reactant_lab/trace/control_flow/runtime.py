@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from reactant_lab.errors import ControlFlowError
-from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, not_, or_
+from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, minmax, not_, or_
 from reactant_lab.trace.control_flow.convert import convert, is_user_function
 from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where, while_stmt
 from reactant_lab.trace.control_flow.session import ROLL_THRESHOLD, current
@@ -15,8 +15,8 @@ from reactant_lab.trace.control_flow.slots import Undefined, is_traced
 from reactant_lab.trace.numpy_mode import context
 from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
 
-__all__ = ["and_", "callee", "for_stmt", "if_stmt", "ifexp", "initial", "iterate", "not_",
-           "or_", "plain_cond", "plain_iter", "while_stmt"]
+__all__ = ["and_", "callee", "for_stmt", "if_stmt", "ifexp", "initial", "iterate", "minmax",
+           "not_", "or_", "plain_cond", "plain_iter", "while_stmt"]
 
 
 def initial(found: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:

@@ -17,6 +17,7 @@ the reason.
 from __future__ import annotations
 
 import ast
+import collections
 from typing import Any
 
 RT = "__rl_cf__"
@@ -197,6 +198,55 @@ def _set(name: str, value: bool, at: ast.AST) -> ast.Assign:
     return ast.copy_location(ast.Assign(targets=[_name(name, True)], value=_const(value)), at)
 
 
+def _loaded(nodes: list[ast.AST]) -> collections.Counter[str]:
+    """How often each name is read in ``nodes`` (nested scopes included: they may close over it)."""
+    return collections.Counter(n.id for node in nodes for n in ast.walk(node)
+                               if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def _mentions(stmt: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
+
+
+def _assigned_first(body: list[ast.stmt], name: str) -> bool:
+    """Whether every iteration of ``body`` assigns ``name`` before it can read it: the first
+    top-level statement that mentions it assigns it plainly (``name = ...`` not reading it), or
+    is a ``for name in ...`` after which nothing mentions it before assigning it again."""
+    for k, stmt in enumerate(body):
+        if not _mentions(stmt, name):
+            continue
+        if isinstance(stmt, ast.Assign):
+            stores = all(isinstance(t, ast.Name) or (isinstance(t, ast.Tuple) and all(
+                isinstance(e, ast.Name) for e in t.elts)) for t in stmt.targets)
+            return stores and not _mentions(stmt.value, name)
+        if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) and (
+                stmt.target.id == name and not _mentions(stmt.iter, name)):
+            rest = body[k + 1:]  # nothing reads what a loop that ran no iteration left
+            return not any(_mentions(later, name) for later in rest) or _assigned_first(
+                rest, name)
+        return False
+    return False
+
+
+def loop_locals(func: ast.AST) -> dict[int, frozenset[str]]:
+    """For each loop of ``func`` (by ``id``): the names its body assigns that need not be
+    carried: read nowhere else in the function, and assigned before being read in each
+    iteration (temporaries, an inner loop's index). They stay local to the body's function."""
+    everywhere = _loaded([func])
+    out: dict[int, frozenset[str]] = {}
+    for loop in ast.walk(func):
+        if not isinstance(loop, ast.For | ast.While):
+            continue
+        outside = everywhere - _loaded(list(loop.body))
+        assigned = bound_names(loop.body)
+        local = {n for n in assigned if not outside[n] and _assigned_first(loop.body, n)}
+        if isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and not outside[
+                loop.target.id]:
+            local.add(loop.target.id)
+        out[id(loop)] = frozenset(local)
+    return out
+
+
 def _thunk(body: ast.expr) -> ast.Lambda:
     args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                          kwarg=None, defaults=[])
@@ -242,6 +292,8 @@ class Rewrite(ast.NodeTransformer):
         self._functions: list[str] = []
         """Names of the functions around the node being visited."""
         self._in_class = False
+        self._locals: dict[int, frozenset[str]] = {}
+        """id() of a loop -> the names its body need not carry (see ``loop_locals``)."""
 
     def _site(self, node: ast.stmt | ast.expr) -> ast.Constant:
         header = self._headers.get(id(node)) or ast.unparse(node).splitlines()[0].rstrip(":")
@@ -369,8 +421,9 @@ class Rewrite(ast.NodeTransformer):
         self.generic_visit(node)
         self._active = outer
         keep = outer | ({brk} if brk is not None else set())
-        names = bound_names([ast.Assign(targets=[node.target], value=_const(0)), *node.body],
-                            keep)
+        names = [n for n in bound_names(
+            [ast.Assign(targets=[node.target], value=_const(0)), *node.body], keep)
+            if n not in self._locals.get(id(node), ())]
         target = node.target.id if isinstance(node.target, ast.Name) else None
         body_name = self._fresh("for", node)
         body = [ast.Assign(targets=[node.target], value=_name(PREFIX + "i")), *node.body]
@@ -406,7 +459,8 @@ class Rewrite(ast.NodeTransformer):
         self._active = outer | {f for f in (brk, cont) if f is not None}
         self.generic_visit(node)
         self._active = outer
-        names = bound_names(node.body, outer | ({brk} if brk is not None else set()))
+        names = [n for n in bound_names(node.body, outer | ({brk} if brk is not None else set()))
+                 if n not in self._locals.get(id(node), ())]
         test_name, body_name = self._fresh("test", node), self._fresh("while", node)
         test = _state_fn(test_name, [], names, [], result=node.test)
         body = _state_fn(body_name, [], names, node.body)
@@ -433,6 +487,8 @@ class Rewrite(ast.NodeTransformer):
         return self._handover(node, [then, other], call, names)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        if not self._functions:  # the outermost function: before anything is rewritten
+            self._locals = loop_locals(node)
         self._functions.append(node.name)
         in_class, self._in_class = self._in_class, False
         self.generic_visit(node)
@@ -481,6 +537,10 @@ class Rewrite(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
         func = node.func
+        if (isinstance(func, ast.Name) and func.id in ("min", "max") and len(node.args) >= 2
+                and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)):
+            self.converted += 1  # min(a, b) of traced scalars: np.minimum, not a Python `<`
+            return ast.copy_location(_call("minmax", func, *node.args), node)
         if isinstance(func, ast.Name) and (func.id in _NOT_WRAPPED or func.id.startswith(PREFIX)):
             return node
         if isinstance(func, ast.Name | ast.Attribute):
