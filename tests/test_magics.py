@@ -153,7 +153,7 @@ def test_control_flow_error_is_a_panel_and_variables_are_untouched(shell, rng):
     a = a0.copy()
     shell.push({"a": a, "counter": 0})
     previous = shell.custom_exceptions
-    cell = ("%%reactant_jit\ncounter = 1\ndef k(v):\n    if v.sum() > 0:\n        v += 1\n"
+    cell = ("%%reactant_jit\ncounter = 1\ndef k(v):\n    if v.sum() > 0:\n        return v + 1\n"
             "    return v\n\nk(a)\ncounter = 2\n")
     result, outputs, out = run(shell, cell)
     assert isinstance(result.error_in_exec, ControlFlowError)
@@ -432,7 +432,9 @@ def test_loops_auto_rolls_a_time_loop_and_updates_the_array_as_numpy(shell, rng)
     assert result.success, result.error_in_exec
     np.testing.assert_allclose(shell.user_ns["u"], want, rtol=1e-12)
     assert "stablehlo.while" in magics._LAST[0].traced_call.ir
-    result, _, _ = run(shell, "%%reactant_jit --no-display\n" + cell)  # the default: unrolled
+    result, _, _ = run(shell, "%%reactant_jit --no-display\n" + cell)  # the default: rolled
+    assert result.success and "stablehlo.while" in magics._LAST[0].traced_call.ir
+    result, _, _ = run(shell, "%%reactant_jit --loops unroll --no-display\n" + cell)
     assert result.success and "stablehlo.while" not in magics._LAST[0].traced_call.ir
 
 
