@@ -19,7 +19,7 @@ from reactant_lab.trace.control_flow.carry import Carry, attempt
 from reactant_lab.trace.control_flow.session import GIVE_UP_AFTER, ROLL_THRESHOLD, Session, current
 from reactant_lab.trace.control_flow.slots import CannotRoll, Undefined, is_traced, unwrap
 from reactant_lab.trace.control_flow.transform import FLAG
-from reactant_lab.trace.numpy_mode import carry, context
+from reactant_lab.trace.numpy_mode import affine, carry, context
 from reactant_lab.trace.user_errors import describe, user_frame
 
 Site = tuple[str, int, str]
@@ -109,8 +109,15 @@ def _broke(state: tuple[Any, ...], names: tuple[str, ...], brk: str | None) -> b
     return not is_traced(flag) and bool(flag)
 
 
-def _index(i: Any, numpy: bool) -> Any:
-    return carry.python_scalar(jnp.asarray(i, jnp.int64)) if numpy else i
+def _index(i: Any, numpy: bool, values: range | None = None) -> Any:
+    """The loop index as the body sees it (NumPy mode: a traced Python int); ``values``: the
+    values it takes, when static (``x[i:i + 3]`` then has a static length)."""
+    if not numpy:
+        return i
+    index = carry.python_scalar(jnp.asarray(i, jnp.int64))
+    if values is not None and len(values) and is_traced(index.value):
+        affine.note_index(index.value, min(values), max(values))
+    return index
 
 
 class _Fallback(Exception):  # a control signal
@@ -236,9 +243,10 @@ def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
     def run(c: Carry) -> list[Any]:
         def step_fn(m: Any, flat: list[Any]) -> list[Any]:
             first = done + m * period
-            values = c.enter(list(flat), _index(start + first * step, numpy))
+            seen = it[done:done + count * period]
+            values = c.enter(list(flat), _index(start + first * step, numpy, seen))
             for j in range(period):
-                values = body(_index(start + (first + j) * step, numpy), values)
+                values = body(_index(start + (first + j) * step, numpy, seen), values)
             return c.leave(values)
 
         with labels.region(None, labels.counted, c, 2):
@@ -265,7 +273,7 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
 
     def run(c: Carry) -> list[Any]:
         def step_fn(k: Any, flat: list[Any]) -> list[Any]:
-            i = _index(start + k * step, numpy)
+            i = _index(start + k * step, numpy, it[done:] if isinstance(it, range) else None)
             return c.leave(body(i, c.enter(list(flat), i)))
 
         upper = jnp.maximum(n, 0) if isinstance(it, TracedRange) else n
@@ -305,7 +313,7 @@ def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str
 
         def step_fn(loop: tuple[Any, list[Any]]) -> tuple[Any, list[Any]]:
             k, flat = loop
-            i = _index(start + k * step, numpy)
+            i = _index(start + k * step, numpy, it[done:] if isinstance(it, range) else None)
             return k + 1, c.leave(body(i, c.enter(list(flat), i)))
 
         k0 = jnp.asarray(done, jnp.asarray(upper).dtype)

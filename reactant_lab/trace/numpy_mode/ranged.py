@@ -24,10 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab.errors import DynamicShapeError
-from reactant_lab.trace.numpy_mode import context
+from reactant_lab.trace.numpy_mode import affine, context
 from reactant_lab.trace.numpy_mode.operators import install_operators
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray, new_array, new_result
-from reactant_lab.trace.numpy_mode.storage import is_traced
+from reactant_lab.trace.numpy_mode.storage import DynamicSlice, is_traced
 
 Axes = dict[int, Any]
 """Axis of the (compact) data -> the traced count of valid elements along it."""
@@ -215,8 +215,45 @@ def _bound(v: Any, default: int, n: int) -> Any:
     return memo[key][1]
 
 
-def select(proxy: ProxyArray, key: tuple[Any, ...]) -> RangedArray:
-    """``proxy[key]`` for a basic ``key`` with traced slice bounds."""
+def fixed_view(proxy: ProxyArray, key: tuple[Any, ...]) -> ProxyArray | None:
+    """``proxy[key]`` as a view of static shape when each slice with traced bounds is a loop
+    index plus constants that stays inside its axis (``x[i:i + 3]``, ``d[:, k:k + 1]``)."""
+    items = _expand(key, len(proxy._shape))
+    whole: list[Any] = []
+    dynamic: list[tuple[int, Any, int]] = []
+    axis = dim = 0
+    for k in items:
+        if k is None:
+            whole.append(k)
+            axis += 1
+            continue
+        if isinstance(k, slice) and (is_traced(k.start) or is_traced(k.stop)):
+            size = affine.static_length(k.start, k.stop, proxy._shape[dim]) if (
+                k.step in (None, 1) and is_traced(k.start) and is_traced(k.stop)) else None
+            if size is None:
+                return None
+            dynamic.append((axis, k.start, size))
+            whole.append(slice(None))
+        else:
+            if not isinstance(k, slice | int | np.integer) and not is_traced(k):
+                return None
+            whole.append(k)
+        axis += 1 if isinstance(k, slice) else 0
+        dim += 1
+    view = proxy[tuple(whole)]
+    if not isinstance(view, ProxyArray):  # pragma: no cover - a slice keeps an axis
+        return None
+    for at, start, size in dynamic:
+        view = view.view_of(DynamicSlice(at, start, size))
+    return view
+
+
+def select(proxy: ProxyArray, key: tuple[Any, ...]) -> Any:
+    """``proxy[key]`` for a basic ``key`` with traced slice bounds: a view of static shape
+    where the lengths are known (``fixed_view``), else a RangedArray."""
+    fixed = fixed_view(proxy, key)
+    if fixed is not None:
+        return fixed
     items = _expand(key, len(proxy._shape))
     whole: list[Any] = []
     starts: Axes = {}
@@ -290,7 +327,13 @@ def assign(proxy: ProxyArray, key: tuple[Any, ...], value: Any) -> None:
     if (isinstance(value, RangedArray) and value.base is not None and value.source is not None
             and value.source[0] is proxy.root and _same_key(value.source[1], key)):
         return  # ``a[k:] op= v``: the in-place op has written through already
-    assign_into(select(proxy, key), value)
+    fixed = fixed_view(proxy, key)
+    if fixed is not None:
+        fixed.write(value)
+        return
+    target = select(proxy, key)
+    assert isinstance(target, RangedArray)  # not a fixed view: checked above
+    assign_into(target, value)
 
 
 def assign_into(target: RangedArray, value: Any) -> None:

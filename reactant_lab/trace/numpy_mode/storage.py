@@ -291,6 +291,31 @@ class Reshape:
         return s.reshape(self.target, order=self.order)
 
 
+class DynamicSlice:
+    """``a[..., i + c0:i + c1, ...]`` along ``axis`` where the start is traced but the length
+    ``size`` is known (and the slice stays inside the axis for every value the start takes):
+    a view of static shape read with dynamic_slice and written with dynamic_update_slice."""
+
+    __slots__ = ("axis", "size", "start", "static")
+
+    def __init__(self, axis: int, start: Any, size: int):
+        self.axis, self.start, self.size, self.static = axis, start, size, False
+
+    def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
+        return (*shape[:self.axis], self.size, *shape[self.axis + 1:]), dtype
+
+    def get(self, x: Any) -> Any:
+        return lax.dynamic_slice_in_dim(x, self.start, self.size, self.axis)
+
+    def put(self, parent: Any, new: Any) -> Any:
+        return lax.dynamic_update_slice_in_dim(parent, jnp.asarray(new).astype(parent.dtype),
+                                               self.start, self.axis)
+
+    def on_shadow(self, s: np.ndarray) -> np.ndarray:
+        view: np.ndarray = s[(slice(None),) * self.axis + (slice(0, self.size),)]
+        return view
+
+
 class Transpose:
     """A permutation of the axes."""
 

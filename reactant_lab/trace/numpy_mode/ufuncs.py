@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from reactant_lab.trace.numpy_mode import context, errors, indexing, masks, ranged
+from reactant_lab.trace.numpy_mode import affine, context, errors, indexing, masks, ranged
 from reactant_lab.trace.numpy_mode.layouts import like_operands, like_reduction
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
@@ -72,6 +72,7 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     results = [jnp.asarray(r).astype(dt) for r, dt in zip(results, out_dtypes, strict=True)]
     if python:  # Python numbers in, Python numbers out (a loop index: i + 1, i < n)
         made = [ProxyArray(Root(r, frozen=IMMUTABLE[2], weak=True)) for r in results]
+        _track_index(ufunc, inputs, made[0].value)
         return made[0] if len(made) == 1 else tuple(made)
     if key is not None:
         # The input values stay referenced, so their ids cannot be reused within the trace.
@@ -110,6 +111,18 @@ def _mask_key(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[ProxyArray |
         else:
             return None
     return (ufunc, *parts)
+
+
+def _track_index(ufunc: np.ufunc, inputs: tuple[Any, ...], result: Any) -> None:
+    """``i + c`` / ``c + i`` / ``i - c`` of a loop index ``i`` and a Python int: remembered
+    (see affine)."""
+    if ufunc not in (np.add, np.subtract) or len(inputs) != 2:
+        return
+    a, b = inputs
+    if isinstance(a, ProxyArray) and type(b) is int:
+        affine.derived(result, a.value, b if ufunc is np.add else -b)
+    elif isinstance(b, ProxyArray) and type(a) is int and ufunc is np.add:
+        affine.derived(result, b.value, a)
 
 
 _PYTHON_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64), float: np.dtype(np.float64),
