@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import signal
 
 import jax
 import numpy as np
@@ -57,6 +58,11 @@ def _run_seed() -> int:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SEED] = _run_seed()
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # A run started in the background by a non-interactive shell (`cmd &`) inherits Ctrl-C
+        # ignored, and so would every process it starts: the interrupt tests need it as a
+        # user has it.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
