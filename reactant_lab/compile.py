@@ -75,9 +75,11 @@ class Compiled:
         self._x64 = layout.x64 or (layout.numpy_out and not any(w for *_, w in layout.avals))
         self._call = self._fast_call if executable.structured else self._flat_call
         self._scalars = [s.scalar for s in layout.out_slots if isinstance(s, Computed)]
-        # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch.
+        # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch
+        # (not when the trace's views depend on the arguments' memory layout: that is checked).
         self._direct = executable.fast_call if (
-            executable.structured and not self._x64 and not layout.numpy_out) else None
+            executable.structured and not self._x64 and not layout.numpy_out
+            and not layout.layout_deps) else None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._direct is not None:
@@ -91,6 +93,12 @@ class Compiled:
     def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._exe.fast_call
         assert fast is not None  # a structured executable is JAX's, with its dispatch
+        if self._layout.layout_deps:  # JAX checks shapes and dtypes, not memory layouts
+            leaves, treedef = jax.tree_util.tree_flatten(self._call_tree(args, kwargs))
+            if treedef == self._plain_treedef:
+                linear = [leaves[i] for i in self._linear_pos]
+                if not layouts_hold(self._layout.layout_deps, linear):
+                    raise SignatureMismatchError(self._layout_mismatch(linear))
         try:
             with backend.x64_scope(self._x64):
                 out = fast(*args, **kwargs)

@@ -13,10 +13,13 @@ from types import MappingProxyType
 from typing import Any
 
 import jax
+import numpy as np
 
 from reactant_lab import backend
+from reactant_lab.analysis.provenance import LineOps, function_code, main_file, op_source_sets
+from reactant_lab.analysis.provenance import ops_for_line as _ops_for_line
 from reactant_lab.compile import Compiled
-from reactant_lab.errors import PipelineError, TraceError
+from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
@@ -148,6 +151,27 @@ class Exploration:
         if self.run_seconds is not None:
             parts.append(f"first run:   {self.run_seconds * 1e3:.2f} ms")
         return "\n".join(parts)
+
+    @property
+    def source_file(self) -> str | None:
+        """The file the traced function is defined in, as its ops' locations name it (a notebook
+        cell's own file); for module text, the file most of its ops come from; None if unknown."""
+        if not isinstance(self.traced, ModuleSource) and self.traced.fn is not None:
+            found = function_code(self.traced.fn)
+            if found is not None:
+                return found[0]
+        return main_file([op_source_sets(self.stages.stages[0].ir)])
+
+    def ops_for_line(self, n: int, file: str | None = None) -> LineOps:
+        """The ops each stage holds that came from line ``n`` of ``file`` (default: the traced
+        function's file; a notebook cell's line numbers are the cell's own, the ``%%`` line being
+        line 1): per stage its index, name and ops (displayed line, op name, text), e.g.
+        ``ex.ops_for_line(12).summary()`` -> ``line 12: 5 ops in traced, 2 in jit lowering``.
+        ``file`` may be a bare file name (``kernels.py``)."""
+        file = file if file is not None else self.source_file
+        if file is None:
+            raise TraceError("no op of this exploration has a source location: pass file=")
+        return _ops_for_line([(s.name, s.ir) for s in self.stages.stages], n, file)
 
     def restaged(self, **changes: Any) -> Exploration:
         """The same trace (or text) staged and compiled again with some options changed, e.g.
@@ -295,15 +319,29 @@ class JitFunction:
         self.last: Exploration | None = None
         """The exploration of the most recent call's signature."""
         self._cache = SignatureCache[Exploration](lambda e: e.traced_call)
+        self._kinds: tuple[Any, ...] = ()
+        """The types of the last call's leaves (see ``__call__``)."""
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        kinds = tuple((type(x), x.strides) if isinstance(x, np.ndarray) else type(x)
+                      for x in jax.tree_util.tree_leaves((args, kwargs)))
+        last = self.last
+        if last is not None and last.compiled is not None and kinds == self._kinds:
+            # The common case, a call like the last one: with the same kinds of values (NumPy
+            # arrays of the same strides, JAX arrays, Python numbers), the compiled function's
+            # own checks (structure, static values, then JAX's shapes and dtypes) tell its
+            # signature from any other without flattening the call twice.
+            try:
+                return last.compiled(*args, **kwargs)
+            except SignatureMismatchError:
+                pass
         flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.options.trace_scalars)
         entry = self._cache.get(flat)
         if entry is None:
             entry = build(self.fn, args, kwargs, self.options)
             self._cache.add(flat, entry)
-        self.last = entry
+        self.last, self._kinds = entry, kinds
         assert entry.compiled is not None  # built from a trace
         return entry.compiled(*args, **kwargs)
 

@@ -9,6 +9,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.errors import SignatureMismatchError
+from reactant_lab.trace.paths import memory_layout
 
 
 def ravel_write(a):
@@ -96,3 +97,16 @@ def test_a_compiled_call_with_another_layout_is_refused(rng):
                                                      "array, called with a F-contiguous"):
         compiled(f)
     np.testing.assert_array_equal(f, before)
+
+
+@pytest.mark.parametrize("first", ["C", "F", "strided", "reversed"])
+def test_a_compiled_kernel_refuses_a_layout_its_views_were_not_traced_for(first, rng):
+    """Also when the kernel updates nothing in place (JAX's own dispatch runs it, and checks
+    shapes and dtypes only): a reshape that was a copy for one layout is a view for another."""
+    arg, _ = layouts(rng)[first]
+    compiled = rl.trace(reshape_write, arg).stages("none").compile()
+    for other, _ in layouts(rng).values():
+        if memory_layout(other) == memory_layout(arg):
+            continue
+        with pytest.raises(SignatureMismatchError, match="laid out another way"):
+            compiled(other)
