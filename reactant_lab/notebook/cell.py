@@ -50,6 +50,14 @@ def rebind_defs(tree: ast.Module, only: Sequence[str] | None) -> list[str]:
     return names
 
 
+def cell_number(shell: Any) -> int:
+    """The number IPython shows for the cell that is running (``In [n]``): IPython has counted
+    the next one already while a cell stored in its history runs."""
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    count = getattr(result, "execution_count", None)
+    return count if isinstance(count, int) else int(shell.execution_count)
+
+
 def run_body(shell: Any, header: str, body: str, session: CellSession,
              only: Sequence[str] | None = None) -> Any:
     """Run ``body`` (the cell after its ``%%`` line ``header``) with its functions wrapped by
@@ -60,7 +68,7 @@ def run_body(shell: Any, header: str, body: str, session: CellSession,
     ns = shell.user_ns
     code = shell.transform_cell(body)
     source = f"{header}\n{code}"
-    filename = shell.compile.cache(source, shell.execution_count, raw_code=f"{header}\n{body}")
+    filename = shell.compile.cache(source, cell_number(shell), raw_code=f"{header}\n{body}")
     tree = shell.compile.ast_parse("\n" + code, filename=filename)
     defined = rebind_defs(tree, only)
     tree = shell.transform_ast(tree)

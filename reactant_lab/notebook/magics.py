@@ -21,7 +21,7 @@ from reactant_lab.bench import BASELINES, BenchResult, bench
 from reactant_lab.errors import PipelineError, ReactantLabError, UnknownPresetError
 from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
-from reactant_lab.notebook.cell import NoValue, run_body
+from reactant_lab.notebook.cell import NoValue, cell_number, run_body
 from reactant_lab.notebook.session import CellOptions, CellSession, Example, Explored
 from reactant_lab.stages.presets import PRESETS
 
@@ -251,7 +251,7 @@ class ReactantMagics(Magics):
         """The function, positional and keyword arguments of a call written in the line."""
         __tracebackhide__ = True
         shell = self._shell()
-        filename = shell.compile.cache(call, shell.execution_count)
+        filename = shell.compile.cache(call, cell_number(shell))
         tree = shell.compile.ast_parse(call, filename=filename, symbol="eval")
         if not isinstance(tree, ast.Expression) or not isinstance(tree.body, ast.Call):
             raise UsageError(f"expected a call such as f(x, y), not {call!r}")
