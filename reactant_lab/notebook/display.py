@@ -71,6 +71,9 @@ def relabel_files(payload: dict[str, Any], labels: dict[str, str]) -> dict[str, 
            "stages": [{**s, "text": ids[s["text"]]} for s in payload["stages"]]}
     if payload.get("xla"):
         out["xla"] = {**payload["xla"], "hlo": ids[payload["xla"]["hlo"]]}
+    if payload.get("provenance"):
+        files = [labels.get(f) or _short(f) for f in payload["provenance"]["files"]]
+        out["provenance"] = {**payload["provenance"], "files": files}
     return out
 
 
@@ -124,10 +127,20 @@ _HINTS = {
     UnsupportedArgumentError: "%%reactant_jit explores every function the cell defines; choose "
                               "the ones to explore with --fn NAME.",
 }
-_PANEL = ("border-left:4px solid #cf222e;background:#fff8f8;padding:.4em 1em;margin:.3em 0;"
-          "font:13px/1.45 system-ui,sans-serif;color:#1f2328")
+# The error panel's colours: JupyterLab's theme variables (so that it reads in light and dark
+# themes alike, at WCAG AA contrast), light colours where there are none (nbconvert, GitHub). Each
+# element that JupyterLab's rendered-HTML styles colour (pre, code, th, td, summary) gets the
+# panel's pair explicitly. A sanitized (untrusted) output loses the var() declarations, all of
+# them together, and shows JupyterLab's own colours.
+_FG = "color:var(--jp-content-font-color1,#1f2328)"
+_PANEL = ("border-left:4px solid #cf222e;"
+          "background-color:var(--jp-rendermime-error-background,#fff8f8);"
+          f"padding:.4em 1em;margin:.3em 0;font:13px/1.45 system-ui,sans-serif;{_FG}")
 _PRE = ("font:12px/1.4 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;"
-        "background:#f6f8fa;padding:.4em;margin:.2em 0;max-height:30em;overflow:auto")
+        f"background-color:var(--jp-layout-color2,#f6f8fa);{_FG};padding:.4em;margin:.2em 0;"
+        "max-height:30em;overflow:auto;border:none")
+_CELL = f"background-color:transparent;{_FG};border:none"
+_CODE = f"background-color:transparent;{_FG}"
 
 
 def error_fields(exc: ReactantLabError, labels: dict[str, str]) -> list[tuple[str, str]]:
@@ -158,9 +171,11 @@ def error_bundle(exc: ReactantLabError, labels: dict[str, str] | None = None) ->
     html = [f'<div class="reactant-lab-error" style="{_PANEL}"><strong>{esc(name)}</strong>'
             f'<pre style="{_PRE}">{esc(message)}</pre>']
     if rows:
-        html.append('<table style="border-collapse:collapse">' + "".join(
-            f'<tr><th style="text-align:left;padding-right:1em">{esc(k)}</th>'
-            f"<td><code>{esc(v)}</code></td></tr>" for k, v in rows) + "</table>")
+        html.append('<table style="border-collapse:collapse;margin:.2em 0">' + "".join(
+            f'<tr style="background-color:transparent">'
+            f'<th style="text-align:left;padding:0 1em 0 0;{_CELL}">{esc(k)}</th>'
+            f'<td style="text-align:left;padding:0;{_CELL}"><code style="{_CODE}">{esc(v)}</code>'
+            "</td></tr>" for k, v in rows) + "</table>")
     if isinstance(exc, PassFailedError):
         diagnostics = relabel(exc.diagnostics.strip(), labels) or "(none printed)"
         plain.append(f"  MLIR diagnostics:\n    {diagnostics}")
@@ -168,10 +183,11 @@ def error_bundle(exc: ReactantLabError, labels: dict[str, str] | None = None) ->
         lines = strip_locations(exc.last_good_ir).splitlines()
         shown = "\n".join(lines[:ERROR_IR_LINES]) + (
             f"\n... {len(lines) - ERROR_IR_LINES} more lines" if len(lines) > ERROR_IR_LINES else "")
-        html.append(f"<details><summary>module before the failing pass ({len(lines)} lines)"
+        html.append(f'<details><summary style="{_FG}">module before the failing pass '
+                    f"({len(lines)} lines)"
                     f'</summary><pre style="{_PRE}">{esc(relabel(shown, labels))}</pre></details>')
     if hint:
         plain.append(hint)
-        html.append(f"<p>{esc(hint)}</p>")
+        html.append(f'<p style="{_FG}">{esc(hint)}</p>')
     html.append("</div>")
     return {"text/html": "".join(html), "text/plain": "\n".join(plain)}

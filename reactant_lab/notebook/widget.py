@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
-from reactant_lab.errors import ReactantLabError
+from reactant_lab.errors import GraphTooLargeError, ReactantLabError
 from reactant_lab.render.explorer import graph_svg
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from reactant_lab.notebook.session import Example
 
 __all__ = ["BUNDLE", "ExplorerWidget", "Rerun", "front_end_bundle"]
+SLICE_MAX_OPS = 2_000
+"""The most ops of a result's slice the kernel lays out with Graphviz for the live widget."""
 
 BUNDLE = Path(__file__).with_name("static") / "widget.js"
 """The built front end (labextension/src/widget.ts bundled by the package build)."""
@@ -185,9 +187,17 @@ class ExplorerWidget(anywidget.AnyWidget):
         if not isinstance(result, str | int) or isinstance(result, bool):
             raise ReactantLabError(f"a slice needs a result path such as 'result[0]', got "
                                    f"{result!r}")
+        # Only a graph without a model (past its op cap) asks the kernel: the page slices the
+        # model itself. Lay out up to SLICE_MAX_OPS ops; past that, say what draws it.
+        try:
+            svg = graph_svg(self.exploration, stage, result=result, max_ops=SLICE_MAX_OPS)
+        except GraphTooLargeError as exc:
+            raise ReactantLabError(
+                f"the slice of {result} has more than {SLICE_MAX_OPS:,} ops, too many to lay out "
+                f"here; in a cell, rl.graph_svg(ex, {stage}, result={result!r}, max_ops=...) "
+                "draws it (slowly)") from exc
         self.result = {"id": content.get("id", 0), "kind": "slice",
-                       "data": {"stage": stage, "result": result,
-                                "svg": graph_svg(self.exploration, stage, result=result)}}
+                       "data": {"stage": stage, "result": result, "svg": svg}}
 
     def _cmd_rerun(self, content: dict[str, Any]) -> None:
         optimize = str(content.get("optimize") or "all")

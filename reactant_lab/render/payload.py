@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from reactant_lab.analysis.diff import diff
 from reactant_lab.analysis.graph import Signature, dataflow, signature_from_ir, signature_of
+from reactant_lab.analysis.graph_model import graph_model
 from reactant_lab.analysis.metrics import op_table
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.errors import AnalysisError, RenderError
 from reactant_lab.render.diff_html import diff_html, diff_rows
 from reactant_lab.render.graph_dot import to_dot
+from reactant_lab.render.source_map import provenance_entry
 from reactant_lab.render.svg import render_svg
 from reactant_lab.render.texts import TextStore
 from reactant_lab.stages.presets import PRESETS
@@ -93,6 +95,9 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
     }
     if verification is not None:
         payload["verification"] = verification_entry(verification)
+    provenance = provenance_entry(st, traced)
+    if provenance is not None:
+        payload["provenance"] = provenance
     return payload
 
 
@@ -222,6 +227,9 @@ def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
             out.append({**entry, "kind": None, "error": str(exc)})
             continue
         entry.update(kind=g.kind, ops=g.ops, note=g.note, dot=to_dot(g), svg=None, error=None)
+        model = graph_model(st[i].ir, sig)
+        if model is not None:
+            entry["model"] = model
         if opts.svg:
             try:
                 entry["svg"] = render_svg(entry["dot"])

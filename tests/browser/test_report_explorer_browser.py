@@ -20,7 +20,7 @@ from tests.browser.conftest import choose_no_kernel, open_in_lab, write_notebook
 CLASSES = """root => Array.from(new Set([root, ...root.querySelectorAll('*')]
   .flatMap(e => Array.from(e.classList)))).sort()"""
 # What each tab must have drawn before it is compared (texts are decoded asynchronously).
-READY = {"diff": ".rl-diff .r", "ir": ".rl-text .r", "graph": "img.rl-graph-img",
+READY = {"diff": ".rl-diff .r", "ir": ".rl-text .r", "graph": ".rl-gsvg .rl-gn",
          "metrics": ".rl-ops td", "xla": ".rl-text-hlo .r", "timing": ".rl-bar",
          "signature": ".rl-signature td"}
 SAME_TEXT = (".rl-diff-summary", ".rl-text-head", ".rl-metrics", ".rl-xla-facts", ".rl-timing",
@@ -89,7 +89,7 @@ def test_the_report_and_a_saved_notebook_show_the_same_explorer(
     assert in_report["diff"]["texts"][".rl-diff-summary"][0].startswith("stage 0 → stage 1")
     assert {"rl-explorer", "rl-saved", "rl-stages", "rl-vlist", "ln", "cd", "add", "del"} <= set(
         in_report["diff"]["classes"])
-    assert "rl-graph-img" in in_report["graph"]["classes"]
+    assert {"rl-gsvg", "rl-gn", "k-arg", "k-result", "rl-ge"} <= set(in_report["graph"]["classes"])
     assert "XLA compile" in in_report["timing"]["texts"][".rl-timing"][0]
     for key in in_report:
         assert in_report[key] == in_lab[key], key

@@ -9,6 +9,7 @@ import { button, codeLine, el, markMatches } from './dom';
 import { FileTools } from './files';
 import { Finder } from './find';
 import type { ExplorerViewState, Layout } from './state';
+import { markLineNumber, markPicked, type LineSources } from './provenance';
 import { fileName } from './textops';
 import type { TextStore } from './texts';
 import type { DiffEntry, DiffRow, ExplorerPayload } from './types';
@@ -31,6 +32,8 @@ const CHAR_PX = 7.5;
 const KEYS = 'n / Alt+↓ next change, p / Alt+↑ previous change (with the diff focused)';
 
 interface Drawn {
+  /** The stages whose texts the rows' line numbers index (before side, after side). */
+  stages: [number, number];
   rows: DiffRow[];
   a: string[];
   b: string[];
@@ -57,6 +60,8 @@ export class DiffView {
   private starts: number[] = [];
   private change = -1;
   private fileBase = 'diff';
+  private sourcesOf: ((stage: number) => LineSources | null) | null = null;
+  private sources: [LineSources | null, LineSources | null] = [null, null];
 
   constructor(events: DiffViewEvents) {
     this.node = el('div', 'rl-diff');
@@ -121,6 +126,21 @@ export class DiffView {
     this.layouts.value = state.layout;
   }
 
+  /** Where each stage's ops came from in Python (hover, marks, the picked line's ops); set
+   * before `showDiff`, or call `redraw` after. */
+  setSources(sourcesOf: ((stage: number) => LineSources | null) | null): void {
+    this.sourcesOf = sourcesOf;
+  }
+
+  /** Draw again, keeping the scroll position (the picked line changed). */
+  redraw(): void {
+    const d = this.drawn;
+    if (d) {
+      this.sources = [this.sourcesOf?.(d.stages[0]) ?? null, this.sourcesOf?.(d.stages[1]) ?? null];
+      this.render(false);
+    }
+  }
+
   /** A note instead of a diff (same structure, nothing to compare, waiting, missing). */
   showNote(text: string, className = 'rl-note'): void {
     this.token++;
@@ -142,9 +162,8 @@ export class DiffView {
     const token = ++this.token;
     const { entry, reversed } = shown;
     // The rows index the texts of the stages the diff was computed between.
-    const [textA, textB] = reversed
-      ? [payload.stages[entry.after].text, payload.stages[entry.before].text]
-      : [payload.stages[entry.before].text, payload.stages[entry.after].text];
+    const stages: [number, number] = reversed ? [entry.after, entry.before] : [entry.before, entry.after];
+    const [textA, textB] = [payload.stages[stages[0]].text, payload.stages[stages[1]].text];
     const [a, b] = await Promise.all([store.lines(textA), store.lines(textB)]);
     if (token !== this.token) {
       return;
@@ -162,7 +181,9 @@ export class DiffView {
         : '');
     const name = (i: number) => `stage ${i}: ${payload.stages[i].name}`;
     this.fileBase = `${payload.meta.function}-stage${shown.before}-to-stage${shown.after}`;
+    this.sources = [this.sourcesOf?.(stages[0]) ?? null, this.sourcesOf?.(stages[1]) ?? null];
     this.drawn = {
+      stages,
       rows: reversed ? reverseRows(entry.rows) : entry.rows,
       a,
       b,
@@ -173,6 +194,19 @@ export class DiffView {
     this.whole = new Set();
     this.tools.hidden = false;
     this.draw(true);
+  }
+
+  /** Scroll to the row showing line `line` (1-based) of the stage after (the graph's link);
+   * false when no row shows it (folded, or not drawn yet). */
+  revealLine(line: number): boolean {
+    const row = this.shown.findIndex(r =>
+      (r.type === 'pair' ? [r.left, r.right] : r.type === 'uni' ? [r.cell] : []).some(c => c.side === 'after' && c.line === line)
+    );
+    if (row >= 0) {
+      this.list.scrollTo(row);
+      this.render(false);
+    }
+    return row >= 0;
   }
 
   dispose(): void {
@@ -275,7 +309,14 @@ export class DiffView {
 
   private row(index: number, d: Drawn, current: boolean): HTMLElement {
     const r = this.shown[index];
-    const num = (n: number | null) => el('span', 'ln', n === null ? '' : String(n));
+    const num = (n: number | null, side?: Cell['side']) => {
+      const ln = el('span', 'ln', n === null ? '' : String(n));
+      const src = side === undefined ? null : this.sources[side === 'before' ? 0 : 1];
+      if (src && n !== null) {
+        markLineNumber(ln, src, src.at(n));
+      }
+      return ln;
+    };
     if (r.type === 'fold') {
       const fold = el('div', 'fold', r.label);
       fold.setAttribute('role', 'button');
@@ -303,6 +344,14 @@ export class DiffView {
       if (line.length > width) {
         node.title = line.length > 4000 ? `${line.slice(0, 4000)}…` : line;
       }
+      const src = this.sources[c.side === 'before' ? 0 : 1];
+      const from = src && c.line !== null ? src.at(c.line) : 0;
+      if (src && from) {
+        node.title = node.title ? `${src.describe(from)}\n${node.title}` : src.describe(from);
+        if (src.picked(from)) {
+          markPicked(node, true);
+        }
+      }
       node.addEventListener('click', ev => {
         if ((ev.target as HTMLElement).classList.contains('el') && c.line !== null) {
           this.whole.add(key);
@@ -313,9 +362,9 @@ export class DiffView {
     };
     const row = el('div', current ? 'r rl-current' : 'r');
     if (r.type === 'pair') {
-      row.append(num(r.left.line), cell(r.left, 0), num(r.right.line), cell(r.right, 1));
+      row.append(num(r.left.line, 'before'), cell(r.left, 0), num(r.right.line, 'after'), cell(r.right, 1));
     } else {
-      row.append(num(r.before), num(r.after), el('span', 'mk', r.mark), cell(r.cell, 0));
+      row.append(num(r.before, r.after === null ? 'before' : undefined), num(r.after, 'after'), el('span', 'mk', r.mark), cell(r.cell, 0));
     }
     if (row.querySelector('.rl-hit-current')) {
       row.classList.add('rl-hit-row');

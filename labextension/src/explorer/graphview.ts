@@ -1,14 +1,49 @@
-// The dataflow graph pane: the payload's SVG as an <img> in a pan/zoom viewport. Live, result
-// nodes are clickable (over the image) and listed: a click asks the kernel for that result's
-// backward slice, drawn in the same viewport.
+// The dataflow graph pane. With the payload's graph model (every node of main), the graph is laid
+// out here and drawn as SVG elements: it fits the pane's width (never below a legible scale) and
+// scrolls; constants fold into their users; regions open and close; any node is clickable for its
+// panel (SSA name, op, attributes, types, Python source line, links to its IR line) and its slice
+// (producers / consumers); search by op name or SSA value; past DEFAULT_CAP boxes, "draw anyway"
+// with a progress bar. Without a model (old payloads, huge modules) the Graphviz SVG is shown as
+// an image, whose result nodes ask a live kernel for their slice.
 
 import { button, el, svgDataUri } from './dom';
+import {
+  DEFAULT_CAP,
+  GraphIndex,
+  LINE_H,
+  layoutSteps,
+  segPath,
+  type LBox,
+  type Layout,
+  type ViewOptions
+} from './graphlayout';
 import type { ExplorerPayload, GraphEntry, SliceData } from './types';
+
+let svgNamespace = '';
+/** SVG's namespace, as the HTML parser assigns it (the bundle names no URL). */
+function svgNs(): string {
+  if (!svgNamespace) {
+    const doc = new DOMParser().parseFromString('<svg></svg>', 'text/html');
+    svgNamespace = doc.body.firstElementChild?.namespaceURI ?? '';
+  }
+  return svgNamespace;
+}
+/** The initial zoom never goes below this (11px text stays over 8px). */
+export const MIN_SCALE = 0.75;
+const PAD_X = 7;
+let markerIds = 0;
 
 export interface Hotspot {
   result: string;
   /** Box in percent of the image: left, top, width, height. */
   box: [number, number, number, number];
+}
+
+/** Where a node's op is in the module text: the explorer switches to that tab and line. */
+export interface RevealRequest {
+  tab: 'ir' | 'diff';
+  stage: number;
+  line: number;
 }
 
 function numbers(text: string): number[] {
@@ -52,6 +87,12 @@ export function resultHotspots(svg: string, results: readonly string[]): Hotspot
     });
   }
   return out;
+}
+
+/** The initial scale of a drawing `width` wide in a pane `viewport` wide: fit the width, at most
+ * the natural size, never below MIN_SCALE (the pane scrolls instead). */
+export function fitScale(width: number, viewport: number): number {
+  return Math.min(1, Math.max(MIN_SCALE, viewport / Math.max(1, width)));
 }
 
 /** A pan/zoom viewport around one image (drag to pan, Ctrl+wheel or the buttons to zoom). */
@@ -99,12 +140,11 @@ class PanZoom {
     this.apply();
   }
 
-  /** Show the whole image, at most at its natural size. */
-  fit(width: number, height: number): void {
+  /** Fit the image's width (at most its natural size, never below MIN_SCALE); scroll the rest. */
+  fit(width: number): void {
     const vw = this.node.clientWidth || 800;
-    const vh = this.node.clientHeight || 480;
-    this.scale = Math.min(1, vw / Math.max(1, width), vh / Math.max(1, height));
-    this.x = (vw - width * this.scale) / 2;
+    this.scale = fitScale(width, vw);
+    this.x = Math.max(0, (vw - width * this.scale) / 2);
     this.y = 0;
     this.apply();
   }
@@ -114,36 +154,161 @@ class PanZoom {
   }
 }
 
+function svgEl<K extends keyof SVGElementTagNameMap>(tag: K, cls = ''): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(svgNs(), tag) as SVGElementTagNameMap[K];
+  if (cls) {
+    node.setAttribute('class', cls);
+  }
+  return node;
+}
+
+function row(label: string, ...content: (Node | string)[]): HTMLDivElement {
+  const r = el('div', 'rl-gp-row');
+  r.append(el('span', 'rl-gp-key', label), ...content);
+  return r;
+}
+
 export class GraphView {
   readonly node: HTMLDivElement;
   private readonly caption: HTMLDivElement;
-  private readonly view = new PanZoom();
+  private readonly legacy = new PanZoom();
+  private readonly pane: HTMLDivElement;
+  private readonly svgBox: HTMLDivElement;
+  private readonly panel: HTMLDivElement;
+  private readonly progress: HTMLDivElement;
   private readonly footer: HTMLDivElement;
+  private readonly tools: HTMLSpanElement;
+  private readonly foldBox: HTMLInputElement;
+  private readonly searchBox: HTMLInputElement;
+  private readonly searchCount: HTMLSpanElement;
   private graph: GraphEntry | undefined;
   private stageIndex = 0;
   private results: string[] = [];
+  private readonly indexes = new WeakMap<object, GraphIndex>();
+  private ix: GraphIndex | null = null;
+  private opts: ViewOptions = { fold: true, expanded: new Set(), only: null };
+  private drawn: Layout | null = null;
+  private drawnFor: { ix: GraphIndex | null; opts: ViewOptions | null } = { ix: null, opts: null };
+  private svg: SVGSVGElement | null = null;
+  private boxOf = new Map<number, SVGGElement>();
+  private scale = 1;
+  private selected = -1;
+  private slice: { of: number; dir: 'producers' | 'consumers'; set: Set<number> } | null = null;
+  private hits: number[] = [];
+  private hit = -1;
+  private forced = false;
+  private count = 0;
+  private token = 0;
 
-  /** `onSlice` is set live only: clicking a result asks for its slice. */
-  constructor(private readonly onSlice?: (stage: number, result: string) => void) {
+  /** `onSlice` is set live only: without a model, clicking a result asks the kernel for its
+   * slice. `onReveal` opens the IR (or diff) at an op's line. */
+  constructor(
+    private readonly onSlice?: (stage: number, result: string) => void,
+    private readonly onReveal?: (where: RevealRequest) => void
+  ) {
     this.node = el('div', 'rl-graph');
-    const bar = el('div', 'rl-toolbar');
-    bar.append(
-      button('+', () => this.view.zoom(1.25), 'rl-zoom-in'),
-      button('−', () => this.view.zoom(0.8), 'rl-zoom-out'),
-      button('fit', () => this.fit(), 'rl-fit'),
-      el('span', 'rl-hint', 'drag to pan · Ctrl+wheel to zoom')
+    const bar = el('div', 'rl-toolbar rl-graph-bar');
+    this.tools = el('span', 'rl-graph-tools');
+    const fold = el('label', 'rl-fold');
+    this.foldBox = el('input');
+    this.foldBox.type = 'checkbox';
+    this.foldBox.checked = true;
+    this.foldBox.addEventListener('change', () => this.setOptions({ ...this.opts, fold: this.foldBox.checked }));
+    fold.append(this.foldBox, ' fold constants');
+    fold.title = 'draw constants (and broadcasts of constants) inside the ops that use them';
+    this.searchBox = el('input', 'rl-graph-search');
+    this.searchBox.type = 'search';
+    this.searchBox.placeholder = 'find op or %value';
+    this.searchBox.setAttribute('aria-label', 'find nodes by op name or SSA value');
+    this.searchBox.addEventListener('input', () => this.search());
+    this.searchBox.addEventListener('keydown', ev => {
+      if (ev.key === 'Enter') {
+        ev.preventDefault();
+        this.nextHit(ev.shiftKey ? -1 : 1);
+      }
+    });
+    this.searchCount = el('span', 'rl-note rl-graph-hits');
+    this.tools.append(
+      fold,
+      button('open regions', () => this.setOptions({ ...this.opts, expanded: new Set(this.ix?.children.keys() ?? []) }), 'rl-open-all'),
+      button('close regions', () => this.setOptions({ ...this.opts, expanded: new Set() }), 'rl-close-all'),
+      this.searchBox,
+      this.searchCount
     );
-    this.caption = el('div', 'rl-note');
+    bar.append(
+      button('−', () => this.zoom(0.8), 'rl-zoom-out'),
+      button('+', () => this.zoom(1.25), 'rl-zoom-in'),
+      button('fit width', () => this.fit(), 'rl-fit'),
+      this.tools,
+      el('span', 'rl-hint', 'click a node for its panel · drag to pan · Ctrl+wheel to zoom')
+    );
+    this.caption = el('div', 'rl-note rl-graph-note');
+    this.progress = el('div', 'rl-graph-progress');
+    this.progress.hidden = true;
+    this.pane = el('div', 'rl-graph-pane');
+    this.svgBox = el('div', 'rl-gview');
+    this.svgBox.tabIndex = 0;
+    this.svgBox.setAttribute('aria-label', 'dataflow graph');
+    this.panel = el('div', 'rl-gpanel');
+    this.panel.hidden = true;
+    this.pane.append(this.svgBox, this.panel);
     this.footer = el('div', 'rl-graph-footer');
-    this.node.append(bar, this.caption, this.view.node, this.footer);
+    this.node.append(bar, this.caption, this.progress, this.pane, this.legacy.node, this.footer);
+    this.svgBox.addEventListener('click', ev => {
+      const g = (ev.target as Element).closest?.('.rl-gn') as SVGGElement | null;
+      if (g?.dataset.i !== undefined) {
+        this.select(Number(g.dataset.i), (ev.target as Element).closest('.rl-gtoggle') !== null);
+      }
+    });
+    this.svgBox.addEventListener('keydown', ev => {
+      const g = (ev.target as Element).closest?.('.rl-gn') as SVGGElement | null;
+      if (g && (ev.key === 'Enter' || ev.key === ' ')) {
+        ev.preventDefault();
+        this.select(Number(g.dataset.i));
+      }
+    });
+    this.svgBox.addEventListener('wheel', ev => {
+      if (ev.ctrlKey || ev.metaKey) {
+        ev.preventDefault();
+        this.zoom(ev.deltaY < 0 ? 1.2 : 1 / 1.2);
+      }
+    });
+    let drag: { x: number; y: number; l: number; t: number } | null = null;
+    this.svgBox.addEventListener('pointerdown', ev => {
+      if ((ev.target as Element).closest('.rl-gn') || ev.button !== 0) {
+        return;
+      }
+      drag = { x: ev.clientX, y: ev.clientY, l: this.svgBox.scrollLeft, t: this.svgBox.scrollTop };
+    });
+    this.svgBox.addEventListener('pointermove', ev => {
+      if (drag && ev.buttons) {
+        this.svgBox.scrollLeft = drag.l - (ev.clientX - drag.x);
+        this.svgBox.scrollTop = drag.t - (ev.clientY - drag.y);
+      }
+    });
+    this.svgBox.addEventListener('pointerup', () => (drag = null));
   }
 
   /** The graph drawn for `stage`'s structure. */
   show(payload: ExplorerPayload, stage: number): void {
+    const start = performance.now();
     this.stageIndex = stage;
     this.results = payload.signature.results.map(r => r.path);
-    this.graph = payload.graphs.find(g => g.stages.includes(stage));
-    this.showGraph();
+    const g = payload.graphs.find(e => e.stages.includes(stage));
+    const changed = g !== this.graph;
+    this.graph = g;
+    if (changed) {
+      this.forced = false;
+      this.selected = -1;
+      this.slice = null;
+      const model = g?.model;
+      this.ix = model ? (this.indexes.get(model) ?? new GraphIndex(model)) : null;
+      if (model && this.ix) {
+        this.indexes.set(model, this.ix);
+        this.opts = { fold: this.foldBox.checked, expanded: this.ix.defaultExpanded(), only: null };
+      }
+    }
+    this.showGraph(start);
   }
 
   showSlice(data: SliceData): void {
@@ -164,24 +329,29 @@ export class GraphView {
     this.caption.classList.add('rl-error-text');
   }
 
-  private showGraph(): void {
+  private showGraph(start = performance.now()): void {
     this.caption.classList.remove('rl-error-text');
+    this.footer.replaceChildren();
     const g = this.graph;
+    const interactive = this.ix !== null;
+    this.tools.hidden = !interactive;
+    this.pane.hidden = !interactive;
+    this.legacy.node.hidden = interactive;
     if (!g) {
       this.caption.textContent = 'No graph was drawn for this stage (at most 8 are kept).';
       this.setImage(null, '', []);
-      this.footer.replaceChildren();
       return;
     }
-    const notes = [
-      g.stage !== this.stageIndex ? `Same structure as stage ${g.stage}.` : '',
-      g.note ?? '',
-      g.error ?? ''
-    ];
-    this.caption.textContent = notes.filter(Boolean).join(' ');
+    const same = g.stage !== this.stageIndex ? `Same structure as stage ${g.stage}.` : '';
+    if (this.ix) {
+      this.legacy.stage.replaceChildren();
+      this.caption.textContent = same;
+      this.draw(start);
+      return;
+    }
+    this.caption.textContent = [same, g.note ?? '', g.error ?? ''].filter(Boolean).join(' ');
     const hotspots = g.svg && this.onSlice ? resultHotspots(g.svg, this.results) : [];
     this.setImage(g.svg ?? null, `dataflow graph of stage ${g.stage}`, hotspots);
-    this.footer.replaceChildren();
     if (this.onSlice && this.results.length) {
       const onSlice = this.onSlice;
       this.footer.append(el('span', '', 'Slice of one result: '));
@@ -191,15 +361,478 @@ export class GraphView {
     }
   }
 
+  private setOptions(opts: ViewOptions): void {
+    this.opts = opts;
+    if (this.ix) {
+      this.draw();
+    }
+  }
+
+  /** Lay out and draw the current view: at once up to DEFAULT_CAP boxes, else after "draw
+   * anyway", in steps with a progress bar. */
+  private draw(start = performance.now()): void {
+    const ix = this.ix;
+    if (!ix) {
+      return;
+    }
+    const token = ++this.token;
+    const count = ix.drawnCount(this.opts);
+    this.count = count;
+    this.updateCaption();
+    this.footer.replaceChildren(
+      ...(this.opts.only ? [button('back to the whole graph', () => this.setOptions({ ...this.opts, only: null }), 'rl-unslice')] : [])
+    );
+    if (count > DEFAULT_CAP && !this.forced) {
+      this.clearDrawing();
+      const wrap = el('div', 'rl-graph-cap');
+      wrap.append(
+        el(
+          'span',
+          '',
+          `${count.toLocaleString('en-US')} boxes is over the default cap of ${DEFAULT_CAP.toLocaleString('en-US')}: ` +
+            'laying them out takes a few seconds. Search for a node and draw its slice, close regions, or '
+        ),
+        button(
+          'draw anyway',
+          () => {
+            this.forced = true;
+            this.draw();
+          },
+          'rl-draw-anyway'
+        )
+      );
+      this.progress.hidden = false;
+      this.progress.replaceChildren(wrap);
+      if (this.graph?.svg) {
+        this.legacy.node.hidden = false;
+        this.setImage(this.graph.svg, `summary graph of stage ${this.graph.stage}`, []);
+      }
+      return;
+    }
+    this.legacy.node.hidden = true;
+    if (this.drawn && this.drawnFor.ix === ix && this.drawnFor.opts === this.opts && this.svg) {
+      this.progress.hidden = true;
+      this.paintHits();
+      return; // the same view: already drawn (the tab was only switched away from)
+    }
+    const steps = layoutSteps(ix, this.opts);
+    if (count <= DEFAULT_CAP) {
+      this.progress.hidden = true;
+      let r = steps.next();
+      while (!r.done) {
+        r = steps.next();
+      }
+      this.render(r.value);
+      performance.measure('reactant-lab: graph drawn', { start, end: performance.now() });
+      return;
+    }
+    const bar = el('progress', 'rl-graph-bar-progress');
+    bar.max = count;
+    bar.value = 0;
+    const label = el('span', 'rl-note', ' laying out…');
+    this.progress.hidden = false;
+    this.progress.replaceChildren(bar, label);
+    const run = async (): Promise<void> => {
+      let last = performance.now();
+      let r = steps.next();
+      while (!r.done) {
+        if (performance.now() - last > 30) {
+          bar.value = Math.min(count, r.value);
+          label.textContent = ` laying out… ${Math.round((100 * r.value) / count)}%`;
+          await new Promise(resolve => setTimeout(resolve, 0));
+          if (token !== this.token) {
+            return;
+          }
+          last = performance.now();
+        }
+        r = steps.next();
+      }
+      bar.value = count;
+      label.textContent = ' drawing…';
+      await new Promise(resolve => setTimeout(resolve, 0));
+      if (token !== this.token) {
+        return;
+      }
+      this.render(r.value);
+      this.progress.hidden = true;
+      performance.measure('reactant-lab: graph drawn', { start, end: performance.now() });
+    };
+    void run();
+  }
+
+  private updateCaption(): void {
+    const ix = this.ix;
+    if (!ix) {
+      return;
+    }
+    const same = this.graph?.stage !== this.stageIndex ? `Same structure as stage ${this.graph?.stage}. ` : '';
+    const sl = this.slice;
+    const what = sl ? `the ${sl.dir} of ${this.nameOf(sl.of)} (${sl.set.size} nodes)` : '';
+    const sliceNote = this.opts.only && sl ? ` Showing only ${what}.` : sl ? ` Highlighted: ${what}.` : '';
+    this.caption.textContent =
+      `${same}${ix.model.ops.toLocaleString('en-US')} ops · ${this.count.toLocaleString('en-US')} boxes drawn` +
+      `${this.opts.fold ? ' (constants folded)' : ''}.${sliceNote}`;
+  }
+
+  private clearDrawing(): void {
+    this.drawnFor = { ix: null, opts: null };
+    this.svgBox.replaceChildren();
+    this.svg = null;
+    this.drawn = null;
+    this.boxOf.clear();
+  }
+
+  private render(lay: Layout): void {
+    const ix = this.ix as GraphIndex;
+    this.drawn = lay;
+    this.drawnFor = { ix, opts: this.opts };
+    this.boxOf = new Map();
+    const svg = svgEl('svg', 'rl-gsvg');
+    svg.setAttribute('viewBox', `0 0 ${Math.ceil(lay.width)} ${Math.ceil(lay.height)}`);
+    svg.setAttribute('role', 'group');
+    svg.setAttribute('aria-label', `dataflow graph of stage ${this.graph?.stage ?? this.stageIndex}`);
+    const marker = `rl-arrow-${++markerIds}`;
+    const defs = svgEl('defs');
+    const m = svgEl('marker');
+    for (const [k, v] of Object.entries({ id: marker, viewBox: '0 0 8 8', refX: '8', refY: '4', markerWidth: '7', markerHeight: '7', orient: 'auto' })) {
+      m.setAttribute(k, v);
+    }
+    const tip = svgEl('path', 'rl-garrow');
+    tip.setAttribute('d', 'M0 0L8 4L0 8z');
+    m.appendChild(tip);
+    defs.appendChild(m);
+    const frames = svgEl('g', 'rl-gframes');
+    const edges = svgEl('g', 'rl-gedges');
+    const nodes = svgEl('g', 'rl-gnodes');
+    for (const s of lay.segs) {
+      const p = svgEl('path', 'rl-ge');
+      p.setAttribute('d', segPath(s.pts));
+      p.dataset.s = String(s.src);
+      p.dataset.d = String(s.dst);
+      if (s.arrow) {
+        p.setAttribute('marker-end', `url(#${marker})`);
+      }
+      edges.appendChild(p);
+    }
+    for (const b of lay.boxes) {
+      // an open region op's box goes under the edges (outer boxes before inner ones)
+      const g = this.box(ix, b);
+      (b.kind === 'region' ? frames : nodes).appendChild(g);
+    }
+    svg.append(defs, frames, edges, nodes);
+    this.svg = svg;
+    this.svgBox.replaceChildren(svg);
+    this.fit();
+    this.paintSlice();
+    this.paintHits();
+    if (this.selected >= 0) {
+      this.mark(this.selected);
+    }
+  }
+
+  private box(ix: GraphIndex, b: LBox): SVGGElement {
+    const g = svgEl('g', `rl-gn k-${b.kind}`);
+    g.setAttribute('transform', `translate(${Math.round(b.x * 10) / 10} ${Math.round(b.y * 10) / 10})`);
+    g.dataset.i = String(b.i);
+    const node = ix.nodes[b.i];
+    for (const mark of node?.marks ?? []) {
+      g.classList.add(`m-${mark}`);
+    }
+    if (b.kind !== 'entry') {
+      g.setAttribute('tabindex', '0');
+      g.setAttribute('role', 'button');
+      g.setAttribute('aria-label', b.lines.join(' · '));
+      if (!this.boxOf.has(b.i)) {
+        this.boxOf.set(b.i, g);
+      }
+    }
+    const rect = svgEl('rect', 'rl-gbox');
+    rect.setAttribute('width', String(Math.round(b.w)));
+    rect.setAttribute('height', String(Math.round(b.h)));
+    rect.setAttribute('rx', b.kind === 'arg' || b.kind === 'result' || b.kind === 'entry' ? '7' : '2');
+    g.appendChild(rect);
+    b.lines.forEach((line, k) => {
+      const t = svgEl('text', k === 0 ? 'rl-gt rl-gt0' : 'rl-gt');
+      t.setAttribute('x', String(PAD_X));
+      t.setAttribute('y', String(4 + LINE_H * (k + 1) - 3));
+      t.textContent = line;
+      if (k === 0 && (b.kind === 'region' || b.kind === 'collapsed')) {
+        t.classList.add('rl-gtoggle');
+      }
+      g.appendChild(t);
+    });
+    for (const f of b.frames ?? []) {
+      // a region's frame, over its op's box (coordinates relative to the box)
+      const r = svgEl('rect', 'rl-gframe');
+      r.setAttribute('x', String(Math.round(f.x - b.x)));
+      r.setAttribute('y', String(Math.round(f.y - b.y)));
+      r.setAttribute('width', String(Math.round(f.w)));
+      r.setAttribute('height', String(Math.round(f.h)));
+      const t = svgEl('text', 'rl-gframe-label');
+      t.setAttribute('x', String(Math.round(f.x - b.x + 5)));
+      t.setAttribute('y', String(Math.round(f.y - b.y + LINE_H - 3)));
+      t.textContent = f.label;
+      g.append(r, t);
+    }
+    const title = svgEl('title');
+    title.textContent = node?.src ? `${b.lines[0]}\n${node.src}` : b.lines[0];
+    g.appendChild(title);
+    return g;
+  }
+
+  private zoom(factor: number): void {
+    this.setScale(Math.min(3, Math.max(0.1, this.scale * factor)));
+  }
+
+  private fit(): void {
+    if (this.drawn) {
+      this.setScale(fitScale(this.drawn.width, (this.svgBox.clientWidth || 800) - 4));
+    } else {
+      const img = this.legacy.stage.querySelector('img');
+      if (img) {
+        this.legacy.fit(img.naturalWidth);
+      }
+    }
+  }
+
+  private setScale(scale: number): void {
+    this.scale = scale;
+    if (this.svg && this.drawn) {
+      this.svg.setAttribute('width', String(Math.ceil(this.drawn.width * scale)));
+      this.svg.setAttribute('height', String(Math.ceil(this.drawn.height * scale)));
+      this.svg.dataset.scale = scale.toFixed(3);
+    }
+  }
+
+  private nameOf(i: number): string {
+    const n = this.ix?.nodes[i];
+    if (!n) {
+      return '';
+    }
+    return n.kind === 'op' ? `${n.ssa ? `${n.ssa.split(',')[0]} = ` : ''}${n.op ?? ''}` : (n.name ?? n.id);
+  }
+
+  /** Select node `i`: its panel, its box marked; a click on a region op's ▸ / ▾ opens or closes it. */
+  private select(i: number, toggle = false): void {
+    const ix = this.ix;
+    if (!ix || !ix.nodes[i]) {
+      return;
+    }
+    if (toggle && ix.isRegion(i)) {
+      this.toggleRegion(i);
+    }
+    this.selected = i;
+    this.mark(i);
+    this.showPanel(i);
+  }
+
+  private toggleRegion(i: number): void {
+    const expanded = new Set(this.opts.expanded);
+    if (expanded.has(i)) {
+      expanded.delete(i);
+    } else {
+      expanded.add(i);
+      for (const a of this.ix?.ancestors(i) ?? []) {
+        expanded.add(a);
+      }
+    }
+    this.setOptions({ ...this.opts, expanded });
+  }
+
+  private mark(i: number): void {
+    this.svg?.querySelectorAll('.rl-gn.sel').forEach(n => n.classList.remove('sel'));
+    this.boxOf.get(i)?.classList.add('sel');
+  }
+
+  private showPanel(i: number): void {
+    const ix = this.ix as GraphIndex;
+    const n = ix.nodes[i];
+    const p = this.panel;
+    p.hidden = false;
+    p.replaceChildren();
+    const head = el('div', 'rl-gp-head');
+    head.append(el('span', 'rl-gp-title', this.nameOf(i)), button('×', () => this.closePanel(), 'rl-gp-close'));
+    p.appendChild(head);
+    if (n.ssa) {
+      p.appendChild(row('SSA', el('code', 'rl-gp-ssa', n.ssa)));
+    }
+    if (n.kind === 'op') {
+      p.appendChild(row('op', el('code', 'rl-gp-op', n.op ?? '')));
+    } else {
+      p.appendChild(row(n.kind === 'arg' ? 'argument' : 'result', el('code', '', n.name ?? '')));
+    }
+    if (n.attrs) {
+      p.appendChild(row('attributes', el('code', 'rl-gp-attrs', n.attrs)));
+    }
+    if (n.type) {
+      p.appendChild(row('types', el('code', 'rl-gp-type', n.type)));
+    }
+    if (n.title) {
+      p.appendChild(row('statement', n.title));
+    }
+    if (n.marks?.length) {
+      p.appendChild(row('marks', n.marks.join(', ')));
+    }
+    p.appendChild(row('source', el('code', 'rl-gp-src', n.src ?? 'not known (no file location)')));
+    if (n.line !== undefined && this.onReveal) {
+      const line = n.line;
+      const reveal = this.onReveal;
+      p.appendChild(
+        row(
+          'text',
+          button(`IR line ${line}`, () => reveal({ tab: 'ir', stage: this.stageIndex, line }), 'rl-gp-ir'),
+          button('in the diff', () => reveal({ tab: 'diff', stage: this.stageIndex, line }), 'rl-gp-diff')
+        )
+      );
+    }
+    const links = (list: number[]): HTMLElement => {
+      const span = el('span', 'rl-gp-links');
+      const shown = [...new Set(list)].slice(0, 24);
+      for (const s of shown) {
+        const folded = this.opts.fold && ix.foldable[s];
+        span.append(button(folded ? `${this.nameOf(s)} (${ix.foldText[s]})` : this.nameOf(s), () => this.goTo(s), 'rl-gp-link'));
+      }
+      if (list.length > shown.length) {
+        span.append(el('span', 'rl-note', ` +${list.length - shown.length} more`));
+      }
+      return span;
+    };
+    if (n.in.length) {
+      p.appendChild(row('inputs', links(n.in)));
+    }
+    if (ix.users[i].length) {
+      p.appendChild(row('users', links(ix.users[i])));
+    }
+    const sl = el('div', 'rl-gp-slice');
+    sl.append(
+      el('span', 'rl-gp-key', 'slice'),
+      button('producers', () => this.setSlice(i, 'producers'), 'rl-slice-producers'),
+      button('consumers', () => this.setSlice(i, 'consumers'), 'rl-slice-consumers'),
+      button('clear', () => this.setSlice(-1, 'producers'), 'rl-slice-clear'),
+      button('draw only the slice', () => this.drawOnlySlice(i), 'rl-slice-only')
+    );
+    p.appendChild(sl);
+    if (ix.isRegion(i)) {
+      p.appendChild(
+        row('region', button(this.opts.expanded.has(i) ? 'close' : 'open', () => this.select(i, true), 'rl-gp-toggle'), ` ${ix.inside[i]} ops inside`)
+      );
+    }
+  }
+
+  private closePanel(): void {
+    this.panel.hidden = true;
+    this.selected = -1;
+    this.mark(-1);
+  }
+
+  /** Show node `i`: open the regions around it, scroll to it (or to its user, when folded) and
+   * select it. */
+  private goTo(i: number): void {
+    const ix = this.ix;
+    if (!ix) {
+      return;
+    }
+    const closed = ix.ancestors(i).filter(a => !this.opts.expanded.has(a));
+    const hidden = this.opts.only && !this.opts.only.has(i);
+    if (closed.length || hidden) {
+      const expanded = new Set(this.opts.expanded);
+      closed.forEach(a => expanded.add(a));
+      this.setOptions({ ...this.opts, expanded, only: hidden ? null : this.opts.only });
+    }
+    const shown = ix.shownAs(i, this.opts);
+    this.scrollTo(shown);
+    this.selected = i;
+    this.mark(shown);
+    this.showPanel(i);
+  }
+
+  private scrollTo(i: number): void {
+    const b = this.drawn?.boxes.find(x => x.i === i && x.kind !== 'entry');
+    if (!b) {
+      return;
+    }
+    const s = this.scale;
+    this.svgBox.scrollLeft = Math.max(0, (b.x + b.w / 2) * s - this.svgBox.clientWidth / 2);
+    this.svgBox.scrollTop = Math.max(0, (b.y + b.h / 2) * s - this.svgBox.clientHeight / 2);
+  }
+
+  private setSlice(i: number, dir: 'producers' | 'consumers'): void {
+    const ix = this.ix;
+    this.slice = ix && i >= 0 ? { of: i, dir, set: dir === 'producers' ? ix.producers(i) : ix.consumers(i) } : null;
+    this.paintSlice();
+  }
+
+  private drawOnlySlice(i: number): void {
+    const ix = this.ix;
+    if (!ix) {
+      return;
+    }
+    if (!this.slice || this.slice.of !== i) {
+      this.setSlice(i, 'producers');
+    }
+    const set = this.slice?.set ?? new Set([i]);
+    this.setOptions({ ...this.opts, only: set });
+    this.scrollTo(ix.shownAs(i, this.opts));
+  }
+
+  private paintSlice(): void {
+    this.updateCaption();
+    const svg = this.svg;
+    if (!svg) {
+      return;
+    }
+    const set = this.slice?.set;
+    svg.classList.toggle('rl-sliced', !!set);
+    const ix = this.ix as GraphIndex;
+    const shown = new Set<number>();
+    if (set) {
+      for (const i of set) {
+        shown.add(ix.shownAs(i, this.opts));
+      }
+    }
+    svg.querySelectorAll<SVGGElement>('.rl-gn').forEach(g => g.classList.toggle('in-slice', shown.has(Number(g.dataset.i))));
+    svg.querySelectorAll<SVGPathElement>('.rl-ge').forEach(p => {
+      const s = Number(p.dataset.s);
+      const d = Number(p.dataset.d);
+      p.classList.toggle('in-slice', shown.has(s) && (d < 0 || shown.has(d)));
+    });
+  }
+
+  private search(): void {
+    const q = this.searchBox.value;
+    this.hits = this.ix ? this.ix.search(q) : [];
+    this.hit = -1;
+    this.paintHits();
+    this.searchCount.textContent = q.trim() ? `${this.hits.length} found` : '';
+    if (this.hits.length) {
+      this.nextHit(1);
+    }
+  }
+
+  private paintHits(): void {
+    const ix = this.ix;
+    const shown = new Set(ix ? this.hits.map(i => ix.shownAs(i, this.opts)) : []);
+    this.svg?.querySelectorAll<SVGGElement>('.rl-gn').forEach(g => g.classList.toggle('hit', shown.has(Number(g.dataset.i))));
+  }
+
+  private nextHit(step: number): void {
+    if (!this.hits.length) {
+      return;
+    }
+    this.hit = (this.hit + step + this.hits.length) % this.hits.length;
+    this.goTo(this.hits[this.hit]);
+    this.searchCount.textContent = `${this.hit + 1} of ${this.hits.length}`;
+  }
+
   private setImage(svg: string | null, alt: string, hotspots: Hotspot[]): void {
     if (!svg) {
-      this.view.stage.replaceChildren();
+      this.legacy.stage.replaceChildren();
       return;
     }
     const img = el('img', 'rl-graph-img');
     img.alt = alt;
     img.draggable = false;
-    img.addEventListener('load', () => this.fit());
+    img.addEventListener('load', () => this.legacy.fit(img.naturalWidth));
     img.src = svgDataUri(svg);
     const layer = el('div', 'rl-hotspots');
     for (const h of hotspots) {
@@ -212,13 +845,6 @@ export class GraphView {
       spot.addEventListener('click', () => this.onSlice?.(this.stageIndex, h.result));
       layer.appendChild(spot);
     }
-    this.view.stage.replaceChildren(img, layer);
-  }
-
-  private fit(): void {
-    const img = this.view.stage.querySelector('img');
-    if (img) {
-      this.view.fit(img.naturalWidth, img.naturalHeight);
-    }
+    this.legacy.stage.replaceChildren(img, layer);
   }
 }

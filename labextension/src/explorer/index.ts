@@ -4,9 +4,11 @@
 import { Controls, StatusLine } from './controls';
 import { DiffView } from './diffview';
 import { button, el } from './dom';
-import { GraphView } from './graphview';
+import { GraphView, type RevealRequest } from './graphview';
 import { FileTools } from './files';
+import { hasModifier, tabKeyTarget } from './keys';
 import { benchSummary, metricsPanel, signaturePanel, timingPanel, xlaFacts } from './panels';
+import { SourceMap, SourcePanel, type LineSources } from './provenance';
 import { StageList } from './stagelist';
 import {
   carryOver,
@@ -14,6 +16,7 @@ import {
   findDiff,
   initialState,
   payloadProblem,
+  setHideUnchanged,
   step,
   type ExplorerViewState,
   type Tab
@@ -45,6 +48,8 @@ const TABS: [Tab, string][] = [
   ['timing', 'timing'],
   ['signature', 'signature']
 ];
+
+let explorers = 0;
 
 type Pending =
   | { kind: 'diff'; before: number; after: number }
@@ -82,6 +87,9 @@ class Explorer implements ExplorerHandle {
   private readonly graphView: GraphView;
   private payload: ExplorerPayload | null = null;
   private store = new TextStore([]);
+  private sources: SourceMap | null = null;
+  private picked: number | null = null;
+  private readonly sourcePanel = new SourcePanel(line => this.pick(line));
   private state: ExplorerViewState | null = null;
   private liveDiffs: DiffEntry[] = [];
   private pending = new Map<number, Pending>();
@@ -109,20 +117,45 @@ class Explorer implements ExplorerHandle {
     this.title.append(this.titleText, this.payloadFile.node);
     this.stageList = new StageList({
       onSelect: i => this.select(i),
-      onHideUnchanged: hide => this.change({ hideUnchanged: hide }),
+      onHideUnchanged: hide => this.state && this.payload && this.change(setHideUnchanged(this.payload.stages, this.state, hide)),
       onStep: d => this.state && this.payload && this.select(step(this.payload.stages, this.state, d))
     });
     this.diffView = new DiffView({
       onBase: base => this.change({ base }),
       onLayout: layout => this.change({ layout })
     });
-    this.graphView = new GraphView(live ? (stage, result) => this.requestSlice(stage, result) : undefined);
+    this.diffView.setSources(stage => this.lineSources(stage));
+    this.graphView = new GraphView(
+      live ? (stage, result) => this.requestSlice(stage, result) : undefined,
+      where => this.reveal(where)
+    );
+    // The tabs (WAI-ARIA tabs pattern): one tab stop, Left / Right / Home / End move and show.
+    const ids = `rl-explorer-${++explorers}`;
+    this.tabBar.setAttribute('role', 'tablist');
+    this.tabBar.setAttribute('aria-label', 'explorer views');
+    this.panel.id = `${ids}-panel`;
+    this.panel.setAttribute('role', 'tabpanel');
+    this.panel.tabIndex = -1;
     for (const [tab, label] of TABS) {
       const b = button(label, () => this.change({ tab }), `rl-tab rl-tab-${tab}`);
       b.setAttribute('role', 'tab');
+      b.id = `${ids}-tab-${tab}`;
+      b.setAttribute('aria-controls', this.panel.id);
       b.dataset.tab = tab;
       this.tabBar.appendChild(b);
     }
+    this.tabBar.addEventListener('keydown', ev => {
+      const tabs = Array.from(this.tabBar.children) as HTMLButtonElement[];
+      const at = tabs.findIndex(b => b === ev.target);
+      const to = at < 0 || hasModifier(ev) ? null : tabKeyTarget(ev.key, at, tabs.length);
+      if (to === null) {
+        return;
+      }
+      ev.preventDefault();
+      ev.stopPropagation();
+      tabs[to].focus();
+      this.change({ tab: tabs[to].dataset.tab as Tab });
+    });
     const main = el('div', 'rl-main');
     main.append(this.tabBar, this.panel);
     this.body.append(this.stageList.node, main);
@@ -155,6 +188,7 @@ class Explorer implements ExplorerHandle {
     }
     this.payload = payload;
     this.store = new TextStore(payload.texts);
+    this.sources = SourceMap.of(payload);
     this.state = this.state ? carryOver(this.state, payload) : initialState(payload);
     this.liveDiffs = [];
     this.pending.clear();
@@ -246,25 +280,35 @@ class Explorer implements ExplorerHandle {
     if (!payload || !state) {
       return;
     }
-    this.stageList.render(payload.stages, state.stage, state.hideUnchanged, payload.verification);
+    this.stageList.render(payload.stages, state.stage, state.hideUnchanged, payload.verification, compareWith(state));
     for (const b of Array.from(this.tabBar.children) as HTMLElement[]) {
-      b.classList.toggle('active', b.dataset.tab === state.tab);
-      b.setAttribute('aria-selected', String(b.dataset.tab === state.tab));
+      const on = b.dataset.tab === state.tab;
+      b.classList.toggle('active', on);
+      b.setAttribute('aria-selected', String(on));
+      b.tabIndex = on ? 0 : -1;
+      if (on) {
+        this.panel.setAttribute('aria-labelledby', b.id);
+      }
     }
     const stage = payload.stages[state.stage];
     this.panel.dataset.tab = state.tab;
     switch (state.tab) {
       case 'diff':
-        this.panel.replaceChildren(this.diffView.node);
+        this.panel.replaceChildren(...this.sourceNodes(state.stage), this.diffView.node);
         return this.renderDiff(payload, state);
       case 'ir':
-        this.panel.replaceChildren(this.irView.node);
-        return this.irView.show(
+        this.panel.replaceChildren(...this.sourceNodes(state.stage), this.irView.node);
+        this.irView.setSources(this.lineSources(state.stage));
+        await this.irView.show(
           this.store,
           stage.text,
           `stage ${stage.index}: ${stage.name}`,
           fileName([payload.meta.function, `stage${stage.index}`, stage.name], 'mlir')
         );
+        if (this.picked !== null && this.state === state) {
+          this.irView.redraw(true); // the picked line's first op in view
+        }
+        return;
       case 'graph':
         this.panel.replaceChildren(this.graphView.node);
         this.graphView.show(payload, state.stage);
@@ -283,6 +327,36 @@ class Explorer implements ExplorerHandle {
       case 'signature':
         this.panel.replaceChildren(signaturePanel(payload));
         return;
+    }
+  }
+
+  /** Where stage `stage`'s ops came from, with the picked line; null without provenance. */
+  private lineSources(stage: number): LineSources | null {
+    return this.sources ? this.sources.forStage(stage, this.picked, line => this.pick(line)) : null;
+  }
+
+  /** The Source list for stage `stage` (none without provenance). */
+  private sourceNodes(stage: number): HTMLElement[] {
+    if (!this.sources || !this.payload) {
+      return [];
+    }
+    this.sourcePanel.show(this.sources, this.payload.stages.map(s => s.name), stage, this.picked);
+    return this.sourcePanel.node.hidden ? [] : [this.sourcePanel.node];
+  }
+
+  /** Pick a line of the traced function (null: none): its ops are highlighted in every stage. */
+  private pick(line: number | null): void {
+    this.picked = line;
+    const state = this.state;
+    if (!state || !this.payload) {
+      return;
+    }
+    this.sourceNodes(state.stage);
+    if (state.tab === 'ir') {
+      this.irView.setSources(this.lineSources(state.stage));
+      this.irView.redraw(line !== null);
+    } else if (state.tab === 'diff') {
+      this.diffView.redraw();
     }
   }
 
@@ -316,6 +390,21 @@ class Explorer implements ExplorerHandle {
           'each stage against the one before and pairs of distinct stages); a live explorer computes any pair.'
       );
     }
+  }
+
+  /** The graph's links: show the IR (or the diff) of a stage at an op's line. */
+  private reveal(where: RevealRequest): void {
+    if (!this.state) {
+      return;
+    }
+    this.state = { ...this.state, tab: where.tab, stage: where.stage };
+    void this.render().then(() => {
+      if (where.tab === 'ir') {
+        this.irView.revealLine(where.line);
+      } else {
+        this.diffView.revealLine(where.line);
+      }
+    });
   }
 
   private requestSlice(stage: number, result: string): void {

@@ -12,8 +12,11 @@ export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLEl
   const head = el('tr');
   head.appendChild(el('th', 'rl-sticky', 'op'));
   m.stages.forEach((name, i) => {
-    const th = el('th', i === selected ? 'selected' : '', String(i));
-    th.title = name;
+    // The stage's number and name (the name wraps; the whole of it is the tooltip).
+    const th = el('th', i === selected ? 'selected' : '');
+    th.scope = 'col';
+    th.title = `stage ${i}: ${name}`;
+    th.append(el('span', 'rl-col-index', String(i)), el('span', 'rl-col-name', name));
     head.appendChild(th);
   });
   t.createTHead().appendChild(head);
@@ -33,7 +36,7 @@ export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLEl
   };
   m.ops.forEach((op, r) => addRow(op, m.counts[r]));
   addRow('total', m.totals, 'rl-total');
-  node.append(el('p', 'rl-note', 'Op counts per stage (hover a column head for its name).'), t);
+  node.append(el('p', 'rl-note', 'Op counts per stage: one column per stage, the selected one outlined.'), t);
   return node;
 }
 

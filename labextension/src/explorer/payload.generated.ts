@@ -100,6 +100,7 @@ export interface ExplorerPayload {
   run: RunTimings | null;
   bench?: BenchEntry;
   verification?: VerificationEntry;
+  provenance?: Provenance;
 }
 /**
  * What was explored, and how.
@@ -482,6 +483,85 @@ export interface GraphEntry {
    * Why there is no graph or no SVG, else null.
    */
   error: string | null;
+  model?: GraphModel;
+}
+/**
+ * Every node of main for the interactive graph, which the front end lays out, folds, slices and searches: linear arguments, then ops in text order (region bodies after their region op), then linear results, then the bodies of called functions (each func.call op the parent of its callee's ops and return, one region). Absent past the model's op cap or when main could not be parsed.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "GraphModel".
+ */
+export interface GraphModel {
+  /**
+   * Ops in main.
+   */
+  ops: number;
+  nodes: GraphNode[];
+}
+/**
+ * An argument, op or result of the graph model.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "GraphNode".
+ */
+export interface GraphNode {
+  /**
+   * argN, opN or resN; an op of a called function's body CALL/opN (CALL the call's id), its return CALL/return.
+   */
+  id: string;
+  kind: 'arg' | 'op' | 'result';
+  /**
+   * Op name (func.call @f for calls).
+   */
+  op?: string;
+  /**
+   * An argument's or result's path.
+   */
+  name?: string;
+  /**
+   * SSA name(s) it defines (%0, %5:2, %arg0); empty for a result or an op without results.
+   */
+  ssa?: string;
+  /**
+   * Result type(s) as printed (a result's shape and dtype).
+   */
+  type?: string;
+  /**
+   * The op's attributes as printed (operands and types left out; cut past 400 characters).
+   */
+  attrs?: string;
+  /**
+   * Indices (into nodes) of the producers of the values it uses, one per use; a block argument's producer is the region op owning it.
+   */
+  in: number[];
+  /**
+   * Index of the region op it is nested in.
+   */
+  parent?: number;
+  /**
+   * Which region of parent.
+   */
+  region?: number;
+  /**
+   * A region op's region labels (cond, do; else, then).
+   */
+  regions?: string[];
+  /**
+   * The Python statement a region op was made from, and its line.
+   */
+  title?: string;
+  /**
+   * 1-based line of the op in its stage's text.
+   */
+  line?: number;
+  /**
+   * The Python source file:line:col its location names (the innermost user-code frame; the file relative to the working directory, cell for a notebook cell, else its name: no path of the machine).
+   */
+  src?: string;
+  /**
+   * An argument's or result's marks: mutated, donated, unused, preserved, writes-back.
+   */
+  marks?: string[];
 }
 /**
  * The compiled executable.
@@ -728,6 +808,51 @@ export interface StageCheckEntry {
    * More than slower_factor times the fastest earlier stage.
    */
   slower: boolean;
+}
+/**
+ * Where each op came from in Python: per stage, displayed text line -> source (absent when no op has a location in user code, and in payloads of earlier releases).
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "Provenance".
+ */
+export interface Provenance {
+  /**
+   * File names of the sources (a notebook's cells as Cell In[N], other files shortened).
+   */
+  files: string[];
+  /**
+   * The distinct sources of ops: one frame chain per location of the op (several for an op a pass fused from several lines), each flat [file, line, column, ...] triples, the frame the op was traced in first, then the user-code calls leading there (file: index into files; line and column 1-based, column 0 when unknown).
+   */
+  sources: number[][][];
+  /**
+   * Distinct line maps: entry i is for the 1-based line i + 1 of a stage's text (op locations dropped): 0 for no source, k for sources[k - 1]. Lines past the end have no source.
+   */
+  maps: number[][];
+  /**
+   * Per stage, the index of its map in maps.
+   */
+  stages: number[];
+  /**
+   * The traced function's source lines (widened to nearby lines of its file that ops come from); null when they could not be read.
+   */
+  code: SourceCode | null;
+}
+/**
+ * Lines first .. first + lines.length - 1 of one source file.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "SourceCode".
+ */
+export interface SourceCode {
+  /**
+   * Index into provenance.files.
+   */
+  file: number;
+  /**
+   * The 1-based number of the first line.
+   */
+  first: number;
+  lines: string[];
 }
 /**
  * The live widget's bisect trait: the pass a bisection found (reactant_lab.BisectResult), or null before any.

@@ -53,6 +53,32 @@ export function visibleStages(
   return stages.filter(s => s.index === 0 || s.changed || s.index === selected);
 }
 
+/** The stage to select when the list hides unchanged stages (`hide`): `stage` itself when it is
+ * listed, else the nearest listed stage before it (the one whose module it kept). */
+export function listedStage(stages: readonly StageEntry[], stage: number, hide: boolean): number {
+  if (!hide) {
+    return stage;
+  }
+  for (let i = Math.min(stage, stages.length - 1); i > 0; i--) {
+    if (stages[i].changed) {
+      return i;
+    }
+  }
+  return 0;
+}
+
+/** The state after the "hide unchanged" toggle: a selected stage that is hidden now gives way
+ * to the listed stage whose module it kept, so that no hidden stage stays selected. */
+export function setHideUnchanged(
+  stages: readonly StageEntry[],
+  state: ExplorerViewState,
+  hide: boolean
+): ExplorerViewState {
+  const stage = listedStage(stages, state.stage, hide);
+  const base = stage === state.stage ? state.base : state.base === stage ? null : state.base;
+  return { ...state, hideUnchanged: hide, stage, base };
+}
+
 /** The next (delta = 1) or previous (-1) listed stage from the selected one. */
 export function step(
   stages: readonly StageEntry[],

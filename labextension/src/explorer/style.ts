@@ -1,32 +1,55 @@
 // The explorer's stylesheet, installed once per document by both front ends (JupyterLab's theme
-// variables when present, the report's colours otherwise).
+// variables when present, the report's colours otherwise). Every text colour reads at WCAG AA
+// (4.5:1) on each background it can sit on (the page, the toolbars' grey, the selected row's blue,
+// the diff's green and red and their stronger changed-span tints, search hits), in JupyterLab's
+// light and dark themes: the status and token colours are the explorer's own, one set per theme
+// (JupyterLab's editor colours do not all reach 4.5:1). Keyboard focus shows as an outline.
+
+import { GRAPH_CSS } from './graphstyle';
 
 export const CSS = `
-.rl-explorer{--rl-fg:var(--jp-ui-font-color1,#1f2328);--rl-mute:var(--jp-ui-font-color2,#656d76);
+.rl-explorer{--rl-fg:var(--jp-ui-font-color1,#1f2328);--rl-mute:#575757;
 --rl-line:var(--jp-border-color2,#d0d7de);--rl-bg:var(--jp-layout-color0,#fff);
 --rl-bg2:var(--jp-layout-color2,#f6f8fa);--rl-add:rgba(46,160,67,.15);--rl-del:rgba(248,81,73,.15);
---rl-addx:rgba(46,160,67,.4);--rl-delx:rgba(248,81,73,.4);--rl-accent:var(--jp-brand-color1,#0969da);
+--rl-addx:rgba(46,160,67,.3);--rl-delx:rgba(248,81,73,.3);--rl-accent:var(--jp-brand-color1,#0969da);
+--rl-sel:rgba(9,105,218,.12);--rl-hit:rgba(212,167,44,.4);--rl-focus:#0969da;
+--rl-red:#a8101b;--rl-amber:#7a4d00;--rl-orange:#9c3a00;--rl-green:#17622b;
+--rl-tk-o:#7221c9;--rl-tk-d:#8a3300;--rl-tk-v:#0550ae;--rl-tk-b:#116329;--rl-tk-s:#a8101b;--rl-tk-t:#0a3069;
+--rl-tk-a:#6639ba;--rl-tk-k:#4d5560;--rl-tk-w:#a8101b;--rl-tk-q:#0a3069;--rl-tk-n:#0550ae;--rl-tk-c:#4f5862;
 font:13px/1.45 var(--jp-ui-font-family,system-ui,sans-serif);color:var(--rl-fg);
 border:1px solid var(--rl-line);background:var(--rl-bg);padding:6px;box-sizing:border-box}
 .rl-explorer *{box-sizing:border-box}
+[data-jp-theme-light=false] .rl-explorer{--rl-mute:#b3b3b3;--rl-bg2:var(--jp-layout-color1,#212121);
+--rl-add:rgba(46,160,67,.2);--rl-del:rgba(248,81,73,.2);--rl-addx:rgba(46,160,67,.35);--rl-delx:rgba(248,81,73,.35);
+--rl-sel:rgba(56,139,253,.25);--rl-hit:rgba(212,167,44,.3);--rl-focus:#58a6ff;
+--rl-red:#ffa198;--rl-amber:#e3b341;--rl-orange:#ffa657;--rl-green:#56d364;
+--rl-tk-o:#d2a8ff;--rl-tk-d:#ffa657;--rl-tk-v:#79c0ff;--rl-tk-b:#7ee787;--rl-tk-s:#ffa198;--rl-tk-t:#a5d6ff;
+--rl-tk-a:#d2a8ff;--rl-tk-k:#c9d1d9;--rl-tk-w:#ffa198;--rl-tk-q:#a5d6ff;--rl-tk-n:#79c0ff;--rl-tk-c:#b1bac4}
+.rl-explorer :focus-visible{outline:2px solid var(--rl-focus);outline-offset:1px}
+.rl-explorer .rl-vlist:focus-visible,.rl-explorer .rl-stage-table:focus-visible,
+.rl-explorer .rl-panel:focus-visible{outline-offset:-2px}
+.rl-explorer .rl-stage-table:focus-visible tr.selected td{box-shadow:inset 0 2px 0 var(--rl-focus),inset 0 -2px 0 var(--rl-focus)}
 .rl-explorer [hidden]{display:none!important}
 .rl-title{margin-bottom:4px}.rl-fn{font-weight:600;font-size:1.1em}
-.rl-note{color:var(--rl-mute)}.rl-error-text{color:#cf222e}
-.rl-problem{padding:.6em;border:1px solid #cf222e;color:#cf222e;background:rgba(248,81,73,.08)}
+.rl-note{color:var(--rl-mute)}.rl-error-text{color:var(--rl-red)}
+.rl-problem{padding:.6em;border:1px solid var(--rl-red);color:var(--rl-red);background:rgba(248,81,73,.08)}
 .rl-body{display:grid;grid-template-columns:minmax(16em,max-content) minmax(0,1fr);gap:8px;align-items:start}
 .rl-toolbar{display:flex;gap:.5em;align-items:center;flex-wrap:wrap;margin:2px 0 4px}
 .rl-btn{font:inherit;padding:1px 8px;border:1px solid var(--rl-line);background:var(--rl-bg2);
 color:var(--rl-fg);border-radius:3px;cursor:pointer}
 .rl-btn:disabled{opacity:.5;cursor:default}
 .rl-stages{max-height:620px;overflow:auto;border:1px solid var(--rl-line)}
-.rl-stage-table{border-collapse:collapse;width:100%;outline:none}
+.rl-stage-table{border-collapse:collapse;width:100%}
 .rl-stage-table th{position:sticky;top:0;background:var(--rl-bg2);text-align:left;font-weight:600}
 .rl-stage-table td,.rl-stage-table th{padding:1px 5px;border-bottom:1px solid var(--rl-line);white-space:nowrap}
 .rl-stage-table tr{cursor:pointer}.rl-stage-table tr.unchanged td{color:var(--rl-mute)}
-.rl-stage-table tr.selected td{background:rgba(9,105,218,.15)}
-.rl-stage-name{max-width:14em;overflow:hidden;text-overflow:ellipsis}
-.rl-mark-changed{color:#9a6700}.rl-mark-same{color:var(--rl-mute)}.rl-group{color:var(--rl-mute);font-size:.85em}
-.rl-unavailable{color:#bc4c00}.rl-num{text-align:right;font-variant-numeric:tabular-nums}
+.rl-stage-table tr.selected td{background:var(--rl-sel)}
+.rl-stage-table td.rl-stage-name{min-width:10em;max-width:26em;white-space:normal;overflow-wrap:anywhere}
+.rl-stage-table tr.rl-compared td{box-shadow:inset 0 -1px 0 var(--rl-accent)}
+.rl-compared-mark{display:inline-block;margin:0 .3em;padding:0 .35em;border:1px solid var(--rl-accent);border-radius:3px;
+font-size:.8em;line-height:1.3;color:var(--rl-fg)}
+.rl-mark-changed{color:var(--rl-amber)}.rl-mark-same{color:var(--rl-mute)}.rl-group{color:var(--rl-mute);font-size:.85em}
+.rl-unavailable{color:var(--rl-orange)}.rl-num{text-align:right;font-variant-numeric:tabular-nums}
 td.up{background:var(--rl-add)}td.down{background:var(--rl-del)}
 .rl-hide-unchanged{padding:2px 4px;margin:0;background:var(--rl-bg2)}
 .rl-tabs{display:flex;gap:2px;border-bottom:1px solid var(--rl-line);flex-wrap:wrap}
@@ -51,20 +74,20 @@ font:12px/18px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Conso
 .rl-diff-summary{padding:2px 0 4px;font-weight:500}
 .rl-text-head{color:var(--rl-mute);padding:2px 0}
 .rl-loading .rl-vlist{opacity:.5}
-/* The colours JupyterLab's editors give the same tokens (src/language.ts), in any theme. */
-.rl-explorer .o{color:var(--jp-mirror-editor-keyword-color,#8250df);font-weight:600}
-.rl-explorer .d{color:var(--jp-mirror-editor-tag-color,#953800)}
-.rl-explorer .v{color:var(--jp-mirror-editor-variable-2-color,#0550ae)}
-.rl-explorer .b{color:var(--jp-mirror-editor-string-2-color,#116329)}
-.rl-explorer .s{color:var(--jp-mirror-editor-def-color,#cf222e)}
-.rl-explorer .t{color:var(--jp-mirror-editor-builtin-color,#0a3069)}
-.rl-explorer .a{color:var(--jp-mirror-editor-attribute-color,#6639ba)}
-.rl-explorer .k{color:var(--jp-mirror-editor-property-color,#57606a)}
-.rl-explorer .w{color:var(--jp-mirror-editor-atom-color,#cf222e)}
-.rl-explorer .q{color:var(--jp-mirror-editor-string-color,#0a3069)}
-.rl-explorer .n{color:var(--jp-mirror-editor-number-color,#0550ae)}
-.rl-explorer .c{color:var(--jp-mirror-editor-comment-color,#6e7781);font-style:italic}
-.rl-explorer .l{color:var(--jp-mirror-editor-meta-color,#8c959f)}
+/* MLIR token colours (the editor's classes, src/language.ts), the theme's set. */
+.rl-explorer .o{color:var(--rl-tk-o);font-weight:600}
+.rl-explorer .d{color:var(--rl-tk-d)}
+.rl-explorer .v{color:var(--rl-tk-v)}
+.rl-explorer .b{color:var(--rl-tk-b)}
+.rl-explorer .s{color:var(--rl-tk-s)}
+.rl-explorer .t{color:var(--rl-tk-t)}
+.rl-explorer .a{color:var(--rl-tk-a)}
+.rl-explorer .k{color:var(--rl-tk-k)}
+.rl-explorer .w{color:var(--rl-tk-w)}
+.rl-explorer .q{color:var(--rl-tk-q)}
+.rl-explorer .n{color:var(--rl-tk-n)}
+.rl-explorer .c{color:var(--rl-tk-c);font-style:italic}
+.rl-explorer .l{color:var(--rl-tk-c)}
 .rl-explorer .el{color:var(--rl-mute);font-style:italic}
 .rl-panzoom{position:relative;height:480px;overflow:hidden;border:1px solid var(--rl-line);
 background:#fff;cursor:grab;touch-action:none}
@@ -81,6 +104,9 @@ background:#fff;cursor:grab;touch-action:none}
 .rl-explorer .rl-signature td,.rl-explorer .rl-signature th,.rl-explorer .rl-xla-facts td,
 .rl-explorer .rl-xla-facts th{border:1px solid var(--rl-line);padding:1px 6px;text-align:left}
 .rl-metrics{overflow:auto;max-height:620px}.rl-ops td{text-align:right}
+.rl-explorer .rl-ops thead th{vertical-align:bottom;text-align:right}
+.rl-col-index{display:block}.rl-col-name{display:block;max-width:9em;font-weight:400;font-size:.85em;
+white-space:normal;overflow-wrap:anywhere;color:var(--rl-mute)}
 .rl-ops .selected{outline:2px solid var(--rl-accent);outline-offset:-2px}
 .rl-sticky{position:sticky;left:0;background:var(--rl-bg2)}.rl-total th,.rl-total td{font-weight:600}
 .rl-bars{max-height:360px;overflow:auto}
@@ -91,21 +117,21 @@ background:#fff;cursor:grab;touch-action:none}
 background:var(--rl-bg2);border:1px solid var(--rl-line);margin-bottom:4px}
 .rl-pipeline{flex:1 1 18em;min-width:12em;font:12px var(--jp-code-font-family,monospace)}
 .rl-status{padding:3px 6px;margin-bottom:4px;border:1px solid var(--rl-line)}
-.rl-status[data-state=error]{border-color:#cf222e;color:#cf222e;background:rgba(248,81,73,.08);
+.rl-status[data-state=error]{border-color:var(--rl-red);color:var(--rl-red);background:rgba(248,81,73,.08);
 white-space:pre-wrap}
 .rl-status progress{margin-right:.6em;vertical-align:middle}
 .rl-tools{display:inline-flex;gap:.4em;align-items:center;margin-left:auto}
 .rl-verify-note{padding:3px 6px;margin-bottom:4px;border:1px solid var(--rl-line);background:var(--rl-bg2)}
-.rl-verify-wrong{color:#cf222e;font-weight:600}.rl-verify-slower{color:#9a6700;font-weight:600}
-.rl-verify-ok{color:#1a7f37}
+.rl-verify-wrong{color:var(--rl-red);font-weight:600}.rl-verify-slower{color:var(--rl-amber);font-weight:600}
+.rl-verify-ok{color:var(--rl-green)}
 .rl-stage-table td.rl-verdict{text-align:right;font-variant-numeric:tabular-nums}
-.rl-stage-table td.rl-ok{color:#1a7f37}.rl-stage-table td.rl-bad{color:#cf222e;font-weight:600}
-.rl-stage-table td.rl-slower{color:#9a6700;font-weight:600}
+.rl-stage-table td.rl-ok{color:var(--rl-green)}.rl-stage-table td.rl-bad{color:var(--rl-red);font-weight:600}
+.rl-stage-table td.rl-slower{color:var(--rl-amber);font-weight:600}
 .rl-stage-table tr.rl-first-wrong td{box-shadow:inset 0 -2px 0 #cf222e;background:rgba(248,81,73,.12)}
 .rl-stage-table tr.rl-first-slower:not(.rl-first-wrong) td{box-shadow:inset 0 -2px 0 #bf8700;
 background:rgba(212,167,44,.15)}
-.rl-verify-mark{font-size:.85em;font-weight:600;color:#cf222e}
-.rl-first-slower:not(.rl-first-wrong) .rl-verify-mark{color:#9a6700}
+.rl-verify-mark{font-size:.85em;font-weight:600;color:var(--rl-red)}
+.rl-first-slower:not(.rl-first-wrong) .rl-verify-mark{color:var(--rl-amber)}
 .rl-bisect{padding:4px 6px;margin-bottom:4px;border:1px solid var(--rl-line);border-left:4px solid #cf222e}
 .rl-bisect-none{border-left-color:var(--rl-mute)}.rl-culprit{font-weight:600}
 .rl-bisect table{border-collapse:collapse;margin:4px 0}.rl-bisect td,.rl-bisect th{border:1px solid var(--rl-line);
@@ -116,8 +142,8 @@ font:12px/1.4 var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consol
 .rl-file-tools{display:inline-flex;gap:.3em}.rl-find{display:inline-flex;gap:.2em;align-items:center}
 .rl-find-input{font:inherit;width:12em;padding:0 4px;border:1px solid var(--rl-line);background:var(--rl-bg);color:var(--rl-fg)}
 .rl-find-count{min-width:5em}.rl-text-bar .rl-text-head{flex:1 1 auto;padding:0}
-.rl-explorer mark.rl-hit{background:rgba(212,167,44,.45);color:inherit;border-radius:2px}
-.rl-explorer mark.rl-hit-current{background:rgba(255,140,0,.85);outline:1px solid #bc4c00}
+.rl-explorer mark.rl-hit{background:var(--rl-hit);color:inherit;border-radius:2px}
+.rl-explorer mark.rl-hit-current{background:#ffa940;color:#111;outline:1px solid #bc4c00}
 .rl-copy-note{padding:3px 6px;margin:2px 0;border:1px solid var(--rl-line);background:var(--rl-bg2)}
 .rl-copy-note .rl-close{margin-left:.6em;padding:0 5px}
 .rl-copy-box{display:block;width:100%;margin-top:4px;font:12px var(--jp-code-font-family,monospace);
@@ -131,9 +157,9 @@ background:var(--rl-bg);color:var(--rl-fg)}
 .rl-vrows .fold.rl-hlo-tables{font-size:12px}
 .rl-bench-summary{margin:0 0 4px;padding:2px 6px;border-left:3px solid var(--rl-accent);background:var(--rl-bg2)}
 .rl-bench-summary .rl-note{color:var(--rl-fg)}
-.rl-timing tr.rl-noisy td{color:#9a6700}.rl-skipped{margin:2px 0 6px;padding-left:1.4em}
+.rl-timing tr.rl-noisy td{color:var(--rl-amber)}.rl-skipped{margin:2px 0 6px;padding-left:1.4em}
 .rl-diff-text .add{background:var(--rl-add)}.rl-diff-text .del{background:var(--rl-del)}
-`;
+` + GRAPH_CSS;
 
 const STYLE_ID = 'reactant-lab-explorer-style';
 

@@ -5,6 +5,7 @@
 import { codeLine, el, markMatches } from './dom';
 import { FileTools } from './files';
 import { Finder } from './find';
+import { markPicked, sourceMark, type LineSources } from './provenance';
 import { hloTableRuns } from './textops';
 import type { TextStore } from './texts';
 import { VirtualList } from './virtual';
@@ -24,6 +25,7 @@ export class TextView {
   private fileName = '';
   private heading = '';
   private opened = new Set<number>();
+  private sources: LineSources | null = null;
 
   constructor(private readonly kind: 'mlir' | 'hlo') {
     this.node = el('div', `rl-text rl-text-${kind}`);
@@ -86,6 +88,40 @@ export class TextView {
     this.draw(true);
   }
 
+  /** Where the lines' ops came from in Python (hover, gutter marks, the picked line's ops); set
+   * before `show`, or call `redraw` after. */
+  setSources(sources: LineSources | null): void {
+    this.sources = sources;
+  }
+
+  /** Draw again (sources or the picked line changed); with `reveal`, scroll to the first op of
+   * the picked line. */
+  redraw(reveal: boolean): void {
+    const src = this.sources;
+    if (reveal && src) {
+      const row = this.rows.findIndex(r => typeof r === 'number' && src.picked(src.at(r + 1)));
+      if (row >= 0) {
+        this.list.scrollTo(row);
+      }
+    }
+    this.draw(false);
+  }
+
+  /** Scroll to line `line` (1-based) and mark it (the graph's "IR line" link). */
+  revealLine(line: number): void {
+    const row = this.rows.findIndex(r => r === line - 1);
+    if (row < 0) {
+      return;
+    }
+    this.list.scrollTo(row);
+    this.list.node.querySelectorAll('.rl-revealed').forEach(n => n.classList.remove('rl-revealed'));
+    for (const ln of Array.from(this.list.node.querySelectorAll('.ln'))) {
+      if (ln.textContent?.trim() === String(line)) {
+        ln.parentElement?.classList.add('rl-revealed', 'rl-current');
+      }
+    }
+  }
+
   dispose(): void {
     this.token++;
     this.list.dispose();
@@ -137,6 +173,18 @@ export class TextView {
       }
       const row = el('div', 'r');
       row.appendChild(el('span', 'ln', String(r + 1).padStart(digits)));
+      const src = this.sources;
+      const k = src ? src.at(r + 1) : 0;
+      const mark = sourceMark(src, k);
+      if (mark) {
+        row.appendChild(mark);
+      }
+      if (src && k) {
+        row.title = src.describe(k);
+        if (src.picked(k)) {
+          markPicked(row);
+        }
+      }
       const cell = codeLine(lines[r], [], { highlight, focus: this.finder.focus(index, 0) });
       const hits = this.finder.hits(index, 0);
       markMatches(cell, hits.ranges, hits.current);

@@ -1,0 +1,48 @@
+// The interactive graph's stylesheet (part of the explorer's, see style.ts): JupyterLab's theme
+// colours through the explorer's --rl-* variables, so that the graph follows a dark theme.
+
+export const GRAPH_CSS = `
+.rl-graph-pane{display:grid;grid-template-columns:minmax(0,1fr) auto;gap:6px;align-items:start}
+.rl-gview{height:min(72vh,640px);min-height:240px;overflow:auto;border:1px solid var(--rl-line);
+background:var(--rl-bg);resize:vertical;outline:none;cursor:grab}
+.rl-gview:focus-visible{outline:2px solid var(--rl-accent)}
+.rl-gsvg{display:block;font:11px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace)}
+.rl-gn{cursor:pointer}
+.rl-gn:focus{outline:none}
+.rl-gbox{fill:var(--rl-bg);stroke:var(--rl-mute);stroke-width:1}
+.rl-gt{fill:var(--rl-fg)}
+.rl-gt0{font-weight:600}
+.k-arg .rl-gbox{fill:color-mix(in srgb,var(--rl-accent) 16%,var(--rl-bg));stroke:var(--rl-accent)}
+.k-result .rl-gbox{fill:color-mix(in srgb,#2da44e 20%,var(--rl-bg));stroke:#2da44e}
+.m-mutated .rl-gbox,.m-writes-back .rl-gbox{fill:color-mix(in srgb,#e16f24 22%,var(--rl-bg));stroke:#e16f24;stroke-width:2}
+.m-donated .rl-gbox,.m-preserved .rl-gbox{stroke-dasharray:4 2}
+.m-unused .rl-gt{fill:var(--rl-mute)}
+.k-region>.rl-gbox{fill:color-mix(in srgb,var(--rl-fg) 3%,var(--rl-bg));stroke-dasharray:5 3}
+.k-collapsed .rl-gbox{fill:color-mix(in srgb,var(--rl-fg) 7%,var(--rl-bg));stroke-width:1.5}
+.k-entry .rl-gbox,.k-return .rl-gbox{stroke-dasharray:2 2}
+.k-entry .rl-gt,.k-return .rl-gt{fill:var(--rl-mute);font-weight:400}
+.rl-gtoggle{fill:var(--rl-accent)}
+.rl-gframe{fill:none;stroke:var(--rl-line);stroke-dasharray:3 3}
+.rl-gframe-label{fill:var(--rl-mute);font-size:10px}
+.rl-ge{fill:none;stroke:var(--rl-mute);stroke-width:1;opacity:.75}
+.rl-garrow{fill:var(--rl-mute)}
+.rl-gn:hover .rl-gbox{stroke:var(--rl-accent)}
+.rl-gn.sel .rl-gbox{stroke:var(--rl-accent);stroke-width:3}
+.rl-gn.hit .rl-gbox{stroke:#d4a72c;stroke-width:3}
+.rl-sliced .rl-gn:not(.in-slice){opacity:.25}
+.rl-sliced .rl-ge:not(.in-slice){opacity:.12}
+.rl-sliced .rl-ge.in-slice{stroke:var(--rl-accent);stroke-width:1.6;opacity:1}
+.rl-gpanel{width:22em;max-height:min(72vh,640px);overflow:auto;border:1px solid var(--rl-line);
+background:var(--rl-bg2);padding:4px 6px;font-size:12px}
+.rl-gp-head{display:flex;justify-content:space-between;gap:4px;font-weight:600;margin-bottom:4px;word-break:break-all}
+.rl-gp-row,.rl-gp-slice{margin:3px 0;display:flex;flex-wrap:wrap;gap:3px;align-items:baseline}
+.rl-gp-key{color:var(--rl-mute);min-width:6.5em}
+.rl-gpanel code{font:11px var(--jp-code-font-family,monospace);word-break:break-all;white-space:pre-wrap}
+.rl-gp-links{display:flex;flex-wrap:wrap;gap:2px}
+.rl-gp-link{font-size:11px;padding:0 4px}
+.rl-graph-search{font:inherit;width:14em;padding:1px 4px;border:1px solid var(--rl-line);
+background:var(--rl-bg);color:var(--rl-fg)}
+.rl-graph-tools{display:inline-flex;gap:.5em;align-items:center;flex-wrap:wrap}
+.rl-graph-progress{margin:4px 0;display:flex;gap:.5em;align-items:center}
+.rl-graph-bar-progress{width:16em}
+`;
