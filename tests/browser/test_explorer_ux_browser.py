@@ -136,6 +136,13 @@ def test_a_change_far_right_in_a_long_line_is_in_view(jupyterlab_server, lab_pag
     changed.locator(".cd.add .el").first.click()
     expect(explorer.locator(".rl-diff .cd.add.rl-whole")).to_have_count(1)
     expect(explorer.locator(".rl-diff .cd.add.rl-whole")).to_contain_text(line.strip())
+    # Both sides open, and scroll sideways together.
+    whole_new = explorer.locator(".rl-diff .cd.add.rl-whole")
+    whole_old = explorer.locator(".rl-diff .cd.del.rl-whole")
+    expect(whole_old).to_have_count(1)
+    whole_new.evaluate("e => { e.scrollLeft = 300; }")
+    page.wait_for_function("e => e.scrollLeft > 0", arg=whole_old.element_handle())
+    assert abs(whole_old.evaluate("e => e.scrollLeft") - whole_new.evaluate("e => e.scrollLeft")) < 2
 
     # Changed lines only; next / previous change, by button and key.
     rows = explorer.locator(".rl-diff .rl-vrows > *")

@@ -355,6 +355,13 @@ export class DiffView {
       node.addEventListener('click', ev => {
         if ((ev.target as HTMLElement).classList.contains('el') && c.line !== null) {
           this.whole.add(key);
+          if (r.type === 'pair') {  // both sides open, and scroll sideways together
+            for (const side of [r.left, r.right]) {
+              if (side.line !== null) {
+                this.whole.add(`${side.side}:${side.line}`);
+              }
+            }
+          }
           this.render(false);
         }
       });
@@ -362,7 +369,9 @@ export class DiffView {
     };
     const row = el('div', current ? 'r rl-current' : 'r');
     if (r.type === 'pair') {
-      row.append(num(r.left.line, 'before'), cell(r.left, 0), num(r.right.line, 'after'), cell(r.right, 1));
+      const [left, right] = [cell(r.left, 0), cell(r.right, 1)];
+      syncSideways(left, right);
+      row.append(num(r.left.line, 'before'), left, num(r.right.line, 'after'), right);
     } else {
       row.append(num(r.before, r.after === null ? 'before' : undefined), num(r.after, 'after'), el('span', 'mk', r.mark), cell(r.cell, 0));
     }
@@ -371,4 +380,20 @@ export class DiffView {
     }
     return row;
   }
+}
+
+/** An opened long line scrolls sideways together with its counterpart on the other side, so
+ * the change stays in view on both. */
+export function syncSideways(a: HTMLElement, b: HTMLElement): void {
+  let busy = false;
+  const follow = (from: HTMLElement, to: HTMLElement) => () => {
+    if (busy) {
+      return;
+    }
+    busy = true;
+    to.scrollLeft = from.scrollLeft;
+    busy = false;
+  };
+  a.addEventListener('scroll', follow(a, b));
+  b.addEventListener('scroll', follow(b, a));
 }
