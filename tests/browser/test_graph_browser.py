@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 import reactant_lab as rl
 from reactant_lab.render.payload import MIME_TYPE, build_payload
 from tests.browser.conftest import choose_no_kernel, open_in_lab, write_notebook
-from tests.browser.test_explorer_ux_browser import _theme
+from tests.browser.test_explorer_ux_browser import _shoot, _theme
 
 OPEN_TARGET_MS = 1_000
 
@@ -139,9 +139,9 @@ def test_a_thousand_op_graph_opens_fast_and_a_node_shows_its_source(
     text = explorer.locator(".rl-gsvg .rl-gn.k-op .rl-gt").first.evaluate(
         "t => getComputedStyle(t).fill")
     assert _luma(fill) < 0.3 and _luma(text) > 0.6, (fill, text)
-    explorer.locator(".rl-graph").screenshot(path=str(artifacts_dir / "graph-1000-dark.png"))
+    _shoot(explorer.locator(".rl-graph"), "graph-1000-dark")
     _theme(page, dark=False)
-    explorer.locator(".rl-graph").screenshot(path=str(artifacts_dir / "graph-1000-light.png"))
+    _shoot(explorer.locator(".rl-graph"), "graph-1000-light")
     assert not page.errors
 
 

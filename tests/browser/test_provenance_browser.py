@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.test_explorer_ux_browser import _shoot, _theme
 
 NAME = "provenance.ipynb"
 # Cell lines as JupyterLab numbers them: 1 is the %% line.
@@ -86,7 +87,10 @@ def test_ir_lines_link_to_the_cell_and_a_source_line_highlights_its_ops(
     summary = source.locator(".rl-source-summary").inner_text()
     assert re.match(rf"line {FMA_LINE}: \d+ ops? in stage 0 \(traced\), \d+ in stage \d+", summary), summary
     assert "ops per stage: 0: " in source.locator(".rl-source-stages").inner_text()
-    page.screenshot(path=str(artifacts_dir / "provenance-source-pick.png"))
+    _shoot(explorer, "provenance-source-light")
+    _theme(page, dark=True)
+    _shoot(explorer, "provenance-source-dark")
+    _theme(page, dark=False)
 
     # A click on a gutter mark picks its line.
     sine.locator(".rl-src").click()
@@ -105,4 +109,4 @@ def test_ir_lines_link_to_the_cell_and_a_source_line_highlights_its_ops(
     cells = diff.locator(".rl-src-hit", has_text="stablehlo.add")
     cells.first.wait_for(timeout=10_000)
     assert re.search(rf"Cell In\[\d+\]:{FMA_LINE}:", cells.first.get_attribute("title") or "")
-    page.screenshot(path=str(artifacts_dir / "provenance-diff.png"))
+    _shoot(explorer, "provenance-diff-light")
