@@ -22,7 +22,8 @@ RGBA = tuple[float, float, float, float]
 
 def parse_color(text: str) -> RGBA:
     """``#rgb``, ``#rrggbb``, ``#rrggbbaa``, ``rgb(r, g, b)`` or ``rgba(r, g, b, a)`` (also the
-    space-separated ``rgb(r g b / a)``) as (r, g, b, a), channels 0-255 and alpha 0-1."""
+    space-separated ``rgb(r g b / a)``) or ``color(srgb r g b [/ a])`` (channels 0-1) as
+    (r, g, b, a), channels 0-255 and alpha 0-1."""
     s = text.strip().lower()
     if s == "transparent":
         return (0.0, 0.0, 0.0, 0.0)
@@ -34,6 +35,13 @@ def parse_color(text: str) -> RGBA:
             raise ValueError(f"not a colour: {text!r}")
         r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
         return (float(r), float(g), float(b), int(h[6:8], 16) / 255 if len(h) == 8 else 1.0)
+    srgb = re.fullmatch(r"color\(srgb\s+([^)]*)\)", s)  # what color-mix() computes to
+    if srgb:
+        parts = [p for p in re.split(r"[\s/]+", srgb.group(1)) if p]
+        if len(parts) not in (3, 4):
+            raise ValueError(f"not a colour: {text!r}")
+        r, g, b = (float(p) * 255 for p in parts[:3])
+        return (r, g, b, float(parts[3]) if len(parts) == 4 else 1.0)
     m = re.fullmatch(r"rgba?\(([^)]*)\)", s)
     if not m:
         raise ValueError(f"not a colour: {text!r}")

@@ -8,6 +8,7 @@ test-artifacts/graph-open.json."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import nbformat
 import numpy as np
@@ -17,6 +18,7 @@ from playwright.sync_api import expect
 import reactant_lab as rl
 from reactant_lab.render.payload import MIME_TYPE, build_payload
 from tests.browser.conftest import choose_no_kernel, open_in_lab, write_notebook
+from tests.browser.contrast import contrast
 from tests.browser.test_explorer_ux_browser import _shoot, _theme
 
 OPEN_TARGET_MS = 1_000
@@ -139,10 +141,22 @@ def test_a_thousand_op_graph_opens_fast_and_a_node_shows_its_source(
     text = explorer.locator(".rl-gsvg .rl-gn.k-op .rl-gt").first.evaluate(
         "t => getComputedStyle(t).fill")
     assert _luma(fill) < 0.3 and _luma(text) > 0.6, (fill, text)
+    _labels_readable(explorer)
     _shoot(explorer.locator(".rl-graph"), "graph-1000-dark")
     _theme(page, dark=False)
+    _labels_readable(explorer)
     _shoot(explorer.locator(".rl-graph"), "graph-1000-light")
     assert not page.errors
+
+
+def _labels_readable(explorer: Any) -> None:
+    """WCAG AA contrast (4.5:1) between each kind of box and its label, in the current theme."""
+    for kind in ("k-op", "k-arg", "k-result", "k-collapsed", "k-entry"):
+        node = explorer.locator(f".rl-gsvg .rl-gn.{kind}").first
+        if node.count():
+            pair = node.evaluate("n => [getComputedStyle(n.querySelector('.rl-gt')).fill, "
+                                 "getComputedStyle(n.querySelector('.rl-gbox')).fill]")
+            assert contrast(*pair) >= 4.5, (kind, pair, contrast(*pair))
 
 
 def _luma(css: str) -> float:
