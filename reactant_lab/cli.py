@@ -119,8 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "NumPy and jax.jit, and print the table")
     p_bench.add_argument("--presets", nargs="+", default=["none", "all"], choices=list(PRESETS),
                          metavar="PRESET", help="presets to compile and time (default: none all)")
-    p_bench.add_argument("--baselines", nargs="*", default=["numpy", "jax"],
-                         choices=["numpy", "jax"], help="baselines (default: numpy jax)")
+    p_bench.add_argument("--baselines", nargs="*", default=None,
+                         choices=["numpy", "jax", "numba"],
+                         help="baselines (default: numpy jax, and numba where it is installed: "
+                              "pip install reactant-lab[numba])")
     p_bench.add_argument("--min-time", type=float, default=0.2,
                          help="seconds of samples per variant (default: 0.2)")
     p_bench.add_argument("--repeats", type=int, default=None, help="fixed number of samples")
@@ -319,14 +321,14 @@ def bisect_command(function: str, args_spec: str, *, metric: str, threshold: flo
 
 
 def bench_command(function: str, args_spec: str, presets: Sequence[str],
-                  baselines: Sequence[str], min_time: float, repeats: int | None,
+                  baselines: Sequence[str] | None, min_time: float, repeats: int | None,
                   json_path: str | None) -> int:
     """Benchmark ``FILE.py:FUNC`` on ``MAKE_ARGS()`` and print the table."""
     from reactant_lab.bench import bench
 
     fn, args = _load_target(function, args_spec)
     with _user_code(f"benchmarking {function} failed"):
-        result = bench(fn, *args, presets=tuple(presets), baselines=tuple(baselines),
+        result = bench(fn, *args, presets=tuple(presets), baselines=baselines,
                        min_time=min_time, repeats=repeats)
     print(result.table())
     if json_path:

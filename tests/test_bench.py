@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
-from reactant_lab.bench import BenchResult, Roofline, bench
+from reactant_lab.bench import BenchResult, Roofline, bench, default_baselines
 from reactant_lab.bench.measure import copies
 from reactant_lab.bench.result import make_row
 from reactant_lab.examples import EXAMPLES, mlp
@@ -72,6 +72,7 @@ def test_bench_mlp_rows(mlp_result):
         assert r.roofline_fraction > 0
         assert r.compile_s > 0
     assert "JAX code" in mlp_result.skipped["numpy"]
+    assert "numba" not in default_baselines() or "NumPy code only" in mlp_result.skipped["numba"]
     table = mlp_result.table()
     for word in ("none", "all", "jax", "skipped numpy", "roofline"):
         assert word in table
@@ -165,12 +166,15 @@ def test_numpy_kernel_benchmarks_against_numpy_and_skips_jax(rng):
     before = u.copy()
     result = bench(smooth, u, 8, min_time=0.02, roofline=False)
     assert result.mode == "numpy"
-    assert [r.name for r in result.rows] == ["none", "all", "numpy"]
+    numba = ["numba"] if "numba" in default_baselines() else []  # where it is installed
+    assert [r.name for r in result.rows] == ["none", "all", "numpy", *numba]
     assert result.reference == "numpy" and result.row("numpy").ratio == 1.0
     assert "jax.jit cannot trace" in result.skipped["jax"]
     assert "immutable" in result.skipped["jax"] or "in-place" in result.skipped["jax"]
     np.testing.assert_array_equal(u, before)  # the caller's array is never the one timed
     assert result.row("numpy").flops == result.row("none").flops  # same work, NumPy's time
+    for name in numba:
+        assert result.row(name).flops == result.row("none").flops and result.row(name).compile_s
 
 
 def test_plot_returns_a_matplotlib_figure(mlp_result):

@@ -15,7 +15,7 @@ from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 import reactant_lab as rl
-from reactant_lab.bench import BenchResult
+from reactant_lab.bench import BenchResult, default_baselines
 from reactant_lab.errors import ControlFlowError, PassFailedError, PipelineError
 from reactant_lab.notebook import last_explorations
 from reactant_lab.notebook.session import CellFunction
@@ -340,9 +340,26 @@ def test_reactant_bench_times_the_compiled_call_beside_its_baselines(shell, rng)
     result, _, _ = run(shell, "%reactant_bench --repeats 3 --presets all f(x)")
     assert result.success, result.error_in_exec
     res = result.result
-    assert isinstance(res, BenchResult) and [r.name for r in res.rows] == ["all", "numpy", "jax"]
+    numba = ["numba"] if "numba" in default_baselines() else []  # where it is installed
+    assert isinstance(res, BenchResult)
+    assert [r.name for r in res.rows] == ["all", "numpy", "jax", *numba]
     assert all(len(r.samples_s) == 3 for r in res.rows)
     assert "<table" in shell.display_formatter.formatters["text/html"].lookup(res)(res)
+
+
+def test_reactant_bench_takes_the_numba_baseline(shell, rng):
+    from reactant_lab.bench.numba_baseline import NOT_INSTALLED, available
+
+    shell.push({"x": rng.random(64)})
+    assert run(shell, "def f(v):\n    return (v * v).sum() + 1\n")[0].success
+    result, _, _ = run(shell, "%reactant_bench --repeats 3 --presets all --baselines numba f(x)")
+    assert result.success, result.error_in_exec
+    res = result.result
+    if available():
+        assert [r.name for r in res.rows] == ["all", "numba"] and res.reference == "numba"
+        assert res.row("numba").compile_s > 0
+    else:
+        assert res.skipped["numba"] == NOT_INSTALLED
 
 
 def test_bench_option_adds_the_timing_panel(shell, rng):
@@ -351,7 +368,11 @@ def test_bench_option_adds_the_timing_panel(shell, rng):
     assert result.success, result.error_in_exec
     [bundle] = [o for o in outputs if MIME_TYPE in o]
     payload = bundle[MIME_TYPE]
-    assert {r["name"] for r in payload["bench"]["rows"]} == {"none", "all", "numpy", "jax"}
+    numba = {"numba"} if "numba" in default_baselines() else set()  # where it is installed
+    assert {r["name"] for r in payload["bench"]["rows"]} == {"none", "all", "numpy", "jax", *numba}
+    if numba:
+        assert payload["run"]["numba_median_seconds"] > 0
+        assert "numba" in bundle["text/plain"]
     assert payload["run"]["median_seconds"] > 0 and payload["run"]["samples"] == 3
     assert "Benchmark" in bundle["text/html"] and "numpy" in bundle["text/plain"]
 

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from reactant_lab import backend
+from reactant_lab.bench import numba_baseline
 from reactant_lab.bench.measure import (
     Inputs,
     Variant,
@@ -28,17 +29,25 @@ from reactant_lab.explore import ExploreOptions, build_from_trace
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.trace import Traced, trace
 
-__all__ = ["BenchResult", "BenchRow", "Roofline", "bench", "calibrate"]
+__all__ = ["BenchResult", "BenchRow", "Roofline", "bench", "calibrate", "default_baselines"]
 
-BASELINES = ("numpy", "jax")
+BASELINES = ("numpy", "jax", "numba")
+"""Every baseline name; ``default_baselines()`` are those timed when none are named."""
+_EAGER = ("numpy", "numba")
+"""Baselines that run the user's NumPy code itself: no cost model, the same work as ours."""
 _PROGRESS_AFTER_S = 2.0
 
 _Cost = tuple[float | None, float | None]
 """(flops, bytes accessed) from a cost model; None where it gives none."""
 
 
+def default_baselines() -> tuple[str, ...]:
+    """``numpy`` and ``jax``, and ``numba`` where it is installed (the extra ``numba``)."""
+    return BASELINES if numba_baseline.available() else ("numpy", "jax")
+
+
 def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", "all"),
-          baselines: Sequence[str] = BASELINES, repeats: int | None = None,
+          baselines: Sequence[str] | None = None, repeats: int | None = None,
           min_time: float = 0.2, warmup: int = 3, device: Any | None = None,
           roofline: bool = True, progress: bool | None = None, exclude_patterns: Any = (),
           patterns: Any = None, exact: bool = False, **kwargs: Any) -> BenchResult:
@@ -48,11 +57,16 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     untouched beside the default (which leaves out the patterns measured wrong, crashing or slow here);
     ``exclude_patterns`` / ``patterns`` / ``exact`` apply to every preset, as in ``jit``.
 
-    Baselines: ``numpy`` runs the function eagerly on copies of NumPy inputs (NumPy-mode code
-    only), ``jax`` is ``jax.jit`` of the function. Warm-up runs are not counted, each sample is
+    Baselines (default ``default_baselines()``): ``numpy`` runs the function eagerly on copies of
+    NumPy inputs (NumPy-mode code only), ``jax`` is ``jax.jit`` of the function, ``numba`` is
+    ``numba.njit`` of the function on copies of NumPy inputs (NumPy-mode code only; its compile,
+    the first call, is timed apart as its compile time and its result checked against NumPy's;
+    skipped with numba's reason where it refuses the code; ``pip install reactant-lab[numba]``).
+    Ratios are taken against the first baseline measured. Warm-up runs are not counted, each sample is
     synchronized, variants are sampled round-robin, small inputs rotate among copies, and
     functions that update their arguments get fresh copies per call (copying is not timed).
     """
+    baselines = default_baselines() if baselines is None else tuple(baselines)
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)
     traced = _trace_for_device(fn, args, kwargs, dev)
@@ -69,8 +83,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
         compile_s[name] = c_s
         if cost is not None:
             costs[name] = cost
-    if costs.get("numpy") is None:  # NumPy has no cost model: it does the same work as ours
-        costs["numpy"] = next((c for c in costs.values() if c is not None), (None, None))
+    same_work = next((c for c in costs.values() if c is not None), (None, None))
+    for name in _EAGER:  # NumPy and Numba have no cost model: they do the same work as ours
+        costs.setdefault(name, same_work)
     rows = _measure(variants, repeats, min_time, warmup, progress, compile_s, costs,
                     calibrate(dev) if roofline else None, set(presets))
     reference = next((b for b in baselines if b not in skipped), None)
@@ -149,6 +164,9 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
               kwargs: dict[str, Any], dev: Any
               ) -> tuple[Variant, float | None, _Cost | None] | str:
     """(variant, compile seconds, (flops, bytes)) or the reason it cannot run."""
+    if name == "numba":
+        made = numba_baseline.numba_variant(fn, traced, args, kwargs)
+        return made if isinstance(made, str) else (made[0], made[1], None)
     if name == "numpy":
         if traced.mode != "numpy":
             return ("the function is JAX code (traced in JAX mode); there is no NumPy eager "
@@ -163,9 +181,7 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
                 *args, **kwargs).compile()
     except Exception as exc:  # whatever JAX raises on code it cannot trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        if len(first) > 400:  # keep whole sentences
-            cut = first[:400].rfind(". ")
-            first = first[:cut + 1] if cut > 0 else first[:400] + "…"
+        first = numba_baseline.whole(first)  # keep whole sentences
         return f"jax.jit cannot trace the function: {type(exc).__name__}: {first}"
     seconds = time.perf_counter() - start
     cost = compiled.cost_analysis() or {}

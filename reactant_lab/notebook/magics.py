@@ -17,7 +17,7 @@ from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, 
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from reactant_lab.bench import BASELINES, BenchResult, bench
+from reactant_lab.bench import BenchResult, bench
 from reactant_lab.errors import PipelineError, ReactantLabError, UnknownPresetError
 from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
@@ -169,8 +169,10 @@ class ReactantMagics(Magics):
     @magic_arguments()
     @argument("--presets", default="none,all", metavar="P1,P2",
               help="optimize presets to time (default none,all)")
-    @argument("--baselines", default=",".join(BASELINES), metavar="B1,B2",
-              help="baselines to time beside them: numpy (NumPy code only), jax (jax.jit)")
+    @argument("--baselines", default=None, metavar="B1,B2",
+              help="baselines to time beside them: numpy (NumPy code only), jax (jax.jit), "
+                   "numba (numba.njit of NumPy code; pip install reactant-lab[numba]); default "
+                   "numpy,jax, and numba where it is installed")
     @argument("--repeats", type=int, default=None, metavar="N",
               help="samples per variant (default: as many as --min-time allows)")
     @argument("--min-time", type=float, default=0.2, metavar="SECONDS",
@@ -188,7 +190,8 @@ class ReactantMagics(Magics):
         install_error_panel(self.shell)
         fn, call_args, call_kwargs = self._evaluate_call(call)
         return bench(fn, *call_args, presets=_names(args.presets),
-                     baselines=_names(args.baselines), repeats=args.repeats,
+                     baselines=None if args.baselines is None else _names(args.baselines),
+                     repeats=args.repeats,
                      min_time=args.min_time, device=args.device, **call_kwargs)
 
     @magic_arguments()
