@@ -125,6 +125,21 @@ def test_rerun_with_another_preset_reports_progress_then_replaces_the_payload(ex
     assert w.exploration.stages.optimize == "none"
 
 
+def test_a_rerun_sends_the_bundle_the_notebook_saves_and_redisplays_it(exploration):
+    w = ExplorerWidget(exploration)
+    assert w.saved == {}  # the cell's own output holds the first run's bundle
+    order = []
+    w.observe(lambda change: order.append(change["name"]), names=["saved", "payload"])
+    send(w, {"command": "rerun", "optimize": "none", "granularity": "stage", "no_nan": False,
+             "pipeline": None})
+    assert order == ["saved", "payload"]  # the front end saves both when the payload changes
+    assert set(w.saved) == {"text/html", "text/plain"}
+    assert "optimize=none" in w.saved["text/html"] and "<script" not in w.saved["text/html"]
+    assert "traced" in w.saved["text/plain"]
+    data, _ = w._repr_mimebundle_()
+    assert data[MIME_TYPE] == w.payload and "optimize=none" in data["text/html"]
+
+
 def test_rerun_by_pass_and_with_a_pipeline(exploration):
     w = ExplorerWidget(exploration)
     send(w, {"command": "rerun", "optimize": "all", "granularity": "pass", "no_nan": True,

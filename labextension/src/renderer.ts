@@ -4,7 +4,17 @@
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { Panel, Widget } from '@lumino/widgets';
-import { renderExplorer, MIME_TYPE, type ExplorerHandle, type ExplorerPayload } from './explorer';
+import {
+  ASK_EVENT,
+  LIVE_VIEW_CLASS,
+  MIME_TYPE,
+  renderExplorer,
+  SHOWN_EVENT,
+  type ExplorerHandle,
+  type ExplorerPayload,
+  type ShownDetail
+} from './explorer';
+import { shownData } from './shown';
 
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 /** How long a saved explorer waits for the notebook's widget manager (kernel start included). */
@@ -50,6 +60,7 @@ export class NotebookExplorerRenderer extends Panel implements IRenderMime.IRend
   private live: Widget | null = null;
   private saved: ExplorerRenderer | null = null;
   private observer: MutationObserver | null = null;
+  private model: IRenderMime.IMimeModel | null = null;
 
   /** `unbound()` is the application-wide widget renderer factory: it has no widget manager, so
    * the notebook's own factory (installed once its kernel is connected) must be used. */
@@ -60,9 +71,11 @@ export class NotebookExplorerRenderer extends Panel implements IRenderMime.IRend
   ) {
     super();
     this.addClass('jp-RenderedReactantLabExplorer');
+    this.node.addEventListener(SHOWN_EVENT, this.onShown);
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
+    this.model = model;
     if (this.live) {
       return;
     }
@@ -89,8 +102,25 @@ export class NotebookExplorerRenderer extends Panel implements IRenderMime.IRend
 
   dispose(): void {
     this.observer?.disconnect();
+    this.node.removeEventListener(SHOWN_EVENT, this.onShown);
+    this.model = null;
     super.dispose();
   }
+
+  /** The live widget shows another payload (a re-run): the output saves it, so that the saved
+   * notebook holds what is on screen. Setting the output model's data re-renders this output
+   * (which keeps the live view) and updates the notebook's document. */
+  private readonly onShown = (event: Event): void => {
+    const detail = (event as CustomEvent<ShownDetail>).detail;
+    const model = this.model;
+    if (!this.live || !model || !detail?.payload) {
+      return;
+    }
+    const data = shownData(model.data, detail);
+    if (data) {
+      model.setData({ data: data as IRenderMime.IMimeModel['data'] });
+    }
+  };
 
   /** Ask the notebook's widget renderer for the view; true when it is shown. */
   private async tryWidget(model: IRenderMime.IMimeModel): Promise<boolean> {
@@ -139,6 +169,8 @@ export class NotebookExplorerRenderer extends Panel implements IRenderMime.IRend
     this.saved = null;
     this.live = renderer;
     this.addWidget(renderer);
+    // The view says what it shows (a re-run made before the page was reloaded, say).
+    renderer.node.querySelectorAll(`.${LIVE_VIEW_CLASS}`).forEach(view => view.dispatchEvent(new CustomEvent(ASK_EVENT)));
   }
 }
 

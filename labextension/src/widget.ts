@@ -1,11 +1,12 @@
 // The anywidget front end of reactant_lab.notebook.widget.ExplorerWidget: the shared explorer,
 // fed by the synced `payload`, `status` and `result` traits; commands go back as messages.
 
-import { renderExplorer } from './explorer';
-import type { BisectEntry, ExplorerCommand, ExplorerPayload, ExplorerResult, ExplorerStatus } from './explorer';
+import { ASK_EVENT, LIVE_VIEW_CLASS, renderExplorer, SHOWN_EVENT } from './explorer';
+import type { BisectEntry, ExplorerCommand, ExplorerPayload, ExplorerResult, ExplorerStatus, ShownDetail } from './explorer';
 
 interface AnyModel {
   get(name: 'payload'): ExplorerPayload;
+  get(name: 'saved'): Record<string, string> | null | undefined;
   get(name: 'status'): ExplorerStatus;
   get(name: 'result'): ExplorerResult;
   get(name: 'bisect'): BisectEntry | null | undefined;
@@ -49,9 +50,15 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
       }
     }
   });
+  /** Tell the output around the view what it shows (see SHOWN_EVENT). */
+  const announce = () => {
+    const detail: ShownDetail = { payload: model.get('payload'), saved: model.get('saved') ?? {} };
+    el.dispatchEvent(new CustomEvent<ShownDetail>(SHOWN_EVENT, { bubbles: true, detail }));
+  };
   const onPayload = () => {
     clearTimeout(waiting);
     handle.update(model.get('payload'));
+    announce();
   };
   const onStatus = () => {
     clearTimeout(waiting);
@@ -66,12 +73,18 @@ function render({ model, el }: { model: AnyModel; el: HTMLElement }): () => void
   const onBisect = () => handle.showBisect(model.get('bisect') ?? null);
   onStatus();
   onBisect();
+  // The notebook's renderer asks once it shows the view (after a reload: a re-run made before
+  // it is saved too).
+  el.classList.add(LIVE_VIEW_CLASS);
+  el.addEventListener(ASK_EVENT, announce);
+  window.setTimeout(announce, 0);
   model.on('change:payload', onPayload);
   model.on('change:status', onStatus);
   model.on('change:result', onResult);
   model.on('change:bisect', onBisect);
   return () => {
     clearTimeout(waiting);
+    el.removeEventListener(ASK_EVENT, announce);
     model.off('change:payload', onPayload);
     model.off('change:status', onStatus);
     model.off('change:result', onResult);

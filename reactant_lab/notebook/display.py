@@ -18,7 +18,7 @@ from reactant_lab.errors import (
 )
 from reactant_lab.explore import Exploration
 from reactant_lab.render.highlight import esc
-from reactant_lab.render.payload import MIME_TYPE, PayloadOptions
+from reactant_lab.render.payload import MIME_TYPE, PayloadOptions, notebook_payload
 from reactant_lab.render.texts import TextStore, decode_text
 
 __all__ = ["MIME_TYPE", "cell_file_labels", "error_bundle", "explorer_bundle", "explorer_payload",
@@ -106,8 +106,10 @@ def explorer_payload(ex: Exploration, *, bench: BenchResult | None = None,
 def explorer_bundle(ex: Exploration, *, bench: BenchResult | None = None,
                     labels: dict[str, str] | None = None,
                     payload: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The display bundle: the payload under the explorer's MIME type, a script-free HTML report
-    (for nbconvert, VS Code, GitHub and anything without the explorer) and a text summary."""
+    """The display bundle: the payload under the explorer's MIME type (as ``notebook_payload``
+    trims it: what the explorer reads), a script-free HTML report in brief (for nbconvert, VS
+    Code, GitHub and anything without the explorer; made from the whole ``payload``) and a text
+    summary. ``payload``: the whole payload when already made (``explorer_payload``)."""
     from reactant_lab.render.bench_chart import result_html
     from reactant_lab.render.report import report_fragment
 
@@ -115,7 +117,8 @@ def explorer_bundle(ex: Exploration, *, bench: BenchResult | None = None,
     html = report_fragment(payload, "rl-" + uuid.uuid4().hex[:10])
     if bench is not None:
         html += f"<h2>Benchmark</h2>{result_html(bench)}"
-    return {MIME_TYPE: payload, "text/html": html, "text/plain": summary_text(ex, bench)}
+    return {MIME_TYPE: notebook_payload(payload), "text/html": html,
+            "text/plain": summary_text(ex, bench)}
 
 
 def summary_text(ex: Exploration, bench: BenchResult | None = None) -> str:

@@ -17,11 +17,18 @@ kernel is replaced, and in a notebook opened with no kernel at all, the saved ex
 no kernel is started). Without the extension (nbconvert, VS Code, GitHub) the HTML shows.
 
 Protocol (docs/widget-protocol.md): the synced traits are ``payload`` (the explorer payload,
-schema 1), ``status`` (``{"state": "idle" | "running" | "error", "message", "progress"}``),
-``result`` (``{"id", "kind": "diff" | "slice" | "error", "data"}``, the answer to the last
-request) and ``bisect`` (the last bisection's ``BisectEntry``, or None). The front end sends
+schema 1, as ``notebook_payload`` trims it), ``saved`` (the output's HTML fallback and text
+summary for that payload, after a re-run), ``status`` (``{"state": "idle" | "running" |
+"error", "message", "progress"}``), ``result`` (``{"id", "kind": "diff" | "slice" | "error",
+"data"}``, the answer to the last request) and ``bisect`` (the last bisection's
+``BisectEntry``, or None). The front end sends
 ``{"command": "rerun" | "diff" | "slice" | "verify" | "bisect", ...}`` messages; verify and
 bisect need the call's ``example`` (the magics give it).
+
+Saved = on screen: the output keeps the bundle of the cell's run, so after a re-run (or verify)
+the extension's notebook renderer writes the new ``payload`` and ``saved`` into the output's data
+(the widget view announces them with a DOM event, labextension/src/widget.ts): saving the
+notebook then stores what is on screen.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import traitlets
 
 from reactant_lab.errors import GraphTooLargeError, ReactantLabError
 from reactant_lab.render.explorer import graph_svg
+from reactant_lab.render.payload import notebook_payload
 
 if TYPE_CHECKING:
     from reactant_lab.bench import BenchResult
@@ -86,7 +94,10 @@ class ExplorerWidget(anywidget.AnyWidget):
     ``no_nan`` or pass pipeline without re-running the cell."""
 
     payload = traitlets.Dict().tag(sync=True)
-    """The explorer payload (docs/explorer-schema.md)."""
+    """The explorer payload (docs/explorer-schema.md), as a notebook saves it."""
+    saved = traitlets.Dict().tag(sync=True)
+    """The rest of the output's bundle for ``payload`` (``text/html``, ``text/plain``): empty
+    until a re-run replaces the cell's own; the front end saves it with the payload."""
     status = traitlets.Dict().tag(sync=True)
     """What the widget is doing: idle, running (with a progress fraction) or error."""
     result = traitlets.Dict().tag(sync=True)
@@ -110,7 +121,9 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._labels = labels
         self._example = example
         self.status = _status("idle")
-        self.payload = self._payload(exploration)
+        self._whole = self._payload(exploration)
+        """The whole payload (the HTML fallback is made from it)."""
+        self.payload = notebook_payload(self._whole)
         self.on_msg(self._on_msg)
 
     def _payload(self, exploration: Exploration) -> dict[str, Any]:
@@ -127,7 +140,7 @@ class ExplorerWidget(anywidget.AnyWidget):
             return None
         data, metadata = shown
         bundle = explorer_bundle(self.exploration, bench=self._bench, labels=self._labels,
-                                 payload=self.payload)
+                                 payload=self._whole)
         return {**bundle, WIDGET_MIME: data[WIDGET_MIME]}, metadata
 
     # Commands from the front end ---------------------------------------------------------
@@ -228,10 +241,16 @@ class ExplorerWidget(anywidget.AnyWidget):
                                 f"in {time.perf_counter() - start:.2f} s")
 
     def _show(self, exploration: Exploration, done: str) -> None:
+        from reactant_lab.notebook.display import MIME_TYPE, explorer_bundle
+
         self.status = _status("running", "drawing the explorer…", 0.8)
-        payload = self._payload(exploration)
-        self.exploration = exploration
-        self.payload = payload
+        whole = self._payload(exploration)
+        bundle = explorer_bundle(exploration, bench=self._bench, labels=self._labels,
+                                 payload=whole)
+        self.exploration, self._whole = exploration, whole
+        # before the payload: the front end saves both when the payload changes
+        self.saved = {k: v for k, v in bundle.items() if k != MIME_TYPE}
+        self.payload = bundle[MIME_TYPE]
         self.status = _status("idle", done)
 
     def _example_call(self, what: str) -> Example:

@@ -43,6 +43,28 @@ DIFF_ROWS = 200
 """A diff's HTML shows at most this many changed lines; ``rows`` always holds all of them."""
 
 
+SVG_MODEL_NODES = 1_000
+"""A graph whose model has at most this many nodes is laid out by the explorer itself (its cap
+is 2,500 boxes, past which it shows the SVG while it waits): a notebook need not save its SVG."""
+
+
+def notebook_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as a notebook saves it and the live widget gets it: what the explorer reads.
+    Without the diffs' HTML (the explorer draws a diff from its ``rows``; the script-free HTML
+    beside it in the display bundle is made from the whole payload) and without the SVG of a
+    graph the explorer lays out from its ``model`` (at most SVG_MODEL_NODES nodes). Texts are
+    stored once already (an identical stage shares its entry, a close one is a delta)."""
+    def graph(g: dict[str, Any]) -> dict[str, Any]:
+        model = g.get("model")
+        if g.get("svg") and model is not None and len(model["nodes"]) <= SVG_MODEL_NODES:
+            return {**g, "svg": None}
+        return g
+
+    return {**payload, "diffs": [{k: v for k, v in d.items() if k != "html"}
+                                 for d in payload["diffs"]],
+            "graphs": [graph(g) for g in payload["graphs"]]}
+
+
 @dataclass(frozen=True)
 class PayloadOptions:
     """What to compute for a payload, and how much."""

@@ -29,8 +29,13 @@ STATIC_BUDGET = 2_000_000
 every text from the payload)."""
 TEXT_STATIC_MAX = 600_000
 """A text longer than this (about 6,000 lines) is left out of the script-free rendering."""
-FRAGMENT_BUDGET = 400_000
+FRAGMENT_BUDGET = 120_000
 """Characters of text a script-free fragment embeds in all (the payload beside it holds all)."""
+FRAGMENT_SVG = 80_000
+"""A graph's SVG longer than this is left out of a fragment (its graph is in the payload)."""
+FRAGMENT_LINE = 240
+"""A fragment shows this many characters of a longer line (a large constant: ``dense<...>``)
+and says how many it left out."""
 EXPLORER_JS = Path(__file__).with_name("static") / "explorer.js"
 """The explorer's front end for the report (labextension/src/report.ts, built with the package)."""
 EXPLORER_CSS = Path(__file__).with_name("static") / "explorer.css"
@@ -102,14 +107,18 @@ def embedded_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 def report_fragment(payload: dict[str, Any], scope: str, *,
                     budget: int = FRAGMENT_BUDGET) -> str:
-    """The report without a script as one ``<div id=scope>`` to embed in a page (a notebook's
-    ``text/html`` output): its CSS applies inside the div only and its ids, anchors and toggles
-    are prefixed with ``scope``, so several reports can share a page."""
+    """The report without a script, in brief, as one ``<div id=scope>`` to embed in a page (a
+    notebook's ``text/html`` output, shown where the explorer is not installed: nbconvert,
+    GitHub, VS Code): the signature, the stage table, the op metrics, the traced and the final
+    IR (long lines, such as large constants, elided), the diff between them, the final stage's
+    graph, XLA's figures and the timings; every stage, diff and graph is in the payload beside
+    it. Its CSS applies inside the div only and its ids, anchors and toggles are prefixed with
+    ``scope``, so several reports can share a page."""
     if not re.fullmatch(r"[A-Za-z][\w-]*", scope):
         raise RenderError(f"scope must be an HTML id (a letter, then letters, digits, - or _), "
                           f"not {scope!r}")
-    r = _Report(payload, explorer=False, budget=budget)
-    inner = f"{_TOGGLES}<main>{''.join(_body(payload, r))}</main>"
+    r = _Report(payload, explorer=False, budget=budget, brief=True)
+    inner = f"{_TOGGLES}<main>{''.join(_brief_body(payload, r))}</main>"
     inner = _ID_ATTR.sub(lambda m: f"{m.group(0)}{scope}-", inner)
     return (f'<div class="reactant-lab-report" id="{scope}"><style>{scoped_css(scope)}</style>'
             f"{inner}</div>")
@@ -160,6 +169,30 @@ def _body(payload: dict[str, Any], r: _Report) -> list[str]:
         r.compare(), r.xla(), r.timing()]
 
 
+def _brief_body(payload: dict[str, Any], r: _Report) -> list[str]:
+    meta, stages = payload["meta"], payload["stages"]
+    first, last = stages[0], stages[-1]
+    note = ('<p class="note">In brief: the traced and the final stage. The explorer (JupyterLab '
+            "with reactant_lab installed) shows every stage, diff and graph, and "
+            "reactant_lab.save_html writes them to a page.</p>")
+    final = (r.brief_stage(last, "Final IR", graph=True) if last["index"] != first["index"]
+             else "")
+    return [
+        f"<header><h1>{esc(meta['function'])}</h1><p class=\"meta\">{r.meta_line()}</p></header>",
+        note,
+        '<nav class="toc"><a href="#signature">signature</a><a href="#stages">stages</a>'
+        '<a href="#metrics">op metrics</a><a href="#stage-0">traced</a>'
+        f'<a href="#stage-{last["index"]}">final</a><a href="#xla">XLA</a>'
+        '<a href="#timing">timing</a></nav>',
+        f'<section id="signature"><h2>Signature</h2>{signature_html(payload["signature"])}'
+        "</section>",
+        f'<section id="stages"><h2>Stages</h2>'
+        f'{stage_table_html(payload["stages"], payload.get("verification"))}</section>',
+        f'<section id="metrics"><h2>Op metrics</h2>{r.metrics()}</section>',
+        r.brief_stage(first, "Traced IR", graph=not final), r.first_last(), final,
+        r.xla(), r.timing()]
+
+
 def _json(obj: Any) -> str:
     """JSON safe inside a <script> element."""
     return (json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c")
@@ -170,10 +203,12 @@ class _Report:
     """Decides, text by text, what is embedded, and renders the sections."""
 
     def __init__(self, payload: dict[str, Any], *, explorer: bool = True,
-                 budget: int | None = None):
+                 budget: int | None = None, brief: bool = False):
         self.p = payload
         self.explorer = explorer
         """Whether the explorer, which shows everything, is on the same page."""
+        self.brief = brief
+        """A notebook's fragment: long lines elided, no XLA HLO text."""
         self.first_use: dict[int, int] = {}
         for s in payload["stages"]:
             self.first_use.setdefault(s["text"], s["index"])
@@ -195,11 +230,15 @@ class _Report:
 
     def text_block(self, tid: int, kind: str = "mlir") -> str:
         entry = self.p["texts"][tid]
-        if entry["chars"] > min(self.budget, TEXT_STATIC_MAX):
+        # a fragment elides long lines first (a large constant need not leave the module out)
+        text = (_elide_long_lines(decode_text(self.p["texts"], tid))
+                if self.brief and entry["chars"] <= TEXT_STATIC_MAX * 20 else None)
+        if (entry["chars"] if text is None else len(text)) > min(self.budget, TEXT_STATIC_MAX):
             return (f'<p class="note">{entry["lines"]:,} lines: too long for this static view '
                     f"({self.where_all_is()}).</p>")
-        self.budget -= entry["chars"]
-        text = decode_text(self.p["texts"], tid)
+        if text is None:
+            text = decode_text(self.p["texts"], tid)
+        self.budget -= len(text)
         if kind == "mlir" and entry["lines"] <= HIGHLIGHT_LINES:
             return highlight(text)
         return plain(text).replace('class="mlir"', f'class="{kind}"', 1)
@@ -211,7 +250,7 @@ class _Report:
         if entry["html"] is None:
             return f'<p class="note">{esc(entry["summary"])}.</p>'
         html: dict[str, str] = entry["html"]
-        if "unified" in html:
+        if "unified" in html and not self.brief:
             return html["side-by-side"] + html["unified"]
         out = html["side-by-side"].replace('class="diff sbs"', 'class="diff sbs only"', 1)
         if entry.get("truncated"):
@@ -250,19 +289,53 @@ class _Report:
         return (f"<details open><summary>{entry['lines']:,} lines</summary>"
                 f"{self.text_block(s['text'])}</details>")
 
+    def brief_stage(self, s: dict[str, Any], title: str, *, graph: bool) -> str:
+        """A fragment's section of one stage: its IR, and its graph when ``graph``."""
+        i = s["index"]
+        entry = self.p["texts"][s["text"]]
+        drawn = f"<h3>Dataflow graph</h3>{self.graph(i)}" if graph else ""
+        return (f'<section id="stage-{i}" class="stage changed"><h2>{title}: {i} &middot; '
+                f'{esc(s["name"])}</h2><p class="meta">{s["ops"]} ops</p>'
+                f"<details open><summary>{entry['lines']:,} lines</summary>"
+                f"{self.text_block(s['text'])}</details>{drawn}</section>")
+
+    def first_last(self) -> str:
+        """A fragment's diff between the traced and the final stage."""
+        stages = self.p["stages"]
+        a, b = stages[0]["structure"], stages[-1]["structure"]
+        structure = {s["index"]: s["structure"] for s in stages}
+        d = next((d for d in self.p["diffs"] if d["after"] == b
+                  and structure[d["before"]] == a and d.get("html")), None)
+        if a == b:
+            body = '<p class="note">No structural change.</p>'
+        elif d is None:
+            body = f'<p class="note">Not in the payload ({self.where_all_is()}).</p>'
+        else:
+            body = f'<p class="note">{esc(d["summary"])}.</p>{self.diff(d)}'
+        return (f'<section id="compare"><h2>Traced &rarr; final (stage {b})</h2>{body}'
+                "</section>")
+
     def graph(self, i: int) -> str:
         g = next((g for g in self.p["graphs"] if i in g["stages"]), None)
         if g is None:
             return '<p class="note">No graph drawn for this stage (see max_graphs).</p>'
+        out = []
         if g["stage"] != i:
-            return (f'<p class="note">Same structure as <a href="#stage-{g["stage"]}">stage '
-                    f'{g["stage"]}</a>: see its graph.</p>')
-        out = [f'<p class="note">{esc(g["note"])}</p>'] if g.get("note") else []
-        if g.get("svg"):
+            if not self.brief:  # a fragment shows one graph: that of this structure
+                return (f'<p class="note">Same structure as <a href="#stage-{g["stage"]}">stage '
+                        f'{g["stage"]}</a>: see its graph.</p>')
+            out.append(f'<p class="note">Drawn for stage {g["stage"]}, of the same structure.'
+                       "</p>")
+        if g.get("note"):
+            out.append(f'<p class="note">{esc(g["note"])}</p>')
+        if g.get("svg") and self.brief and len(g["svg"]) > FRAGMENT_SVG:
+            out.append(f'<p class="note">{g.get("ops") or 0:,} ops: too large a drawing for this '
+                       f"static view ({self.where_all_is()}).</p>")
+        elif g.get("svg"):
             out.append(img_tag(g["svg"], f"dataflow graph of stage {i}"))
         if g.get("error"):
             out.append(f'<p class="note">{esc(g["error"])}</p>')
-        if g.get("dot"):
+        if g.get("dot") and not self.brief:
             out.append(f"<details><summary>DOT source</summary><pre>{esc(g['dot'])}</pre>"
                        "</details>")
         return "".join(out)
@@ -285,7 +358,7 @@ class _Report:
         return (f'<section id="xla"><h2>XLA optimized HLO</h2><p class="meta">stage '
                 f'{esc(x["stage"])} compiled for {esc(x["device"])} in '
                 f'{x["compile_seconds"] * 1e3:.1f} ms</p><table>{cost}{mem}</table>'
-                f'{self.text_block(x["hlo"], "hlo")}</section>')
+                + ("" if self.brief else self.text_block(x["hlo"], "hlo")) + "</section>")
 
     def timing(self) -> str:
         rows = [("stages (passes)", sum(s["seconds"] for s in self.p["stages"][1:]))]
@@ -300,6 +373,16 @@ class _Report:
         extra = "".join(f"<tr><th>{esc(k.replace('_', ' '))}</th><td>{esc(str(v))}</td></tr>"
                         for k, v in run.items() if not k.endswith("seconds"))
         return f'<section id="timing"><h2>Timing</h2><table>{body}{extra}</table></section>'
+
+
+def _elide_long_lines(text: str) -> str:
+    """``text`` with each line over FRAGMENT_LINE characters cut there, and a marker."""
+    def cut(line: str) -> str:
+        if len(line) <= FRAGMENT_LINE:
+            return line
+        return f"{line[:FRAGMENT_LINE]} … [{len(line) - FRAGMENT_LINE:,} characters elided]"
+
+    return "\n".join(cut(line) for line in text.split("\n"))
 
 
 def _time(seconds: float) -> str:
