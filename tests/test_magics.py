@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
@@ -53,7 +54,7 @@ jacobi(3, A, B)
 
 @pytest.fixture(scope="module")
 def shell():
-    ip = start_ipython()
+    ip = start_ipython() or get_ipython()  # one global shell per process
     ip.colors = "nocolor"
     ip.run_cell("%load_ext reactant_lab", store_history=False)
     ip.run_cell("import numpy as np, jax, jax.numpy as jnp", store_history=False)

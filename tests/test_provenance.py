@@ -281,13 +281,14 @@ g(jnp.ones(3))"""
 
 
 def test_a_reactant_jit_cell_numbers_lines_as_the_cell_does():
+    from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
     from IPython.utils.capture import capture_output
 
     from reactant_lab.notebook import last_explorations
     from reactant_lab.render.payload import MIME_TYPE
 
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # one global shell per process
     shell.run_cell("%load_ext reactant_lab", store_history=False)
     shell.run_cell("import jax.numpy as jnp", store_history=False)
     with capture_output() as cap:
