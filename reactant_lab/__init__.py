@@ -4,6 +4,7 @@ trace -> Traced -> .stages(preset) -> StageTrace -> .compile() -> Compiled, plus
 conveniences (jit, explore, code_hlo, code_xla).
 """
 
+from reactant_lab import enzyme
 from reactant_lab.analysis.diff import Diff, diff
 from reactant_lab.backend import enzyme_available, versions
 from reactant_lab.bench import BenchResult, BenchRow, Roofline, bench
@@ -121,6 +122,7 @@ __all__ = [
     "code_xla",
     "diff",
     "diff_html",
+    "enzyme",
     "enzyme_available",
     "exploration_html",
     "exploration_payload",

@@ -131,7 +131,15 @@ def unparsable_message(text: str, detail: str) -> str:
 
 def compile_message(text: str, exc: Exception) -> str:
     """The CompileError message for a module XLA refused, naming ops it cannot compile."""
-    ops = sorted(set(re.findall(r"\b(enzyme\w*\.\w+|llvm\.\w+)", text)))[:8]
+    ops = sorted(set(re.findall(r"(?<![#\w.])(enzyme\w*\.\w+|llvm\.\w+)", text)))[:8]
     hint = (f" The module still holds ops XLA cannot compile ({', '.join(ops)}): compile a "
             "later stage, or use a preset that ends with 'jit lowering'.") if ops else ""
+    enzyme = [op for op in ops if op in ("enzyme.autodiff", "enzyme.fwddiff", "enzyme.batch")]
+    if enzyme:
+        hint = (f" The module still holds {', '.join(enzyme)}: only the 'enzyme (AD)' stage "
+                "differentiates enzyme.autodiff / enzyme.fwddiff and only the 'batch' stage "
+                "expands enzyme.batch, and this module has not been through them (as in "
+                "Reactant, the presets no_enzyme, none, canonicalize and noopt leave them in, "
+                "just_batch the AD ops) and XLA cannot compile them. Use optimize='all' (or "
+                "only_enzyme, after_enzyme, before_enzyme), or compile a stage after them.")
     return f"XLA could not compile the module: {str(exc).strip()[:1500]}{hint}"

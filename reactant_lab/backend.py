@@ -3,7 +3,8 @@
 Everything above it sees module text, plain tuples and the small classes it offers. Its parts
 live in private modules that only backend imports: _backend_text (module text: checks, size,
 messages), _backend_ir (edits to MLIR modules), _backend_jax (lowering, compiling, Executable),
-_compile_isolation (the compile worker), _pass_worker and _worker_client (the worker process and
+_compile_isolation (the compile worker), _backend_enzyme (Enzyme ops in a JAX trace:
+enzyme.autodiff / enzyme.fwddiff as primitives), _pass_worker and _worker_client (the worker process and
 its driver).
 
 Native crashes never end the caller's process. Passes run in a worker process. XLA compiles a
@@ -33,6 +34,7 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir, passmanager
 
 from reactant_lab import _backend_ir, _pass_worker, _worker_client
+from reactant_lab._backend_enzyme import FlatFunction, autodiff, fwddiff, is_tracer
 from reactant_lab._backend_ir import Aval
 from reactant_lab._backend_jax import (
     Executable,
@@ -78,18 +80,22 @@ __all__ = [
     "MAX_NESTING",
     "Aval",
     "Executable",
+    "FlatFunction",
     "PassCrash",
     "PassRunFailure",
     "ReproducerWriter",
     "Structure",
     "abstract_value",
+    "autodiff",
     "check_parses",
     "check_pipeline",
     "compile_check_mode",
     "compile_module",
     "enzyme_available",
     "enzyme_unavailable_reason",
+    "fwddiff",
     "inprocess_passes",
+    "is_tracer",
     "isolation_reason",
     "lower",
     "module_size",

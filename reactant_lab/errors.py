@@ -158,6 +158,11 @@ class CompileFallbackWarning(UserWarning):
     emitters); the executable works, and may run at another speed."""
 
 
+class EnzymeUnavailableWarning(UserWarning):
+    """enzyme-ad is not installed (or disabled): ``reactant_lab.enzyme`` runs JAX's own
+    transformation (jax.grad, jax.vjp, jax.jvp) instead of emitting Enzyme ops."""
+
+
 class SignatureMismatchError(ReactantLabError, TypeError):
     """A compiled function was called with arguments of another structure, shape or dtype."""
 
