@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from reactant_lab.analysis.lexer import tokenize
-from reactant_lab.analysis.normalize import strip_locations
+from reactant_lab.analysis.normalize import paren_end, strip_locations
 from reactant_lab.errors import AnalysisError
 
 _FUNC_LINE = re.compile(r'^(\s*)func\.func\s+(?:(?:public|private|nested)\s+)?@("[^"]*"|[\w$.-]+)')
@@ -162,33 +162,11 @@ def _trailing_loc(line: str) -> str | None:
         elif c == '"':
             inside = True
         elif line.startswith(" loc(", i):
-            end = _paren_end(line, i + 4)
+            end = paren_end(line, i + 4)
             found, i = line[i + 5:end - 1], end
             continue
         i += 1
     return found
-
-
-def _paren_end(text: str, start: int) -> int:
-    """Index just past the ``)`` closing the ``(`` at ``start`` (strings skipped)."""
-    depth, i, inside = 0, start, False
-    while i < len(text):
-        c = text[i]
-        if inside:
-            if c == "\\":
-                i += 1
-            elif c == '"':
-                inside = False
-        elif c == '"':
-            inside = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return len(text)
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

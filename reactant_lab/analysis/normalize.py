@@ -15,8 +15,9 @@ _STRING_OR_LOC = re.compile(r'"(?:[^"\\]|\\.)*"?| loc\(')
 _TRAILING_LOC_REF = re.compile(r"(.*) loc\(#[\w$.-]*\)$")
 
 
-def _loc_end(line: str, start: int) -> int:
-    """Index just past the ``)`` closing the ``loc(`` whose ``(`` is at ``start``."""
+def paren_end(line: str, start: int) -> int:
+    """Index just past the ``)`` closing the ``(`` at ``start`` (strings skipped), or
+    ``len(line)`` when it is not closed."""
     depth, i, inside = 0, start, False
     while i < len(line):
         c = line[i]
@@ -48,7 +49,7 @@ def _strip_line(line: str, keep_names: bool) -> str:
             i = m.end()
             continue
         at = m.start()
-        end = _loc_end(line, at + 4)
+        end = paren_end(line, at + 4)
         inner = line[at + 5:end - 1]
         keep = keep_names and _NAME_LOC.fullmatch(inner) is not None
         out.append(line[pos:end] if keep else line[pos:at])
