@@ -222,40 +222,17 @@ export class GraphIndex {
 
   /** What node `i` depends on (a region op: its body too), `i` included. */
   producers(i: number): Set<number> {
-    const seen = new Set<number>();
-    const todo = [i];
-    while (todo.length) {
-      const v = todo.pop() as number;
-      if (seen.has(v)) {
-        continue;
-      }
-      seen.add(v);
-      todo.push(...this.nodes[v].in);
-      if (this.isRegion(v) && v !== i) {
-        todo.push(...this.descendants(v));
-      }
-    }
-    return seen;
+    return reach(i, v => (this.isRegion(v) && v !== i ? [...this.nodes[v].in, ...this.descendants(v)] : this.nodes[v].in));
   }
 
   /** What uses node `i`'s values, transitively (a region's terminator: the region op's results
    * too), `i` included. */
   consumers(i: number): Set<number> {
-    const seen = new Set<number>();
-    const todo = [i];
-    while (todo.length) {
-      const v = todo.pop() as number;
-      if (seen.has(v)) {
-        continue;
-      }
-      seen.add(v);
-      todo.push(...this.users[v]);
+    return reach(i, v => {
       const node = this.nodes[v];
-      if (node.parent !== undefined && /(^|\.)return$/.test(node.op ?? '')) {
-        todo.push(node.parent);
-      }
-    }
-    return seen;
+      const up = node.parent !== undefined && /(^|\.)return$/.test(node.op ?? '');
+      return up ? [...this.users[v], node.parent as number] : this.users[v];
+    });
   }
 
   /** Nodes whose op name contains `query`, or that define SSA value `query` (`%12`, `12`,
@@ -736,4 +713,19 @@ export function segPath(pts: number[]): string {
     d += `L${f(pts[p])} ${f(pts[p + 1])}`;
   }
   return d;
+}
+
+
+/** Every node reachable from `start` through `next`, `start` included. */
+function reach(start: number, next: (v: number) => Iterable<number>): Set<number> {
+  const seen = new Set<number>();
+  const todo = [start];
+  while (todo.length) {
+    const v = todo.pop() as number;
+    if (!seen.has(v)) {
+      seen.add(v);
+      todo.push(...next(v));
+    }
+  }
+  return seen;
 }
