@@ -18,8 +18,10 @@ is more than 2x slower than the default, to find the pattern behind it (a candid
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,7 +38,7 @@ from jax import lax
 from numpy_kernels import CASES, _fresh, _jax_variant
 
 import reactant_lab as rl
-from reactant_lab import timing
+from reactant_lab import backend, timing
 from reactant_lab.bench.measure import Variant, plan_rounds, round_robin, warm_up
 from reactant_lab.stages import patterns
 
@@ -112,6 +114,19 @@ def _evidence_fn(entry: dict[str, Any]) -> tuple[Any, tuple]:
     return fn, (eval(expr, scope),)
 
 
+@contextlib.contextmanager
+def _pass_time_limit(seconds: float):
+    old = os.environ.get(backend.PASS_TIME_LIMIT_VAR)
+    os.environ[backend.PASS_TIME_LIMIT_VAR] = str(seconds)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[backend.PASS_TIME_LIMIT_VAR]
+        else:
+            os.environ[backend.PASS_TIME_LIMIT_VAR] = old
+
+
 def recheck(min_time: float) -> int:
     stale = 0
     target = rl.backend.platform(rl.backend.resolve_device(None))
@@ -132,6 +147,18 @@ def recheck(min_time: float) -> int:
             print(f"{entry['pattern']} (crash): with it "
                   f"{'the pattern pass crashes' if holds else 'STALE: no crash'}; without it the "
                   "call compiles and runs")
+        elif entry["kind"] == "hang":
+            with _pass_time_limit(10):
+                try:
+                    rl.jit(fn, exact=True)(*fresh)
+                    holds = False
+                except rl.PassTimeoutError:
+                    holds = True
+            rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(
+                *[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            print(f"{entry['pattern']} (hang): with it "
+                  f"{'the pattern pass runs past 10 s' if holds else 'STALE: it finishes'}; "
+                  "without it the call compiles and runs")
         elif entry["kind"] == "wrong":
             with_p = np.asarray(rl.jit(fn, exact=True)(*fresh))
             without = np.asarray(rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(

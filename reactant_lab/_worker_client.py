@@ -43,6 +43,17 @@ class WorkerCrashed(Exception):
         super().__init__(f"the {name} died ({self.signal})")
 
 
+class WorkerTimedOut(Exception):
+    """A request ran past its time limit; the worker running it was stopped."""
+
+    def __init__(self, seconds: float, limit: float, output: str, name: str = "pass worker"):
+        self.seconds = seconds
+        self.limit = limit
+        self.output = output
+        super().__init__(f"the {name} ran for {seconds:.0f} s, past its limit of {limit:g} s, "
+                         "and was stopped")
+
+
 def signal_name(returncode: int) -> str:
     """'SIGSEGV' for -11; 'exit status 3' for 3."""
     if returncode < 0:
@@ -71,11 +82,14 @@ class PassWorker:
         atexit.register(self.close)
 
     def run(self, mode: str, text: str, pipeline: str, *,
-            on_wait: Callable[[float], None] | None = None, poll: float = 0.5) -> Outcome:
+            on_wait: Callable[[float], None] | None = None, poll: float = 0.5,
+            timeout: float | None = None) -> Outcome:
         """Run one pipeline in the worker. ``on_wait(seconds)`` is called about every ``poll``
-        seconds while it runs. Raises WorkerCrashed if the worker dies; any exception (Ctrl-C
-        included) while waiting stops the worker, and the next call starts a new one."""
-        (status, out, entry), output = self._exchange([mode, text, pipeline], on_wait, poll)
+        seconds while it runs. Raises WorkerCrashed if the worker dies, WorkerTimedOut when it
+        runs past ``timeout`` seconds (None: no limit); any exception (Ctrl-C included) while
+        waiting stops the worker, and the next call starts a new one."""
+        (status, out, entry), output = self._exchange([mode, text, pipeline], on_wait, poll,
+                                                      timeout)
         return Outcome(text_field(status), text_field(out), text_field(entry), output)
 
     def compile(self, text: str | bytes, options: bytes, device_ids: Sequence[int],
@@ -84,11 +98,11 @@ class PassWorker:
         """Compile module text with XLA:CPU in the worker (as ``run`` does a pipeline);
         ``options`` is a serialized CompileOptions, ``device_ids`` the executable's devices."""
         request = [COMPILE, text, options, str(num_devices), ",".join(map(str, device_ids))]
-        (status, message, executable), output = self._exchange(request, on_wait, poll)
+        (status, message, executable), output = self._exchange(request, on_wait, poll, None)
         return CompileOutcome(text_field(status), text_field(message), executable, output)
 
     def _exchange(self, fields: Sequence[str | bytes], on_wait: Callable[[float], None] | None,
-                  poll: float) -> tuple[list[bytes], str]:
+                  poll: float, timeout: float | None) -> tuple[list[bytes], str]:
         """Send one request; return the answer's fields and what the worker printed."""
         request = encode_frame(fields)
         with self._lock:
@@ -106,12 +120,17 @@ class PassWorker:
                     self._stop()
                     raise
                 break
-            return self._answer(proc, on_wait, poll)
+            return self._answer(proc, on_wait, poll, timeout)
 
     def _answer(self, proc: subprocess.Popen[bytes], on_wait: Callable[[float], None] | None,
-                poll: float) -> tuple[list[bytes], str]:
+                poll: float, timeout: float | None) -> tuple[list[bytes], str]:
         try:
-            fields = _await_frame(_fd(proc.stdout), on_wait, poll)
+            fields = _await_frame(_fd(proc.stdout), on_wait, poll, timeout)
+        except _Late as late:
+            self._stop_keeping_output()  # then read all it wrote, then close the file
+            output = self._take_output()
+            self._stop()
+            raise WorkerTimedOut(late.seconds, late.limit, output, self.name) from None
         except BaseException:
             self._stop()
             raise
@@ -156,9 +175,20 @@ class PassWorker:
         os.ftruncate(fd, 0)
         return data.decode("utf-8", "replace")
 
+    def _stop_keeping_output(self) -> None:
+        """Kill the worker but keep its output file until it is read (then closed)."""
+        proc, self._proc = self._proc, None
+        self._kill(proc)
+
     def _stop(self) -> None:
         proc, output = self._proc, self._output
         self._proc, self._output = None, None
+        self._kill(proc)
+        if output is not None:
+            output.close()
+
+    @staticmethod
+    def _kill(proc: subprocess.Popen[bytes] | None) -> None:
         if proc is not None:
             with contextlib.suppress(OSError):
                 proc.kill()
@@ -167,8 +197,6 @@ class PassWorker:
                 if pipe is not None:
                     with contextlib.suppress(OSError):
                         pipe.close()
-        if output is not None:
-            output.close()
 
     @property
     def pid(self) -> int | None:
@@ -181,14 +209,24 @@ class PassWorker:
             self._stop()
 
 
-def _await_frame(fd: int, on_wait: Callable[[float], None] | None,
-                 poll: float) -> list[bytes] | None:
-    """Read one frame from ``fd``, calling ``on_wait`` while nothing arrives; None at EOF."""
+class _Late(Exception):
+    def __init__(self, seconds: float, limit: float):
+        self.seconds, self.limit = seconds, limit
+
+
+def _await_frame(fd: int, on_wait: Callable[[float], None] | None, poll: float,
+                 timeout: float | None = None) -> list[bytes] | None:
+    """Read one frame from ``fd``, calling ``on_wait`` while nothing arrives; None at EOF.
+    Raises _Late when nothing complete arrived within ``timeout`` seconds."""
     buffer, start = bytearray(), time.monotonic()
     poller = select.poll()  # not select.select: it fails on descriptors above 1023
     poller.register(fd, select.POLLIN)
     while True:
-        if not poller.poll(poll * 1000):
+        waited = time.monotonic() - start
+        if timeout is not None and waited >= timeout:
+            raise _Late(waited, timeout)
+        wait = poll if timeout is None else min(poll, timeout - waited)
+        if not poller.poll(max(wait, 0.0) * 1000):
             if on_wait is not None:
                 on_wait(time.monotonic() - start)
             continue

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -83,6 +84,7 @@ __all__ = [
     "FlatFunction",
     "PassCrash",
     "PassRunFailure",
+    "PassTimeout",
     "ReproducerWriter",
     "Structure",
     "abstract_value",
@@ -200,6 +202,39 @@ class PassCrash(PassRunFailure):
         self.signal = signal
 
 
+class PassTimeout(PassRunFailure):
+    """The pipeline ran past the pass time limit; the worker running it was stopped."""
+
+    def __init__(self, message: str, diagnostics: str, seconds: float, limit: float):
+        super().__init__(message, diagnostics)
+        self.seconds = seconds
+        self.limit = limit
+
+
+PASS_TIME_LIMIT_VAR = "REACTANT_LAB_PASS_TIMEOUT"
+_DEFAULT_PASS_TIME_LIMIT = 600.0
+
+
+def pass_time_limit() -> float | None:
+    """Seconds one pass pipeline may run in the worker before it is stopped: 600 by default,
+    ``REACTANT_LAB_PASS_TIMEOUT`` when set (``0`` or ``none``: no limit). Passes run in this
+    process (REACTANT_LAB_INPROCESS_PASSES) have no limit."""
+    text = os.environ.get(PASS_TIME_LIMIT_VAR, "").strip().lower()
+    if not text:
+        return _DEFAULT_PASS_TIME_LIMIT
+    if text in ("0", "none", "off"):
+        return None
+    try:
+        limit = float(text)
+    except ValueError:
+        raise PipelineError(f"{PASS_TIME_LIMIT_VAR}={text!r} is not a number of seconds; set it "
+                            "to e.g. 600, or to 0 for no limit") from None
+    if not math.isfinite(limit) or limit < 0:
+        raise PipelineError(f"{PASS_TIME_LIMIT_VAR}={text!r} must be a positive, finite number "
+                            "of seconds (or 0 for no limit)")
+    return limit or None
+
+
 def inprocess_passes() -> bool:
     """Whether passes run in this process: ``REACTANT_LAB_INPROCESS_PASSES=1``, or Windows (the
     worker speaks over POSIX pipes)."""
@@ -217,7 +252,8 @@ def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True,
 
     ``on_wait(seconds)`` is called about twice a second while the worker runs. Raises
     ModuleTextError (the text is not a str, nests too deeply or does not parse),
-    UnknownPassError (the pipeline does not parse), PassRunFailure (a pass failed) or PassCrash.
+    UnknownPassError (the pipeline does not parse), PassRunFailure (a pass failed), PassCrash,
+    or PassTimeout when it runs past ``pass_time_limit()``.
     """
     text = module_text(text)
     mode = "enzyme" if use_enzyme and _enzyme_call is not None else "upstream"
@@ -225,9 +261,11 @@ def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True,
         out = _pass_worker.run_in_process(mode, text, pipeline)
     else:
         try:
-            out = _WORKER.run(mode, text, pipeline, on_wait=on_wait)
+            out = _WORKER.run(mode, text, pipeline, on_wait=on_wait, timeout=pass_time_limit())
         except _worker_client.WorkerCrashed as exc:
             raise PassCrash(str(exc), exc.output.strip(), exc.signal) from None
+        except _worker_client.WorkerTimedOut as exc:
+            raise PassTimeout(str(exc), exc.output.strip(), exc.seconds, exc.limit) from None
     if out.status != "ok":
         raise _failure(out, mode, text, pipeline)
     # enzyme-ad renames @main to a private @main_<n>; make it the public entry point again or

@@ -104,6 +104,20 @@ class PassCrashedError(PassFailedError):
         """How the worker died: 'SIGSEGV', 'SIGABRT', ... or 'exit status N'."""
 
 
+class PassTimeoutError(PassFailedError):
+    """A stage ran past the pass time limit (``REACTANT_LAB_PASS_TIMEOUT``); the pass worker
+    running it was stopped and this process is unharmed."""
+
+    def __init__(self, message: str, *, seconds: float, limit: float, stage: str,
+                 pass_name: str, diagnostics: str, last_good_ir: str, reproducer: str | None):
+        super().__init__(message, stage=stage, pass_name=pass_name, diagnostics=diagnostics,
+                         last_good_ir=last_good_ir, reproducer=reproducer)
+        self.seconds = seconds
+        """How long it ran."""
+        self.limit = limit
+        """The limit it ran past, in seconds."""
+
+
 class PassWorkerError(ReactantLabError, RuntimeError):
     """The pass worker process could not run a request (a broken installation, not a pass)."""
 

@@ -363,9 +363,9 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
-    enzyme-hlo patterns measured wrong, crashing or slow on the target are left out; ``exact=True`` runs
-    Reactant's list untouched, ``exclude_patterns`` / ``patterns`` as in ``Traced.stages``;
-    ``loops`` as in ``trace``."""
+    enzyme-hlo patterns measured wrong, crashing, never finishing or slow on the target are
+    left out; ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` /
+    ``patterns`` as in ``Traced.stages``; ``loops`` as in ``trace``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,

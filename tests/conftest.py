@@ -58,6 +58,9 @@ def _run_seed() -> int:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SEED] = _run_seed()
+    # A pattern set that never reaches a fixed point fails its test in two minutes (with the
+    # stage and a reproducer) instead of holding the run until CI's deadline.
+    os.environ.setdefault("REACTANT_LAB_PASS_TIMEOUT", "120")
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         # A run started in the background by a non-interactive shell (`cmd &`) inherits Ctrl-C
         # ignored, and so would every process it starts: the interrupt tests need it as a

@@ -338,3 +338,38 @@ def test_ctrl_c_stops_a_long_stage_and_the_worker(monkeypatch, capsys):
     assert re.search(r"stage 'custom' running for \d+ s \(module of [\d,]+ ops\)", err)
     assert rl.run_pipeline(SMALL, "canonicalize")  # a new worker
     assert backend.worker_pid() != pid
+
+
+@needs_enzyme  # as above: a stage long enough to run past a short limit
+def test_a_stage_past_the_pass_time_limit_is_stopped_with_a_clear_error(monkeypatch):
+    monkeypatch.setenv(backend.PASS_TIME_LIMIT_VAR, "1")
+    rl.run_pipeline(SMALL, "canonicalize")
+    pid = backend.worker_pid()
+    start = time.perf_counter()
+    with pytest.raises(rl.PassTimeoutError) as info:
+        run_on_text(nested_calls(1500), pipeline='inline{default-pipeline=""}')
+    assert time.perf_counter() - start < 15
+    err = info.value
+    assert isinstance(err, rl.PassFailedError) and err.stage == "custom" and err.limit == 1.0
+    assert err.seconds >= 1.0 and "inline" in err.pass_name
+    assert "past the pass time limit of 1 s, and was stopped" in str(err)
+    assert "REACTANT_LAB_PASS_TIMEOUT" in str(err) and "granularity='pass'" in str(err)
+    assert err.reproducer and os.path.exists(os.path.join(err.reproducer, "input.mlir"))
+    assert "func.func" in err.last_good_ir
+    assert not alive(pid)
+    assert rl.run_pipeline(SMALL, "canonicalize")  # a new worker
+    assert backend.worker_pid() != pid
+
+
+@pytest.mark.parametrize(("value", "limit"), [("", 600.0), ("0", None), ("none", None),
+                                              ("2.5", 2.5)])
+def test_the_pass_time_limit_is_read_from_the_environment(monkeypatch, value, limit):
+    monkeypatch.setenv(backend.PASS_TIME_LIMIT_VAR, value)
+    assert backend.pass_time_limit() == limit
+
+
+@pytest.mark.parametrize("value", ["soon", "-3", "inf", "nan"])
+def test_a_bad_pass_time_limit_is_refused_saying_what_to_set(monkeypatch, value):
+    monkeypatch.setenv(backend.PASS_TIME_LIMIT_VAR, value)
+    with pytest.raises(rl.PipelineError, match="REACTANT_LAB_PASS_TIMEOUT=.*seconds"):
+        rl.run_pipeline(SMALL, "canonicalize")

@@ -54,8 +54,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
 
     A preset named ``"<preset>+exact"`` (e.g. ``"all+exact"``) runs Reactant's pattern list
-    untouched beside the default (which leaves out the patterns measured wrong, crashing or slow here);
-    ``exclude_patterns`` / ``patterns`` / ``exact`` apply to every preset, as in ``jit``.
+    untouched beside the default (which leaves out the patterns measured wrong, crashing, never
+    finishing or slow here); ``exclude_patterns`` / ``patterns`` / ``exact`` apply to every
+    preset, as in ``jit``.
 
     Baselines (default ``default_baselines()``): ``numpy`` runs the function eagerly on copies of
     NumPy inputs (NumPy-mode code only), ``jax`` is ``jax.jit`` of the function, ``numba`` is

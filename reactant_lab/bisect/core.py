@@ -170,8 +170,8 @@ def _not_bad(judge: Judge, final: StageCheck, st: StageTrace, *, exact: bool,
                                 choice=st.pattern_choice).excluded
         if left_out:
             why += (f" The exclusion table left out {len(left_out)} of Reactant's enzyme-hlo "
-                    f"patterns measured wrong, crashing or slow here ({', '.join(left_out)}); exact=True "
-                    "runs them and may show what they do.")
+                    "patterns measured wrong, crashing, never finishing or slow here "
+                    f"({', '.join(left_out)}); exact=True runs them and may show what they do.")
     return why
 
 

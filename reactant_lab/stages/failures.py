@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 from reactant_lab import backend
-from reactant_lab.errors import PassCrashedError, PassFailedError, PassInterruptedError
+from reactant_lab.errors import (
+    PassCrashedError,
+    PassFailedError,
+    PassInterruptedError,
+    PassTimeoutError,
+)
 from reactant_lab.stages.pipeline import group_steps, split_passes
 from reactant_lab.stages.reproducer import KEEP_NEWEST, write_reproducer
 
@@ -18,6 +23,8 @@ def pass_failed(stage: str, pipeline: str, before: str,
     fresh worker; a crash that parsing alone reproduces is blamed on the parser."""
     if isinstance(exc, backend.PassCrash) and _parser_crashes(before):
         return _describe(stage, PARSER, before, exc)
+    if isinstance(exc, backend.PassTimeout):  # re-running its steps could take as long again
+        return _describe(stage, pipeline, before, exc)
     failing, ir, error = pipeline, before, exc
     steps = group_steps(split_passes(pipeline))
     if len(steps) > 1:
@@ -48,6 +55,17 @@ def _describe(stage: str, failing: str, ir: str, error: backend.PassRunFailure) 
     reproducer = (f"Reproducer: {where} (python {where}/rerun.py; the newest {KEEP_NEWEST} are "
                   "kept)" if where else
                   "No reproducer could be written.")
+    if isinstance(error, backend.PassTimeout):
+        message = (f"stage {stage!r} ran for {error.seconds:.0f} s, past the pass time limit of "
+                   f"{error.limit:g} s, and was stopped (a pass or pattern that never finishes, or "
+                   "a module too large); this Python process is unharmed and the next pipeline "
+                   "starts a new worker. To find the pass, run with granularity='pass'; for the "
+                   "enzyme-hlo patterns, time halves of the list with pipeline=...; set "
+                   f"{backend.PASS_TIME_LIMIT_VAR} to a larger number of seconds (0: no limit) "
+                   f"if it only needs longer.\n{reproducer}")
+        return PassTimeoutError(message, seconds=error.seconds, limit=error.limit, stage=stage,
+                                pass_name=failing, diagnostics=diagnostics, last_good_ir=ir,
+                                reproducer=where)
     if isinstance(error, backend.PassCrash):
         what = "MLIR's parser" if failing == PARSER else f"pass {failing[:200]!r}"
         message = (f"{what} crashed the pass worker ({error.signal}) in stage {stage!r}; this "

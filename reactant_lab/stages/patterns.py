@@ -128,7 +128,9 @@ class PatternList:
         if self.source == "user":
             notes.append(f"the call's own list of {len(self.patterns)} patterns (patterns=)")
         if self.excluded:
-            notes.append(f"left out as measured wrong, crashing or slow here: {', '.join(self.excluded)} "
+            named = ", ".join(dict.fromkeys(self.excluded))  # a name listed twice, once
+            notes.append(f"left out as measured wrong, crashing, never finishing or slow here: "
+                         f"{named} "
                          "(the evidence is in reactant_lab/stages/pattern_exclusions.json; "
                          "exact=True runs them)")
         if self.missing:

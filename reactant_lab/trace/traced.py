@@ -58,8 +58,8 @@ class Traced:
         """Run an optimize preset (or a custom ``pipeline``) stage by stage.
 
         ``granularity='pass'`` makes every top-level pass its own step. The enzyme-hlo pattern
-        list is Reactant's, less the patterns measured wrong, crashing or slow on the target;
-        ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` leaves more out
+        list is Reactant's, less the patterns measured wrong, crashing, never finishing or slow on
+        the target; ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` leaves more out
         (entries or names, e.g. ``("slice_of_dynamic_update",)``), ``patterns`` replaces it.
         """
         from reactant_lab.stages.runner import run_stages
