@@ -40,6 +40,8 @@ def _closed(fn: Callable[..., Sequence[Any]], avals: Sequence[Any]) -> tuple[Any
 
 
 def _aval(x: Any) -> jax.ShapeDtypeStruct:
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return x
     t = jax.typeof(x)
     return jax.ShapeDtypeStruct(t.shape, t.dtype, weak_type=getattr(t, "weak_type", False))
 
@@ -118,6 +120,42 @@ def _ad_lowering(ctx: Any, *args: Any, jaxpr: Any, mode: str, activity: tuple[st
 jax_mlir.register_lowering(autodiff_p, _ad_lowering)
 
 
+# ---------------------------------------------------------------- batch
+
+batch_p = jcore.Primitive("enzyme_batch")
+batch_p.multiple_results = True
+
+
+def _batch_abstract_eval(*_: Any, jaxpr: Any, batch_shape: tuple[int, ...],
+                         name: str) -> list[Any]:
+    return [a.update(shape=(*batch_shape, *a.shape)) for a in jaxpr.out_avals]
+
+
+def _batch_impl(*args: Any, **params: Any) -> Any:
+    raise NotImplementedError(
+        "an enzyme.batch op only runs once the Enzyme-JAX 'enzyme-batch' pass has batched it: "
+        "call it inside a function that reactant_lab traces (rl.jit / rl.explore / "
+        "%%reactant_jit), or outside any trace (it then compiles through the pipeline)")
+
+
+batch_p.def_abstract_eval(_batch_abstract_eval)  # type: ignore[no-untyped-call]
+batch_p.def_impl(_batch_impl)  # type: ignore[no-untyped-call]
+
+
+def _batch_lowering(ctx: Any, *args: Any, jaxpr: Any, batch_shape: tuple[int, ...],
+                    name: str) -> Sequence[Any]:
+    ir.Context.current.allow_unregistered_dialects = True
+    fn = _private_func(ctx, name, jaxpr)
+    op = ir.Operation.create(
+        "enzyme.batch", results=[_tensor(ctx, a) for a in ctx.avals_out], operands=list(args),
+        attributes={"fn": ir.FlatSymbolRefAttr.get(fn),
+                    "batch_shape": ir.DenseI64ArrayAttr.get(list(batch_shape))})
+    return list(op.results)
+
+
+jax_mlir.register_lowering(batch_p, _batch_lowering)
+
+
 # ---------------------------------------------------------------- the API backend offers
 
 
@@ -156,6 +194,20 @@ def autodiff(fn: FlatFunction, args: Sequence[Any], activity: Sequence[str],
         *fn.consts, *args, *seeds, jaxpr=fn.jaxpr, mode="reverse",
         activity=("enzyme_const",) * len(fn.consts) + tuple(activity),
         ret_activity=tuple(ret_activity), name=fn.name))
+
+
+def batch(fn: FlatFunction, args: Sequence[Any], batch_shape: Sequence[int]) -> list[Any]:
+    """``enzyme.batch`` of ``fn``: every operand (``fn``'s closed-over values included) carries
+    ``batch_shape`` as its leading dimensions, over ``fn``'s own argument shapes; so does every
+    result. Closed-over values are broadcast to the batch here."""
+    shape = tuple(int(b) for b in batch_shape)
+    consts = [jax.numpy.broadcast_to(c, (*shape, *np.shape(c))) for c in fn.consts]
+    for k, (x, a) in enumerate(zip(args, fn.jaxpr.in_avals[len(fn.consts):], strict=True)):
+        if tuple(np.shape(x)) != (*shape, *a.shape):
+            raise ValueError(f"batch operand {k} has shape {tuple(np.shape(x))}, not the batch "
+                             f"shape {shape} followed by {tuple(a.shape)}")
+    return list(batch_p.bind(  # type: ignore[no-untyped-call]
+        *consts, *args, jaxpr=fn.jaxpr, batch_shape=shape, name=fn.name))
 
 
 def fwddiff(fn: FlatFunction, args: Sequence[Any], tangents: Sequence[Any | None],

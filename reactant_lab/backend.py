@@ -35,7 +35,7 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir, passmanager
 
 from reactant_lab import _backend_ir, _pass_worker, _worker_client
-from reactant_lab._backend_enzyme import FlatFunction, autodiff, fwddiff, is_tracer
+from reactant_lab._backend_enzyme import FlatFunction, autodiff, batch, fwddiff, is_tracer
 from reactant_lab._backend_ir import Aval
 from reactant_lab._backend_jax import (
     Executable,
@@ -89,6 +89,7 @@ __all__ = [
     "Structure",
     "abstract_value",
     "autodiff",
+    "batch",
     "check_parses",
     "check_pipeline",
     "compile_check_mode",

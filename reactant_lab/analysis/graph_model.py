@@ -85,10 +85,9 @@ def _add_callees(text: str, nodes: list[dict[str, Any]], stripped: list[str],
     while k < len(nodes):  # nodes are appended as calls are expanded: nested calls come later
         call, node = k, nodes[k]
         k += 1
-        name = node.get("op", "")
-        if not name.startswith("func.call @") or depth.get(call, 0) >= CALL_DEPTH:
+        callee = _callee(node)
+        if callee is None or depth.get(call, 0) >= CALL_DEPTH:
             continue
-        callee = name[len("func.call @"):]
         if callee not in funcs:
             try:
                 f = parse_function(text, callee)
@@ -121,6 +120,21 @@ def _add_callees(text: str, nodes: list[dict[str, Any]], stripped: list[str],
                              if r is not None], "parent": call, "region": 0})
         node["regions"] = [f"@{callee}"]
         added += len(f.ops) + 1
+
+
+_ENZYME_CALLERS = ("enzyme.autodiff", "enzyme.fwddiff", "enzyme.batch")
+_FN_ATTR = re.compile(r"\bfn = @([\w$.-]+)")
+
+
+def _callee(node: dict[str, Any]) -> str | None:
+    """The function a node calls: a ``func.call``'s callee, or the function an Enzyme op
+    differentiates or batches (its ``fn`` attribute), whose body then shows as its region."""
+    name = node.get("op", "")
+    if name.startswith("func.call @"):
+        return str(name[len("func.call @"):])
+    if name in _ENZYME_CALLERS and (m := _FN_ATTR.search(node.get("attrs", ""))):
+        return m.group(1)
+    return None
 
 
 def _shown_file(path: str) -> str:

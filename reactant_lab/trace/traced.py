@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reactant_lab.analysis.normalize import strip_locations
-from reactant_lab.analysis.ops import op_counts, total_ops
+from reactant_lab.analysis.ops import EnzymeCall, enzyme_calls, op_counts, total_ops
 from reactant_lab.trace.specs import ArgSpec, CallLayout, ResultSpec, SkippedArg
 
 if TYPE_CHECKING:
@@ -68,6 +68,14 @@ class Traced:
                           no_nan=no_nan, device=device, exclude_patterns=exclude_patterns,
                           patterns=patterns, exact=exact)
 
+    @property
+    def enzyme_ops(self) -> tuple[EnzymeCall, ...]:
+        """The Enzyme ops the trace emitted (``reactant_lab.enzyme``'s gradient, vjp, jvp and
+        batch): each names the function it differentiates or batches, a private ``func.func``
+        of the module, with its activities or batch shape. The ``enzyme (AD)`` and ``batch``
+        stages turn them into StableHLO."""
+        return enzyme_calls(self.ir)
+
     def summary(self) -> str:
         """Plain-text description of the signature, the traced module's size and the loops
         that were unrolled (the op count shows what that costs)."""
@@ -80,6 +88,7 @@ class Traced:
         lines += [f"  result {r}" for r in self.linear_results]
         lines += [f"  mutated {m}" for m in self.mutated]
         lines += [f"  loops  {n}" for n in self.loop_notes]
+        lines += [f"  enzyme {c}" for c in self.enzyme_ops]
         return "\n".join(lines)
 
     def __str__(self) -> str:
