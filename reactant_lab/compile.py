@@ -49,7 +49,8 @@ class Compiled:
     """
 
     def __init__(self, traced: Traced, executable: backend.Executable, stage: str,
-                 compile_seconds: float, donate: bool, layout: CallLayout | None = None):
+                 compile_seconds: float, donate: bool | str, layout: CallLayout | None = None,
+                 donated_args: tuple[bool, ...] | None = None):
         self.traced = traced
         """The traced call this was compiled from."""
         self.stage = stage
@@ -57,7 +58,11 @@ class Compiled:
         self.compile_seconds = compile_seconds
         """Wall time of XLA compilation."""
         self.donate = donate
-        """Whether non-preserved argument buffers are donated to the executable."""
+        """What is donated to the executable: True (every argument not preserved), 'updated'
+        (the arguments a NumPy kernel updates in place) or False."""
+        self.donated_args: tuple[bool, ...] = donated_args if donated_args is not None else (
+            (False,) * len(traced.linear_args))
+        """Per linear argument: whether its buffer is donated."""
         self.device = executable.device
         """The device it runs on."""
         self._exe = executable
@@ -248,7 +253,7 @@ class Compiled:
         """A call of the executable alone on ``args``, placed on its device once: no checks, no
         transfers back, no write-back (what timing a stage's module measures). Not for a
         donating executable, whose inputs are consumed by the first call."""
-        if self.donate:
+        if any(self.donated_args):
             raise CompileError("device_runner reuses its inputs, which a donating executable "
                                "consumes; compile with donate=False to time it")
         self._check(args, kwargs)
@@ -357,9 +362,14 @@ def _out_avals(traced: Traced) -> list[backend.Aval]:
     return [(computed[i].shape, computed[i].dtype, False) for i in sorted(computed)]
 
 
-def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate: bool = False,
-                   stage_name: str = "final") -> Compiled:
+def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
+                   donate: bool | str = False, stage_name: str = "final") -> Compiled:
     """Compile a stage's module of ``traced`` for ``device``.
+
+    ``donate``: True gives every argument's buffer that is not returned unchanged to the
+    executable; ``'updated'`` only those of the arguments a NumPy kernel updates in place (the
+    copy JAX makes of the caller's array becomes the result's buffer, which is then written back:
+    half the peak memory of an in-place update, and no user-visible effect); False none.
 
     As Reactant's ``compile_mlir!``, results the passes reduced to an argument returned
     unchanged are removed from ``@main`` first: the call hands them back without computing or
@@ -370,7 +380,11 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate
     if drop:
         ir = backend.drop_main_results(ir, drop)
     kept_args = {s.arg for s in layout.out_slots if isinstance(s, Forwarded)}
-    mask = tuple(d and i not in kept_args for i, d in enumerate(traced.donation_mask)) \
+    if donate not in (True, False, "updated"):
+        raise CompileError(f"donate must be True, False or 'updated', not {donate!r}")
+    updated = {arg for arg, _ in layout.writeback} if donate == "updated" else None
+    mask = tuple(bool(d) and i not in kept_args and (updated is None or i in updated)
+                 for i, d in enumerate(traced.donation_mask)) \
         if donate else (False,) * len(traced.linear_args)
     dropped = set(drop)
     out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in dropped]
@@ -379,7 +393,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None, donate
                                  device=dev, x64=layout.x64, donate=mask,
                                  structure=_structure(layout, out_avals, dev), stage=stage_name,
                                  reproducer=write_reproducer)
-    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout)
+    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask)
 
 
 def returned_arguments(ir: str, n_args: int) -> dict[int, int]:

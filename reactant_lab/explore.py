@@ -44,8 +44,9 @@ class ExploreOptions:
     """Let the enzyme-hlo patterns assume no NaNs."""
     device: Any = None
     """None (JAX's default device), 'cpu', 'gpu' or a jax Device."""
-    donate: bool = False
-    """Donate non-preserved argument buffers to the executable."""
+    donate: bool | str = False
+    """Donate argument buffers to the executable: True (every one not preserved), 'updated'
+    (those of the arguments a NumPy kernel updates in place) or False."""
     trace_scalars: bool = False
     """Trace Python numbers (else they are static)."""
     mode: str = "auto"
@@ -305,9 +306,9 @@ class JitFunction:
 
     def __init__(self, fn: Callable[..., Any], *, optimize: str = "all",
                  pipeline: str | None = None, no_nan: bool = False,
-                 device: Any | None = None, trace_scalars: bool = False, donate: bool = False,
-                 mode: str = "auto", exclude_patterns: Any = (), patterns: Any = None,
-                 exact: bool = False, loops: str = "auto"):
+                 device: Any | None = None, trace_scalars: bool = False,
+                 donate: bool | str = "updated", mode: str = "auto", exclude_patterns: Any = (),
+                 patterns: Any = None, exact: bool = False, loops: str = "auto"):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
                                       trace_scalars=trace_scalars, mode=mode, loops=loops,
@@ -357,7 +358,7 @@ class JitFunction:
 
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
-        trace_scalars: bool = False, donate: bool = False, mode: str = "auto",
+        trace_scalars: bool = False, donate: bool | str = "updated", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
         loops: str = "auto") -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
@@ -365,7 +366,11 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
     enzyme-hlo patterns measured wrong, crashing, never finishing or slow on the target are
     left out; ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` /
-    ``patterns`` as in ``Traced.stages``; ``loops`` as in ``trace``."""
+    ``patterns`` as in ``Traced.stages``; ``loops`` as in ``trace``. ``donate='updated'`` (the
+    default) hands JAX's copy of each argument a NumPy kernel updates in place to the executable,
+    which computes the new value in that buffer before it is written back into the caller's
+    array (half the peak memory of an in-place update); ``True`` donates every argument (JAX
+    arrays passed in are then consumed), ``False`` none."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,

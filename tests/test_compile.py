@@ -125,3 +125,40 @@ def test_unknown_device():
     traced = rl.trace(lambda x: x + 1, np.ones(2, np.float32))
     with pytest.raises(rl.PipelineError, match="no 'tpu' device"):
         traced.stages().compile(device="tpu")
+
+
+def _scale_in_place(a, b):
+    a *= 1.5
+    a += b
+    return b.sum()
+
+
+def test_rl_jit_donates_only_the_arguments_a_numpy_kernel_updates(rng):
+    a0, b = rng.random((64, 32)), rng.random((64, 32))
+    jf = rl.jit(_scale_in_place)
+    for _ in range(3):  # each call computes in its own donated copy, then writes back
+        a, b_before = a0.copy(), b.copy()
+        total = jf(a, b)
+        np.testing.assert_allclose(a, a0 * 1.5 + b, rtol=1e-15)
+        np.testing.assert_array_equal(b, b_before)
+        np.testing.assert_allclose(total, b.sum(), rtol=1e-12)
+    compiled = jf.last.compiled
+    assert compiled.donate == "updated" and compiled.donated_args == (True, False)
+    kept = rl.jit(_scale_in_place, donate=False)
+    a = a0.copy()
+    kept(a, b)
+    assert kept.last.compiled.donated_args == (False, False)
+    np.testing.assert_allclose(a, a0 * 1.5 + b, rtol=1e-15)
+
+
+def test_jax_arrays_are_not_consumed_by_the_default_donation(rng):
+    x = jax.numpy.asarray(rng.random(16))
+    jf = rl.jit(lambda v: v * 2.0)
+    jf(x)
+    np.testing.assert_allclose(np.asarray(jf(x)), np.asarray(x) * 2.0)  # x still usable
+    assert not any(jf.last.compiled.donated_args)
+
+
+def test_an_unknown_donate_value_is_refused(rng):
+    with pytest.raises(rl.CompileError, match="donate must be True, False or 'updated'"):
+        rl.jit(_scale_in_place, donate="all")(rng.random(4), rng.random(4))

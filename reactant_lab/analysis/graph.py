@@ -4,6 +4,7 @@ ops as clusters; past ``max_ops`` a summary of which results depend on which arg
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,12 +127,16 @@ class Dataflow:
     """Why this view was drawn (e.g. a summary past ``max_ops``)."""
 
 
-def signature_of(traced: Any, donated: bool = False) -> Signature:
-    """The Signature of a ``Traced`` (``donated``: whether the executable donates buffers)."""
+def signature_of(traced: Any, donated: bool | Sequence[bool] = False) -> Signature:
+    """The Signature of a ``Traced`` (``donated``: whether the executable donates buffers, or
+    per linear argument whether it donates that one's)."""
     mutated = set(getattr(traced, "mutated", ()))
-    mask = getattr(traced, "donation_mask", ()) or (False,) * len(traced.linear_args)
+    n = len(traced.linear_args)
+    if isinstance(donated, bool):
+        mask = getattr(traced, "donation_mask", ()) or (False,) * n
+        donated = [donated and bool(m) for m in mask]
     args = tuple(ArgInfo(a.index, a.path, _type_str(a.shape, a.dtype), a.path in mutated,
-                         bool(donated and mask[i])) for i, a in enumerate(traced.linear_args))
+                         bool(donated[i])) for i, a in enumerate(traced.linear_args))
     results = tuple(ResultInfo(r.path, _type_str(r.shape, r.dtype), r.index, r.preserved_from,
                                _written_back(r.path, mutated)) for r in traced.linear_results)
     skipped = tuple((s.path, s.value_repr) for s in traced.skipped_args)

@@ -33,7 +33,8 @@ def stage_graph(ex: Exploration, stage: int | str = -1, max_ops: int = MAX_OPS,
     if ex.from_text:  # the signature comes from the module itself
         return dataflow(s.ir, max_ops=max_ops, result=result, title=title)
     compiled = ex.compiled
-    sig = signature_of(ex.traced, donated=compiled is not None and compiled.donate)
+    sig = signature_of(ex.traced, donated=compiled.donated_args if compiled is not None
+                       else False)
     return dataflow(s.ir, sig, max_ops=max_ops, result=result, title=title)
 
 

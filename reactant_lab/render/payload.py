@@ -167,7 +167,8 @@ def _structures(st: list[Stage]) -> list[int]:
 
 def _signature(first_ir: str, traced: Traced | None, compiled: Compiled | None) -> Signature:
     if traced is not None:
-        return signature_of(traced, donated=compiled is not None and compiled.donate)
+        return signature_of(traced, donated=compiled.donated_args if compiled is not None
+                            else False)
     try:
         return signature_from_ir(parse_function(first_ir))
     except AnalysisError:
@@ -265,7 +266,7 @@ def _xla(compiled: Compiled | None, texts: TextStore) -> dict[str, Any] | None:
     if compiled is None:
         return None
     return {"stage": compiled.stage, "device": str(compiled.device),
-            "compile_seconds": compiled.compile_seconds, "donate": bool(compiled.donate),
+            "compile_seconds": compiled.compile_seconds, "donate": any(compiled.donated_args),
             "hlo": texts.add(compiled.hlo_text()),
             "cost": {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
                      if isinstance(v, int | float)},

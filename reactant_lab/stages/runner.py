@@ -116,7 +116,7 @@ class StageTrace:
         return sum(s.seconds for s in self.stages[1:])
 
     def compile(self, stage: int | str = -1, device: Any | None = None,
-                donate: bool = False) -> Compiled:
+                donate: bool | str = False) -> Compiled:
         """Compile one stage's module (default: the last) with XLA for ``device``."""
         from reactant_lab.compile import compile_traced
 
