@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -41,14 +41,16 @@ Structure = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 """A template function with a call's signature, and its args and kwargs as ShapeDtypeStructs."""
 
 
-@contextlib.contextmanager
-def x64_scope(enabled: bool) -> Iterator[None]:
-    """Trace / run with 64-bit types on when ``enabled`` (leaves the global flag alone otherwise)."""
+_UNCHANGED = contextlib.nullcontext()
+
+
+def x64_scope(enabled: bool) -> contextlib.AbstractContextManager[Any]:
+    """Trace / run with 64-bit types on when ``enabled`` (leaves the global flag alone otherwise).
+    A plain function, not a generator: it wraps every compiled call."""
     if not enabled or jax.config.jax_enable_x64:  # type: ignore[attr-defined]  # JAX adds each flag to Config at run time
-        yield
-        return
-    with jax.enable_x64(True):
-        yield
+        return _UNCHANGED
+    scope: contextlib.AbstractContextManager[Any] = jax.enable_x64(True)
+    return scope
 
 
 def abstract_value(aval: Aval, device: Any | None = None) -> jax.ShapeDtypeStruct:
