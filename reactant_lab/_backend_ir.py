@@ -116,6 +116,30 @@ def _apply_donation(module: ir.Module, plan: Donation) -> None:
     main.attributes["arg_attrs"] = ir.ArrayAttr.get(new)
 
 
+def drop_unused_args(module: ir.Module) -> list[int]:
+    """Remove the arguments ``@main`` never reads (from its block, function type and argument
+    attributes); return their indices. A NumPy kernel's output array that it overwrites whole
+    is one: the caller's values would be copied to the device for nothing."""
+    main = main_func(module)
+    blocks = list(main.regions[0].blocks)
+    if len(blocks) != 1:
+        return []
+    block = blocks[0]
+    unused = [i for i, a in enumerate(block.arguments) if not list(a.uses)]
+    if not unused:
+        return []
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    keep = [i for i in range(len(ftype.inputs)) if i not in set(unused)]
+    for i in reversed(unused):
+        block.erase_argument(i)
+    main.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get([ftype.inputs[i] for i in keep], list(ftype.results)))
+    if "arg_attrs" in main.attributes:
+        old = ir.ArrayAttr(main.attributes["arg_attrs"])
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get([old[i] for i in keep])
+    return unused
+
+
 def drop_results(module: ir.Module, drop: Sequence[int]) -> None:
     """Remove results of ``@main`` (its return operands, function type and result attributes):
     what Reactant does with results the passes reduced to an argument returned unchanged."""

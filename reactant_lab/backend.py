@@ -304,6 +304,20 @@ def drop_main_results(text: str, drop: Sequence[int]) -> str:
         return _backend_ir.asm(module)
 
 
+def drop_unused_main_args(text: str) -> tuple[str, list[int]]:
+    """``text`` with the arguments ``@main`` never reads removed, and their indices (text
+    unchanged and [] when there are none)."""
+    text = module_text(text)
+    with jax_mlir.make_ir_context() as ctx:
+        ctx.allow_unregistered_dialects = True
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as exc:
+            raise CompileError(compile_message(text, exc)) from None
+        unused = _backend_ir.drop_unused_args(module)
+        return (_backend_ir.asm(module), unused) if unused else (text, [])
+
+
 def check_parses(text: str) -> None:
     """Raise ModuleTextError (MLIR's first error, with line and column) unless ``text`` parses."""
     run_pipeline(text, "")

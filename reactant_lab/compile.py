@@ -50,7 +50,8 @@ class Compiled:
 
     def __init__(self, traced: Traced, executable: backend.Executable, stage: str,
                  compile_seconds: float, donate: bool | str, layout: CallLayout | None = None,
-                 donated_args: tuple[bool, ...] | None = None):
+                 donated_args: tuple[bool, ...] | None = None,
+                 used_args: tuple[int, ...] | None = None):
         self.traced = traced
         """The traced call this was compiled from."""
         self.stage = stage
@@ -63,6 +64,10 @@ class Compiled:
         self.donated_args: tuple[bool, ...] = donated_args if donated_args is not None else (
             (False,) * len(traced.linear_args))
         """Per linear argument: whether its buffer is donated."""
+        self.used_args = used_args
+        """The linear arguments the executable takes, when it takes fewer than the trace has
+        (those its module never reads are not passed, e.g. an output array a NumPy kernel
+        overwrites whole); None when it takes them all."""
         self.device = executable.device
         """The device it runs on."""
         self._exe = executable
@@ -133,7 +138,8 @@ class Compiled:
             self._check_targets(linear)
         try:
             with backend.x64_scope(self._x64):
-                outs = self._exe.call_flat(linear)
+                outs = self._exe.call_flat(linear if self.used_args is None
+                                           else [linear[i] for i in self.used_args])
         except (TypeError, ValueError, RuntimeError):
             self._check(args, kwargs)
             raise
@@ -271,8 +277,10 @@ class Compiled:
                     jax.block_until_ready(fast(*a, **k))
             return run_structured
         leaves = jax.tree_util.tree_leaves(self._call_tree(args, kwargs))
+        positions = self._linear_pos if self.used_args is None else [
+            self._linear_pos[i] for i in self.used_args]
         with backend.x64_scope(x64):
-            linear = [jax.device_put(leaves[i], self.device) for i in self._linear_pos]
+            linear = [jax.device_put(leaves[i], self.device) for i in positions]
 
         def run() -> None:
             with backend.x64_scope(x64):
@@ -388,12 +396,21 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         if donate else (False,) * len(traced.linear_args)
     dropped = set(drop)
     out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in dropped]
+    structure = _structure(layout, out_avals, dev)
+    used: tuple[int, ...] | None = None
+    if structure is None:  # the flat call path: arguments @main never reads are not passed
+        ir, unused = backend.drop_unused_main_args(ir)
+        if unused:
+            used = tuple(i for i in range(len(layout.avals)) if i not in set(unused))
+            mask = tuple(m and i in used for i, m in enumerate(mask))
     start = time.perf_counter()
-    exe = backend.compile_module(ir, avals=layout.avals, out_avals=out_avals,
-                                 device=dev, x64=layout.x64, donate=mask,
-                                 structure=_structure(layout, out_avals, dev), stage=stage_name,
-                                 reproducer=write_reproducer)
-    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask)
+    exe = backend.compile_module(
+        ir, avals=layout.avals if used is None else [layout.avals[i] for i in used],
+        out_avals=out_avals, device=dev, x64=layout.x64,
+        donate=mask if used is None else [mask[i] for i in used], structure=structure,
+        stage=stage_name, reproducer=write_reproducer)
+    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
+                    used)
 
 
 def returned_arguments(ir: str, n_args: int) -> dict[int, int]:

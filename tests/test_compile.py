@@ -162,3 +162,25 @@ def test_jax_arrays_are_not_consumed_by_the_default_donation(rng):
 def test_an_unknown_donate_value_is_refused(rng):
     with pytest.raises(rl.CompileError, match="donate must be True, False or 'updated'"):
         rl.jit(_scale_in_place, donate="all")(rng.random(4), rng.random(4))
+
+
+def _fill_out(x, out):
+    out[:] = x * 2.0 + 1.0  # out's old values are never read
+    return x.sum()
+
+
+def test_an_output_array_overwritten_whole_is_not_passed_to_the_executable(rng):
+    x, out = rng.random(50), rng.random(50)
+    jf = rl.jit(_fill_out)
+    total = jf(x, out)
+    np.testing.assert_allclose(out, x * 2.0 + 1.0, rtol=1e-15)
+    np.testing.assert_allclose(total, x.sum(), rtol=1e-12)
+    compiled = jf.last.compiled
+    assert compiled.used_args == (0,) and "%arg1" not in compiled.as_text()
+    assert compiled.donated_args == (False, False)
+    x2, out2 = rng.random(50), np.full(50, np.nan)
+    jf(x2, out2)
+    np.testing.assert_allclose(out2, x2 * 2.0 + 1.0, rtol=1e-15)
+    stages = rl.trace(_fill_out, x, out).stages()
+    run = stages.compile().device_runner(x, out)  # timing a stage passes the used ones only
+    run()
