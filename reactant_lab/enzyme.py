@@ -422,7 +422,7 @@ def _forward(f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[An
         return [jnp.asarray(r) for r in out_leaves]
 
     fn = backend.FlatFunction(flat, args, fn_name(f))
-    n_aux = len(jax.tree_util.tree_leaves(out_tree[0].children()[1])) if has_aux else 0
+    n_aux = out_tree[0].children()[1].num_leaves if has_aux else 0
     n_out = len(fn.out_avals) - n_aux
     ret_acts = ["enzyme_dup" if jnp.issubdtype(d, jnp.inexact) and i < n_out else _CONST
                 for i, (_s, d) in enumerate(fn.out_avals)]

@@ -87,3 +87,15 @@ def test_changed_spans_are_marked():
     line = "%1 = stablehlo.add %a, %b : tensor<f32>"
     html = highlight_line(line, ((19, 21),))
     assert '<span class="v x">%a</span>' in html and '<span class="v">%b</span>' in html
+
+
+def test_a_line_cut_inside_an_attribute_tokenizes_at_once():
+    """A display cut inside '#a<...' or 'loc(...' leaves a bracket unclosed: the lexer must not
+    try every split of the words before it (it used to take seconds per few words, exponentially)."""
+    import subprocess
+    import sys
+    code = ("from reactant_lab.analysis.lexer import tokenize\n"
+            "for text in ('#enzyme.activity<' + 'enzyme_active ' * 40,\n"
+            "             'loc(' + 'callsite at ' * 40, 'tensor<4x' + 'f32, ' * 40):\n"
+            "    assert ''.join(t for _, t in tokenize(text)) == text\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -23,10 +23,13 @@ KINDS = {
 }
 """Token kinds and what each is."""
 
-_STR = r'"(?:[^"\\]|\\.)*"'
-_ANG0 = rf'(?:[^<>"-]+|->|-|{_STR})*'
-_ANG = rf'<(?:[^<>"-]+|->|-|{_STR}|<(?:[^<>"-]+|->|-|{_STR}|<{_ANG0}>)*>)*>'
-_PAREN = rf'\((?:[^()"]+|{_STR}|\((?:[^()"]+|{_STR}|\((?:[^()"]+|{_STR})*\))*\))*\)'
+# Possessive (*+, ++): the alternatives start with different characters, so nothing is lost by
+# not backtracking into them, and an unclosed '<' or '(' (a line cut short for display) fails at
+# once instead of trying every way to split the words before it (exponential in their number).
+_STR = r'"(?:[^"\\]|\\.)*+"'
+_ANG0 = rf'(?:[^<>"-]++|->|-|{_STR})*+'
+_ANG = rf'<(?:[^<>"-]++|->|-|{_STR}|<(?:[^<>"-]++|->|-|{_STR}|<{_ANG0}>)*+>)*+>'
+_PAREN = rf'\((?:[^()"]++|{_STR}|\((?:[^()"]++|{_STR}|\((?:[^()"]++|{_STR})*+\))*+\))*+\)'
 _TOKEN = re.compile(rf"""
     (?P<comment>//.*)
   | (?P<str>{_STR}|"(?:[^"\\]|\\.)*)
