@@ -371,5 +371,5 @@ def test_the_pass_time_limit_is_read_from_the_environment(monkeypatch, value, li
 @pytest.mark.parametrize("value", ["soon", "-3", "inf", "nan"])
 def test_a_bad_pass_time_limit_is_refused_saying_what_to_set(monkeypatch, value):
     monkeypatch.setenv(backend.PASS_TIME_LIMIT_VAR, value)
-    with pytest.raises(rl.PipelineError, match="REACTANT_LAB_PASS_TIMEOUT=.*seconds"):
+    with pytest.raises(rl.PipelineError, match=r"REACTANT_LAB_PASS_TIMEOUT=.*seconds"):
         rl.run_pipeline(SMALL, "canonicalize")
