@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -39,6 +40,7 @@ from numpy_kernels import CASES, _fresh, _jax_variant
 
 import reactant_lab as rl
 from reactant_lab import backend, timing
+from reactant_lab import enzyme as rle
 from reactant_lab.bench.measure import Variant, plan_rounds, round_robin, warm_up
 from reactant_lab.stages import patterns
 
@@ -105,13 +107,25 @@ def _evidence_fn(entry: dict[str, Any]) -> tuple[Any, tuple]:
     """The function and inputs an entry's evidence names (a lambda over lax/jnp/np, or a kernel
     of benchmarks/numpy_kernels.py by name)."""
     ev = entry["evidence"]
+    if "benchmark" in ev:  # 'enzyme_grad:stencil_2d': the gradient of a case of that benchmark
+        module, case_name = ev["benchmark"].split(":")
+        bench = importlib.import_module(module)
+        case = bench.CASES[case_name]
+        args = tuple(jnp.asarray(a) for a in case.make(np.random.default_rng(0)))
+        return rle.gradient(case.loss), args
     if "kernel" in ev:
         case = CASES[ev["kernel"]]
         return case.kernel, case.make(np.random.default_rng(0))
     scope = {"lax": lax, "jnp": jnp, "np": np, "jax": jax}
-    fn = eval(ev["function"], scope)  # the table is the project's own data
-    _, _, expr = ev["input"].partition("=")
-    return fn, (eval(expr, scope),)
+    source = ev["function"]
+    if source.startswith("def "):  # a whole (one-line) function: define it, take it
+        exec(source, scope)  # the table is the project's own data
+        fn = scope[source[4:source.index("(")]]
+    else:
+        fn = eval(source, scope)
+    names, _, expr = ev["input"].partition("=")
+    value = eval(expr, scope)
+    return fn, (tuple(value) if "," in names else (value,))
 
 
 @contextlib.contextmanager
@@ -129,6 +143,7 @@ def _pass_time_limit(seconds: float):
 
 def recheck(min_time: float) -> int:
     stale = 0
+    groups_done: set[Any] = set()
     target = rl.backend.platform(rl.backend.resolve_device(None))
     for entry in patterns.exclusions():
         if "*" not in entry["targets"] and target not in entry["targets"]:
@@ -166,10 +181,18 @@ def recheck(min_time: float) -> int:
             holds = not np.allclose(with_p, without)
             print(f"{entry['pattern']} (wrong): with it {with_p.tolist()}, without "
                   f"{without.tolist()}: {'still wrong' if holds else 'STALE: now right'}")
-        else:  # the default list with this one entry put back, against the default
+        else:  # the default list with this entry (and its group) put back, against the default
+            if entry.get("group") and entry["group"] in groups_done:
+                continue
+            group = {e["pattern"] for e in patterns.exclusions()
+                     if entry.get("group") and e.get("group") == entry["group"]} or {
+                entry["pattern"]}
+            if entry.get("group"):
+                groups_done.add(entry["group"])
+            bar = float(entry.get("slower_than", 2.0))
             listed = patterns.pattern_list(no_nan=False, target=target)
             back = [p for p in patterns.reactant_patterns(no_nan=False) if p not in
-                    listed.missing and (p not in listed.excluded or p == entry["pattern"])]
+                    listed.missing and (p not in listed.excluded or p in group)]
             vs = [Variant(n, rl.jit(fn, **kw), [], _fresh((tuple(args), {}), np.array))
                   for n, kw in (("with", {"patterns": back}), ("without", {}))]
             for v in vs:
@@ -177,10 +200,11 @@ def recheck(min_time: float) -> int:
             per = [warm_up(v, 3) for v in vs]
             samples = round_robin(vs, plan_rounds(per, min_time, None))
             w, wo = (timing.median(s) for s in samples)
-            holds = w > 2 * wo
-            print(f"{entry['pattern']} (slow on {', '.join(entry['targets'])}): with it "
-                  f"{w * 1e3:.2f} ms, without {wo * 1e3:.2f} ms ({w / wo:.1f}x): "
-                  f"{'still slow' if holds else 'STALE: no longer 2x slower'}")
+            holds = w > bar * wo
+            print(f"{' + '.join(sorted(group))} (slow on {', '.join(entry['targets'])}): with "
+                  f"{'them' if len(group) > 1 else 'it'} {w * 1e3:.2f} ms, without "
+                  f"{wo * 1e3:.2f} ms ({w / wo:.2f}x): "
+                  f"{'still slow' if holds else f'STALE: no longer {bar:g}x slower'}")
         stale += not holds
     return stale
 
