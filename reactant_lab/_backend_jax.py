@@ -53,18 +53,26 @@ def x64_scope(enabled: bool) -> contextlib.AbstractContextManager[Any]:
     return scope
 
 
-def abstract_value(aval: Aval, device: Any | None = None) -> jax.ShapeDtypeStruct:
-    """A ShapeDtypeStruct for (shape, dtype, weak_type), placed on ``device`` if given."""
+def abstract_value(aval: Aval, device: Any | None = None,
+                   sharding: Any | None = None) -> jax.ShapeDtypeStruct:
+    """A ShapeDtypeStruct for (shape, dtype, weak_type), laid out by ``sharding`` (a
+    NamedSharding over a mesh) if given, else placed on ``device`` if given."""
     shape, dtype, weak = aval
-    sharding = jax.sharding.SingleDeviceSharding(device) if device is not None else None
+    if sharding is None and device is not None:
+        sharding = jax.sharding.SingleDeviceSharding(device)
     return jax.ShapeDtypeStruct(shape, dtype, weak_type=weak, sharding=sharding)
 
 
 def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[str],
-          result_names: Sequence[str], module_name: str, x64: bool) -> str:
-    """Lower ``fn(*linear) -> list`` to StableHLO text whose block arguments carry their paths."""
+          result_names: Sequence[str], module_name: str, x64: bool,
+          shardings: Sequence[Any] = ()) -> str:
+    """Lower ``fn(*linear) -> list`` to StableHLO text whose block arguments carry their paths;
+    with ``shardings`` (a NamedSharding per argument) JAX writes the mesh and the arguments'
+    (and the results' it infers) Shardy annotations into the module."""
+    shards = list(shardings) or [None] * len(avals)
     with x64_scope(x64):
-        lowered = jax.jit(fn, keep_unused=True).lower(*[abstract_value(a, None) for a in avals])
+        lowered = jax.jit(fn, keep_unused=True).lower(
+            *[abstract_value(a, None, s) for a, s in zip(avals, shards, strict=True)])
     module = lowered.compiler_ir("stablehlo")
     if module is None:  # pragma: no cover - JAX's jit lowerings always have StableHLO
         raise TraceError(f"JAX gave no StableHLO module for {module_name}")
@@ -154,7 +162,8 @@ class Executable:
 def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval],
                    device: Any, x64: bool, donate: Sequence[bool],
                    structure: Structure | None, stage: str = "final",
-                   reproducer: ReproducerWriter | None = None) -> Executable:
+                   reproducer: ReproducerWriter | None = None,
+                   shardings: Sequence[Any] = ()) -> Executable:
     """Compile module text for ``device``; ``stage`` names it in errors, and ``reproducer``
     (stages.reproducer.write_reproducer) writes a directory when XLA crashes on it.
 
@@ -162,17 +171,24 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
     ShapeDtypeStructs on ``device``) lets JAX's C++ call path take the user's own pytree; without
     it the executable takes the flat linear values. A module XLA might crash on compiles in the
     compile worker (reactant_lab/_compile_isolation.py).
+
+    ``shardings`` (a NamedSharding per argument, all over one mesh) compiles the module for that
+    mesh: XLA's Shardy partitioner partitions it, and the executable runs on every device of
+    the mesh. Only JAX's dispatch runs such an executable.
     """
     text = module_text(text)
     donation = donation_plan(donate, avals, out_avals)
     guard = guard_for(text, device, stage, reproducer)
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
-                                    guard)
+                                    guard, shardings)
         if compiled is not None:
             exe = Executable(*compiled, None, device, x64, structure is not None)
             exe.note = guard.note if guard is not None else None
             return exe
+    if shardings:
+        raise CompileError("a sharded module compiles only through JAX's lowering, which this "
+                           "JAX does not offer (or REACTANT_LAB_RAW_EXECUTE is set)")
     with jax_mlir.make_ir_context():
         text = asm(prepare(text, donation))
     exe = Executable(text, None, _compile_raw(text, device, guard), device, x64, False)
@@ -182,8 +198,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
 
 def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
                      out_avals: Sequence[Aval], device: Any, x64: bool,
-                     structure: Structure | None,
-                     guard: Guard | None) -> tuple[str, jax.stages.Compiled] | None:
+                     structure: Structure | None, guard: Guard | None,
+                     shardings: Sequence[Any] = ()) -> tuple[str, jax.stages.Compiled] | None:
     """Compile through a JAX lowering of the same signature whose module is swapped for ours.
 
     This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns (text
@@ -193,7 +209,9 @@ def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
     if structure is None:
         def template(*_: Any) -> list[np.ndarray[Any, Any]]:
             return [np.zeros(s, d) for s, d, _w in out_avals]
-        structure = template, tuple(abstract_value(a, device) for a in avals), {}
+        shards = list(shardings) or [None] * len(avals)
+        structure = template, tuple(abstract_value(a, device, s)
+                                    for a, s in zip(avals, shards, strict=True)), {}
     fn, args, kwargs = structure
     with x64_scope(x64):
         lowered = jax.jit(fn, keep_unused=True).lower(*args, **kwargs)

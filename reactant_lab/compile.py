@@ -22,7 +22,7 @@ from reactant_lab.errors import (
 from reactant_lab.stages.reproducer import write_reproducer
 from reactant_lab.trace import captures
 from reactant_lab.trace.numpy_mode import check_independent
-from reactant_lab.trace.paths import FlatCall, flatten_call, layouts_hold, memory_layout
+from reactant_lab.trace.paths import FlatCall, flatten_call, is_none, layouts_hold, memory_layout
 from reactant_lab.trace.paths import static_key as _static_key
 from reactant_lab.trace.specs import (
     ArgSpec,
@@ -195,7 +195,8 @@ class Compiled:
     def _check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> FlatCall:
         with backend.x64_scope(self._x64):  # Python numbers canonicalize as when called
             flat = flatten_call(args, kwargs, trace_scalars=self._layout.trace_scalars,
-                                captured=self._captured())
+                                captured=self._captured(),
+                                in_shardings=dict(self._layout.in_shardings) or None)
         if flat.signature() != self._signature:
             raise SignatureMismatchError(self._mismatch(flat))
         return flat
@@ -227,8 +228,9 @@ class Compiled:
             return _to_numpy(np.asarray(value, dtype=dtype), slot.scalar)
         if isinstance(value, jax.Array):
             return value
+        where = self._layout.shardings[slot.arg] if self._layout.shardings else self.device
         with backend.x64_scope(self._x64):
-            return jax.device_put(np.asarray(value, dtype=dtype), self.device)
+            return jax.device_put(np.asarray(value, dtype=dtype), where)
 
     def _mismatch(self, flat: FlatCall) -> str:
         t = self.traced
@@ -244,6 +246,9 @@ class Compiled:
             if (old.shape, old.dtype, old.weak_type) != (new.shape, new.dtype, new.weak_type):
                 lines.append(f"  {old.path}: compiled for {old.dtype}{list(old.shape)}, "
                              f"called with {new.dtype}{list(new.shape)}")
+            elif old.sharding != new.sharding:
+                lines.append(f"  {old.path}: compiled for sharding {old.sharding or 'none'}, "
+                             f"called with {new.sharding or 'no sharding (one device)'}")
         if len(t.linear_args) != len(flat.linear):
             lines.append(f"  {len(t.linear_args)} traced leaves compiled, {len(flat.linear)} given")
         for old, new in zip(t.skipped_args, flat.skipped, strict=False):
@@ -265,12 +270,20 @@ class Compiled:
         self._check(args, kwargs)
         exe, x64 = self._exe, self._x64
         fast = exe.fast_call
+        shardings = self._layout.shardings
         if exe.structured and fast is not None:  # JAX's dispatch takes the user's own pytree
-            def place(leaf: Any) -> Any:
-                return jax.device_put(leaf, self.device) if isinstance(
+            def place(leaf: Any, where: Any) -> Any:
+                return jax.device_put(leaf, where) if isinstance(
                     leaf, np.ndarray | np.generic | jax.Array) else leaf
+            tree = (args, kwargs)
             with backend.x64_scope(x64):
-                a, k = jax.tree_util.tree_map(place, (args, kwargs))
+                if shardings:  # structured calls have no captures: slots are the leaves
+                    leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_none)
+                    a, k = jax.tree_util.tree_unflatten(treedef, [
+                        leaf if isinstance(s, Static) else place(leaf, shardings[s])
+                        for leaf, s in zip(leaves, self._layout.in_slots, strict=True)])
+                else:
+                    a, k = jax.tree_util.tree_map(lambda leaf: place(leaf, self.device), tree)
 
             def run_structured() -> None:
                 with backend.x64_scope(x64):
@@ -279,8 +292,11 @@ class Compiled:
         leaves = jax.tree_util.tree_leaves(self._call_tree(args, kwargs))
         positions = self._linear_pos if self.used_args is None else [
             self._linear_pos[i] for i in self.used_args]
+        targets = (list(range(len(self._linear_pos))) if self.used_args is None
+                   else list(self.used_args))
         with backend.x64_scope(x64):
-            linear = [jax.device_put(leaves[i], self.device) for i in positions]
+            linear = [jax.device_put(leaves[i], shardings[j] if shardings else self.device)
+                      for i, j in zip(positions, targets, strict=True)]
 
         def run() -> None:
             with backend.x64_scope(x64):
@@ -358,8 +374,9 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
                   for s in layout.out_slots]
         return jax.tree_util.tree_unflatten(layout.out_treedef, leaves)
 
-    leaves = [None if isinstance(s, Static) else backend.abstract_value(layout.avals[s], device)
-              for s in layout.in_slots]
+    shardings = layout.shardings or (None,) * len(layout.avals)
+    leaves = [None if isinstance(s, Static) else backend.abstract_value(
+        layout.avals[s], device, shardings[s]) for s in layout.in_slots]
     args, kwargs = jax.tree_util.tree_unflatten(layout.in_treedef, leaves)
     return template, args, kwargs
 
@@ -408,7 +425,9 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         ir, avals=layout.avals if used is None else [layout.avals[i] for i in used],
         out_avals=out_avals, device=dev, x64=layout.x64,
         donate=mask if used is None else [mask[i] for i in used], structure=structure,
-        stage=stage_name, reproducer=write_reproducer)
+        stage=stage_name, reproducer=write_reproducer,
+        shardings=layout.shardings if used is None or not layout.shardings
+        else [layout.shardings[i] for i in used])
     return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
                     used)
 

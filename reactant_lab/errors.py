@@ -33,6 +33,17 @@ class UnsupportedArgumentError(TraceError, TypeError):
         """The type that is not supported."""
 
 
+class ShardingError(TraceError, ValueError):
+    """A sharding that cannot be used: a PartitionSpec that does not divide a dimension, an axis
+    name the mesh does not have, a mesh larger than the devices present, arguments on different
+    meshes."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+        """The argument the sharding was given for, e.g. ``args[0]['w']`` (None: the mesh)."""
+
+
 class UnsupportedNumpyFunctionError(TraceError):
     """NumPy mode: a NumPy function (or np.random) without a traced equivalent."""
 

@@ -23,7 +23,7 @@ from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceErro
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
-from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, trace
+from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, sharding, trace
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.user_fn import check_traceable
 from reactant_lab.verify import Verification
@@ -63,6 +63,12 @@ class ExploreOptions:
     """Compile, run, compare and time every stage on the example arguments (``verified``)."""
     reference: str = "auto"
     """What verification compares with: 'auto', 'numpy', 'jax' or 'stage0'."""
+    in_shardings: Any = None
+    """Argument path -> jax.sharding.PartitionSpec over ``mesh`` (or a NamedSharding), as in
+    ``trace``; JAX arrays placed over a mesh are sharded as they are without it."""
+    mesh: Any = None
+    """The mesh ``in_shardings`` lays arguments over: a jax.sharding.Mesh, or axis sizes such
+    as ``{"data": 4, "model": 2}`` (a mesh over the first devices present)."""
 
     def __post_init__(self) -> None:
         choice = PatternChoice.of(exact=self.exact, exclude_patterns=self.exclude_patterns,
@@ -78,6 +84,16 @@ class ExploreOptions:
             raise TraceError(f"unknown trace mode {self.mode!r}; valid modes: {', '.join(MODES)}")
         if self.loops not in LOOPS:
             raise TraceError(f"unknown loops={self.loops!r}; valid values: {', '.join(LOOPS)}")
+        if self.in_shardings is not None or self.mesh is not None:
+            # Checked (and a mesh of axis sizes built) once, before anything is traced.
+            object.__setattr__(self, "mesh", sharding.make_mesh(self.mesh))
+            object.__setattr__(self, "in_shardings",
+                               tuple(dict(self.in_shardings or {}).items()) or None)
+
+    @property
+    def sharding_kwargs(self) -> dict[str, Any]:
+        """The sharding options as ``trace`` takes them."""
+        return {"in_shardings": dict(self.in_shardings or ()) or None, "mesh": self.mesh}
 
     @property
     def pattern_kwargs(self) -> dict[str, Any]:
@@ -221,7 +237,7 @@ def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, An
     copies of the arguments and (``run=True``) run it once: the one sequence every entry point
     uses (a NumPy kernel's arguments are then updated in place)."""
     traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode,
-                   loops=options.loops, **kwargs)
+                   loops=options.loops, **options.sharding_kwargs, **kwargs)
     ex = build_from_trace(traced, options)
     if options.verify:
         ex = verified(ex, args, kwargs)
@@ -254,16 +270,19 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             device: Any | None = None, trace_scalars: bool = False, run: bool = True,
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
             patterns: Any = None, exact: bool = False, verify: bool = False,
-            reference: str = "auto", loops: str = "auto", **kwargs: Any) -> Exploration:
+            reference: str = "auto", loops: str = "auto", in_shardings: Any = None,
+            mesh: Any = None, **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
-    it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``."""
+    it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``.
+    ``in_shardings`` / ``mesh`` as in ``trace``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
                              trace_scalars=trace_scalars, mode=mode, loops=loops,
                              exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
-                             verify=verify, reference=reference)
+                             verify=verify, reference=reference,
+                             in_shardings=in_shardings, mesh=mesh)
     return build(fn, args, kwargs, options, run=run)
 
 
@@ -308,12 +327,13 @@ class JitFunction:
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False,
                  donate: bool | str = "updated", mode: str = "auto", exclude_patterns: Any = (),
-                 patterns: Any = None, exact: bool = False, loops: str = "auto"):
+                 patterns: Any = None, exact: bool = False, loops: str = "auto",
+                 in_shardings: Any = None, mesh: Any = None):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
                                       trace_scalars=trace_scalars, mode=mode, loops=loops,
                                       exclude_patterns=exclude_patterns, patterns=patterns,
-                                      exact=exact)
+                                      exact=exact, in_shardings=in_shardings, mesh=mesh)
         """How each signature is traced, staged and compiled."""
         check_traceable(fn)
         self.fn = fn
@@ -337,7 +357,8 @@ class JitFunction:
                 return last.compiled(*args, **kwargs)
             except SignatureMismatchError:
                 pass
-        flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.options.trace_scalars)
+        flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.options.trace_scalars,
+                           **self.options.sharding_kwargs)
         entry = self._cache.get(flat)
         if entry is None:
             entry = build(self.fn, args, kwargs, self.options)
@@ -360,7 +381,7 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
         trace_scalars: bool = False, donate: bool | str = "updated", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
-        loops: str = "auto") -> Any:
+        loops: str = "auto", in_shardings: Any = None, mesh: Any = None) -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
@@ -370,11 +391,12 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     default) hands JAX's copy of each argument a NumPy kernel updates in place to the executable,
     which computes the new value in that buffer before it is written back into the caller's
     array (half the peak memory of an in-place update); ``True`` donates every argument (JAX
-    arrays passed in are then consumed), ``False`` none."""
+    arrays passed in are then consumed), ``False`` none. JAX arrays placed over a mesh run
+    sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,
                            exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
-                           loops=loops)
+                           loops=loops, in_shardings=in_shardings, mesh=mesh)
 
     return compiled if fn is None else compiled(fn)

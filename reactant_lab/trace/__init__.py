@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from reactant_lab import backend
@@ -39,7 +39,8 @@ MODES = ("auto", "numpy", "jax")
 
 
 def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
-          loops: str = "auto", **kwargs: Any) -> Traced:
+          loops: str = "auto", in_shardings: Mapping[str, Any] | None = None, mesh: Any = None,
+          **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
@@ -57,16 +58,24 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     value into ``stablehlo.case`` / ``stablehlo.while``, in ``fn`` and the user functions it
     calls; ``'roll'`` raises where a loop cannot roll; ``'unroll'`` runs every loop as Python.
     See docs/loops.md.
+
+    Sharding: JAX arrays placed with a NamedSharding over a mesh of several devices are traced
+    with it; ``in_shardings`` (argument path -> ``jax.sharding.PartitionSpec`` over ``mesh``, a
+    jax.sharding.Mesh or axis sizes such as ``{"data": 4, "model": 2}``) shards NumPy arguments.
+    The module then carries the mesh (``sdy.mesh``) and each argument's ``sdy.sharding``;
+    ``linear_args`` show each argument's sharding, the others are replicated.
     """
     _check_callable(fn)
     check_traceable(fn)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
-    flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars)
+    flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
+                       in_shardings=in_shardings, mesh=mesh)
     run, why = control_flow.converted(fn, loops)
     with control_flow.tracing(loops) as notes:
-        lowered, used, flat = _lower(run, flat, mode, (args, kwargs, trace_scalars))
+        lowered, used, flat = _lower(run, flat, mode,
+                                     (args, kwargs, trace_scalars, in_shardings, mesh))
     if why is not None:
         notes.insert(0, f"{fn_name(fn)} runs as Python: {why}")
     preserved = {r.path: r.preserved_from for r in lowered.results
@@ -79,7 +88,8 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         out_treedef=lowered.out_treedef, out_slots=lowered.out_slots,
         x64=flat.needs_x64 or used == "numpy", numpy_out=flat.all_numpy,
         trace_scalars=trace_scalars, writeback=lowered.writeback,
-        layout_deps=lowered.layout_deps, captures=flat.captures)
+        layout_deps=lowered.layout_deps, captures=flat.captures, shardings=flat.shardings,
+        in_shardings=flat.in_shardings)
     return Traced(
         fn_name=fn_name(fn), mode=used, linear_args=flat.linear, skipped_args=flat.skipped,
         linear_results=lowered.results, preserved=types.MappingProxyType(preserved),
@@ -90,16 +100,18 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
-           call: tuple[tuple[Any, ...], dict[str, Any], bool]) -> tuple[Lowered, str, FlatCall]:
+           call: tuple[tuple[Any, ...], dict[str, Any], bool, Any, Any]
+           ) -> tuple[Lowered, str, FlatCall]:
     """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
     Returns the lowering, the mode used and the flattened call it was traced for."""
     if mode == "numpy" or (mode == "auto" and flat.all_numpy):
-        args, kwargs, trace_scalars = call
+        args, kwargs, trace_scalars, in_shardings, mesh = call
         numpy_flat = flat
         if any(a.weak_type for a in flat.linear):
             # Traced Python numbers are float64 / int64 in NumPy, as NumPy mode runs.
             with backend.x64_scope(True):
-                numpy_flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars)
+                numpy_flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
+                                         in_shardings=in_shardings, mesh=mesh)
         try:
             return trace_numpy(fn, numpy_flat), "numpy", numpy_flat
         except JaxCodeError as exc:
@@ -111,10 +123,13 @@ def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
 
 
 def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                trace_scalars: bool = False) -> FlatCall:
+                trace_scalars: bool = False, in_shardings: Mapping[str, Any] | None = None,
+                mesh: Any = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
-    module's globals as further linear arguments (paths ``fn.NAME``)."""
-    return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn))
+    module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings`` and
+    ``mesh`` as in ``trace``."""
+    return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn),
+                        in_shardings=in_shardings, mesh=mesh)
 
 
 def _update_then_jax(name: str, exc: JaxCodeError) -> TraceError:

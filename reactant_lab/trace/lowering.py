@@ -89,7 +89,10 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
         return ([leaf for _, leaf, updated in out.leaves if updated is None and is_array(leaf)]
                 + [value for _, value, _ in out.extras])
 
-    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in flat.linear]
+    # Sharded: an Explicit mesh axis is part of the types JAX traces with (its rules apply).
+    shardings = flat.shardings or (None,) * len(flat.linear)
+    avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type, sharding=s)
+             for a, s in zip(flat.linear, shardings, strict=True)]
     with backend.x64_scope(x64), user_code_errors(name, mode):
         closed = jax.make_jaxpr(flat_fn)(*avals)
     out = captured["out"]
@@ -105,7 +108,8 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
         lowered_fn, [(a.shape, a.dtype, a.weak_type) for a in flat.linear],
         arg_names=[a.path for a in flat.linear],
         result_names=[by_index[i] for i in range(len(keep))],
-        module_name="reactant_" + re.sub(r"\W", "_", name).strip("_"), x64=x64)
+        module_name="reactant_" + re.sub(r"\W", "_", name).strip("_"), x64=x64,
+        shardings=flat.shardings)
     return Lowered(text, out.treedef, slots, results, writeback, out.layout_deps)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 import types
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ import jax
 import numpy as np
 
 from reactant_lab.errors import DonatedArgumentError, UnsupportedArgumentError
+from reactant_lab.trace import sharding as sharding_mod
 from reactant_lab.trace.captures import capture_path
 from reactant_lab.trace.specs import ArgSpec, SkippedArg, Static
 
@@ -39,6 +41,10 @@ class FlatCall:
     """The static leaves."""
     captures: tuple[str, ...] = ()
     """Keys of the captured arrays (closure cells, globals) that join the call, if any."""
+    shardings: tuple[Any, ...] = ()
+    """Per linear argument, its NamedSharding over the call's mesh; empty: not sharded."""
+    in_shardings: tuple[tuple[str, Any], ...] = ()
+    """(path, NamedSharding) per argument ``in_shardings=`` gave a sharding."""
 
     @property
     def needs_x64(self) -> bool:
@@ -54,7 +60,8 @@ class FlatCall:
     def signature(self) -> tuple[Hashable, ...]:
         """Hashable key: structure, shapes, dtypes and static values (a compiled cache key)."""
         statics = tuple(static_key(s.value) for s in self.slots if isinstance(s, Static))
-        avals = tuple((a.shape, a.dtype.str, a.weak_type) for a in self.linear)
+        avals = tuple((a.shape, a.dtype.str, a.weak_type, a.sharding) if a.sharding else
+                      (a.shape, a.dtype.str, a.weak_type) for a in self.linear)
         return (self.treedef, avals, statics)
 
     def rebuild(self, linear_values: Sequence[Any]) -> tuple[Any, ...]:
@@ -85,11 +92,16 @@ def result_path(keypath: tuple[Any, ...]) -> str:
 
 
 def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars: bool = False,
-                 captured: dict[str, Any] | None = None) -> FlatCall:
+                 captured: dict[str, Any] | None = None,
+                 in_shardings: Mapping[str, Any] | None = None,
+                 mesh: Any = None) -> FlatCall:
     """Split ``(args, kwargs)`` into linear and skipped leaves, checking every leaf's type.
 
     ``captured`` (arrays the function reads from closures and globals, see ``captures``) joins
     the call as a third part, ``(args, kwargs, captured)``, its leaves at paths ``fn.NAME``.
+    ``in_shardings`` (argument path -> PartitionSpec over ``mesh``, or NamedSharding) shards
+    arguments; JAX arrays placed over a mesh of several devices are sharded as they are
+    (``reactant_lab.trace.sharding``).
     """
     tree = (args, kwargs, captured) if captured else (args, kwargs)
     with_path, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_none)
@@ -109,8 +121,18 @@ def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars
         slots.append(len(values))
         linear.append(ArgSpec(path, shape, dtype, len(values), weak))
         values.append(leaf)
+    shardings: tuple[Any, ...] = ()
+    if in_shardings or mesh is not None or any(
+            sharding_mod.of_value(v) is not None for v in values):
+        shardings = sharding_mod.resolve([a.path for a in linear], [a.shape for a in linear],
+                                         values, in_shardings, mesh)
+        if shardings:
+            linear = [dataclasses.replace(a, sharding=sharding_mod.describe(s))
+                      for a, s in zip(linear, shardings, strict=True)]
+    given = tuple((a.path, s) for a, s in zip(linear, shardings, strict=False)
+                  if in_shardings and a.path in in_shardings)
     return FlatCall(treedef, tuple(slots), tuple(values), tuple(linear), tuple(skipped),
-                    tuple(captured or ()))
+                    tuple(captured or ()), shardings, given)
 
 
 def memory_layout(value: Any) -> Any:

@@ -22,9 +22,13 @@ class ArgSpec:
     """Block-argument index of ``@main`` (``%argN``)."""
     weak_type: bool = False
     """True for a traced Python scalar (``trace_scalars=True``): it promotes like a Python number."""
+    sharding: str | None = None
+    """How it is laid out over a mesh of devices, e.g. ``mesh['data'=8] P('data', None)``
+    (a JAX array's NamedSharding, or ``in_shardings=``); None when the call is not sharded."""
 
     def __str__(self) -> str:
-        return f"%arg{self.index}: {self.path} {_type_str(self.shape, self.dtype)}"
+        where = f" {self.sharding}" if self.sharding else ""
+        return f"%arg{self.index}: {self.path} {_type_str(self.shape, self.dtype)}{where}"
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,13 @@ class CallLayout:
     captures: tuple[str, ...] = ()
     """Keys of the arrays the function reads from closures and globals (``captures``): read
     again on every call, they are linear arguments after those of ``(args, kwargs)``."""
+
+    shardings: tuple[Any, ...] = ()
+    """Per linear argument, its jax.sharding.NamedSharding over the call's mesh (``trace``'s
+    ``in_shardings=`` or the JAX array's own); empty when the call is not sharded."""
+    in_shardings: tuple[tuple[str, Any], ...] = ()
+    """(path, NamedSharding) per argument given a sharding by ``in_shardings=``: a call's NumPy
+    arguments are laid out so again."""
 
     @property
     def n_outputs(self) -> int:
