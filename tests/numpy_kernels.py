@@ -411,6 +411,176 @@ def cumulative_update(x, w):
     return np.argmax(w), np.cumprod(np.ones_like(x) * 1.01)
 
 
+# ---------------------------------------------------------------- more kernels (benchmarks/numpy_speed.py)
+
+
+def syr2k(alpha, beta, C, A, B):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k]
+
+
+def hdiff(in_field, out_field, coeff):
+    ni, nj = out_field.shape[0], out_field.shape[1]
+    lap_field = 4.0 * in_field[1:ni + 3, 1:nj + 3, :] - (
+        in_field[2:ni + 4, 1:nj + 3, :] + in_field[0:ni + 2, 1:nj + 3, :] +
+        in_field[1:ni + 3, 2:nj + 4, :] + in_field[1:ni + 3, 0:nj + 2, :])
+    res = lap_field[1:, 1:nj + 1, :] - lap_field[:-1, 1:nj + 1, :]
+    flx_field = np.where(
+        (res * (in_field[2:ni + 3, 2:nj + 2, :] - in_field[1:ni + 2, 2:nj + 2, :])) > 0, 0, res)
+    res = lap_field[1:ni + 1, 1:, :] - lap_field[1:ni + 1, :-1, :]
+    fly_field = np.where(
+        (res * (in_field[2:ni + 2, 2:nj + 3, :] - in_field[2:ni + 2, 1:nj + 2, :])) > 0, 0, res)
+    out_field[:, :, :] = in_field[2:ni + 2, 2:nj + 2, :] - coeff[:, :, :] * (
+        flx_field[1:, :, :] - flx_field[:-1, :, :] + fly_field[:, 1:, :] - fly_field[:, :-1, :])
+
+
+def power_iteration(A, x, iters):
+    for _ in range(iters):
+        x = A @ x
+        x /= np.linalg.norm(x)
+    return x, x @ (A @ x)
+
+
+def conjugate_gradient(A, b, x, iters):
+    r = b - A @ x
+    p = r.copy()
+    rs = r @ r
+    for _ in range(iters):
+        Ap = A @ p
+        alpha = rs / (p @ Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        rs_new = r @ r
+        p = r + (rs_new / rs) * p
+        rs = rs_new
+    return np.sqrt(rs)
+
+
+def layer_norm(x, gamma, beta):
+    mean = np.mean(x, axis=-1, keepdims=True)
+    var = np.var(x, axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def batch_norm(x, gamma, beta, running_mean, running_var):
+    n = x.shape[0] * x.shape[2] * x.shape[3]
+    mean = np.mean(x, axis=(0, 2, 3))
+    var = np.var(x, axis=(0, 2, 3))
+    running_mean *= 0.9
+    running_mean += 0.1 * mean
+    running_var *= 0.9
+    running_var += 0.1 * var * n / (n - 1)
+    xhat = (x - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5)
+    return gamma[:, None, None] * xhat + beta[:, None, None]
+
+
+def conv2d(x, w, b):
+    # 'valid' convolution of NHWC images with (K, K, Cin, Cout) weights, bias and ReLU
+    K = w.shape[0]
+    H, W = x.shape[1] - K + 1, x.shape[2] - K + 1
+    out = np.zeros((x.shape[0], H, W, w.shape[3]), dtype=x.dtype)
+    for i in range(K):
+        for j in range(K):
+            out += x[:, i:i + H, j:j + W, :] @ w[i, j]
+    return np.maximum(out + b, 0.0)
+
+
+def attention(q, k, v):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    s -= np.max(s, axis=-1, keepdims=True)
+    p = np.exp(s)
+    p /= np.sum(p, axis=-1, keepdims=True)
+    return p @ v
+
+
+def masked_stats(x, valid):
+    count = np.sum(valid, axis=0)
+    mean = np.sum(x, axis=0, where=valid) / np.maximum(count, 1)
+    sq = np.sum((x - mean) ** 2, axis=0, where=valid)
+    return (mean, np.sqrt(sq / np.maximum(count - 1, 1)),
+            np.max(x, axis=0, where=valid, initial=-np.inf), x[valid].sum())
+
+
+def azimint_naive(data, radius, npt):
+    rmax = radius.max()
+    res = np.zeros(npt, dtype=np.float64)
+    for i in range(npt):
+        r1 = rmax * i / npt
+        r2 = rmax * (i + 1) / npt
+        mask_r12 = np.logical_and((r1 <= radius), (radius < r2))
+        values_r12 = data[mask_r12]
+        res[i] = np.mean(values_r12)
+    return res
+
+
+def histogram(x, w):
+    counts, edges = np.histogram(x, bins=64, range=(0.0, 1.0))
+    wsum, _ = np.histogram(x, bins=64, range=(0.0, 1.0), weights=w)
+    return counts, wsum / np.maximum(counts, 1), edges
+
+
+def kmeans_step(X, C):
+    d = ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+    labels = np.argmin(d, axis=1)
+    onehot = (labels[:, None] == np.arange(C.shape[0])[None, :]).astype(X.dtype)
+    counts = onehot.sum(axis=0)
+    sums = onehot.T @ X
+    C[:] = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1.0)[:, None], C)
+    return labels, np.min(d, axis=1).sum()
+
+
+def fft_convolve(x, k):
+    n = x.shape[-1] + k.shape[-1] - 1
+    return np.fft.irfft(np.fft.rfft(x, n) * np.fft.rfft(k, n), n)
+
+
+def fft_lowpass(img, keep):
+    spectrum = np.fft.fft2(img)
+    fy = np.abs(np.fft.fftfreq(img.shape[0]))[:, None]
+    fx = np.abs(np.fft.fftfreq(img.shape[1]))[None, :]
+    spectrum[(fy > keep) | (fx > keep)] = 0.0
+    return np.fft.ifft2(spectrum).real
+
+
+def median_filter(x):
+    # 3x3 median of the interior of an image; the border is kept
+    n, m = x.shape
+    windows = np.stack([x[i:n - 2 + i, j:m - 2 + j] for i in range(3) for j in range(3)])
+    out = x.copy()
+    out[1:-1, 1:-1] = np.median(windows, axis=0)
+    return out
+
+
+def spearman(x):
+    ranks = np.argsort(np.argsort(x, axis=0), axis=0).astype(np.float64)
+    ranks -= ranks.mean(axis=0)
+    ranks /= np.sqrt((ranks ** 2).sum(axis=0))
+    return ranks.T @ ranks
+
+
+def winsorize(x):
+    lo = np.percentile(x, 5.0, axis=0)
+    hi = np.percentile(x, 95.0, axis=0)
+    x[:] = np.clip(x, lo, hi)
+    return x.mean(axis=0), x.std(axis=0)
+
+
+def nbody_sim(mass, pos, vel, steps, dt, G, softening):
+    acc = _acc(pos, mass, G, softening)
+    for _ in range(steps):
+        vel += acc * dt / 2.0
+        pos += vel * dt
+        acc = _acc(pos, mass, G, softening)
+        vel += acc * dt / 2.0
+    return 0.5 * np.sum(mass * vel**2)
+
+
+def compute(array_1, array_2, a, b, c):
+    return np.clip(array_1, 2, 10) * a + array_2 * b + c
+
+
 def _sq(rng, n):
     return rng.standard_normal((n, n))
 
@@ -555,6 +725,72 @@ def _mk_promotion(r):
             r.integers(-9, 9, n).astype(np.int32), r.integers(0, 255, n).astype(np.uint8))
 
 
+def _mk_syr2k(r):
+    n, m = _n(r, 4, 9), _n(r, 3, 7)
+    return 1.5, 1.2, r.random((n, n)), r.random((n, m)), r.random((n, m))
+
+
+def _mk_hdiff(r):
+    i, j, k = _n(r, 4, 8), _n(r, 4, 8), _n(r, 2, 5)
+    return r.random((i + 4, j + 4, k)), r.random((i, j, k)), r.random((i, j, k))
+
+
+def _mk_power(r):
+    n = _n(r)
+    return _spd(r, n), r.random(n), int(r.integers(2, 10))
+
+
+def _mk_layer_norm(r):
+    b, d = _n(r), _n(r)
+    return r.standard_normal((b, d)), r.random(d) + 0.5, r.standard_normal(d)
+
+
+def _mk_cg(r):
+    n = _n(r)
+    return _spd(r, n), r.random(n), r.random(n) * 0.1, int(r.integers(2, 10))
+
+
+def _mk_batch_norm(r):
+    b, c, h, w = _n(r, 2, 5), _n(r, 2, 5), _n(r, 3, 7), _n(r, 3, 7)
+    return (r.standard_normal((b, c, h, w)), r.random(c) + 0.5, r.standard_normal(c),
+            r.standard_normal(c), r.random(c) + 0.5)
+
+
+def _mk_conv2d(r):
+    n, h, w, ci, co = _n(r, 1, 3), _n(r, 5, 9), _n(r, 5, 9), _n(r, 1, 4), _n(r, 1, 4)
+    return (r.standard_normal((n, h, w, ci)), r.standard_normal((3, 3, ci, co)),
+            r.standard_normal(co))
+
+
+def _mk_attention(r):
+    shape = (_n(r, 1, 3), _n(r, 1, 3), _n(r, 4, 9), _n(r, 2, 6))
+    return _mk_normal(r, 3, shape)
+
+
+def _radii(r, n):
+    # The largest radius is exactly 1.0, so the last bin's upper edge rmax * npt / npt is 1.0
+    # however it is rounded (XLA:CPU divides by a constant as a multiply by its reciprocal).
+    radius = r.random(n)
+    radius[r.integers(n)] = 1.0
+    return radius
+
+
+def _mk_azimint(r):
+    n = _n(r, 200, 400)
+    return r.random(n), _radii(r, n), int(r.integers(3, 10))
+
+
+def _mk_nbody_sim(r):
+    n = _n(r)
+    return (r.random((n, 1)) + 0.5, r.standard_normal((n, 3)), r.standard_normal((n, 3)),
+            int(r.integers(2, 10)), 0.01, 1.0, 0.1)
+
+
+def _mk_compute(r):
+    n = _n(r, 20, 60)
+    return r.integers(0, 1000, (n, n)), r.integers(0, 1000, (n, n)), 4, 3, 2
+
+
 KERNELS: tuple[Kernel, ...] = (
     Kernel("jacobi_1d", jacobi_1d, lambda r: (_steps(r), *_pair(r, _n(r, 10, 30))),
            ("args[1]", "args[2]")),
@@ -610,4 +846,29 @@ KERNELS: tuple[Kernel, ...] = (
            ("args[0]",)),
     Kernel("cumulative_update", cumulative_update, lambda r: _vectors(r, 2, _n(r)),
            ("args[0]", "args[1]")),
+    Kernel("syr2k", syr2k, _mk_syr2k, ("args[2]",)),
+    Kernel("hdiff", hdiff, _mk_hdiff, ("args[1]",)),
+    Kernel("power_iteration", power_iteration, _mk_power, tol=1e-9),
+    Kernel("conjugate_gradient", conjugate_gradient, _mk_cg, ("args[2]",), tol=1e-8),
+    Kernel("layer_norm", layer_norm, _mk_layer_norm, tol=1e-9),
+    Kernel("batch_norm", batch_norm, _mk_batch_norm, ("args[3]", "args[4]"), tol=1e-9),
+    Kernel("conv2d", conv2d, _mk_conv2d, tol=1e-9),
+    Kernel("attention", attention, _mk_attention, tol=1e-9),
+    Kernel("masked_stats", masked_stats, _mk_reductions, tol=1e-9),
+    Kernel("azimint_naive", azimint_naive, _mk_azimint, tol=1e-9),
+    Kernel("histogram", histogram, lambda r: _vectors(r, 2, _n(r, 50, 200)), tol=1e-9),
+    Kernel("kmeans_step", kmeans_step, lambda r: (r.standard_normal((_n(r, 30, 60), 3)),
+                                                  r.standard_normal((_n(r, 2, 6), 3))),
+           ("args[1]",), tol=1e-9),
+    Kernel("fft_convolve", fft_convolve, lambda r: (r.standard_normal((_n(r, 2, 5), _n(r, 8, 30))),
+                                                    r.standard_normal(_n(r, 2, 8))), tol=1e-9),
+    Kernel("fft_lowpass", fft_lowpass, lambda r: (r.standard_normal((_n(r, 6, 20), _n(r, 6, 20))),
+                                                  0.2), tol=1e-9),
+    Kernel("median_filter", median_filter, lambda r: (r.random((_n(r, 5, 12), _n(r, 5, 12))),)),
+    Kernel("spearman", spearman, lambda r: (r.standard_normal((_n(r, 8, 20), _n(r, 2, 6))),),
+           tol=1e-9),
+    Kernel("winsorize", winsorize, lambda r: (r.standard_normal((_n(r, 20, 60), _n(r, 2, 6))),),
+           ("args[0]",), tol=1e-9),
+    Kernel("nbody_sim", nbody_sim, _mk_nbody_sim, ("args[1]", "args[2]"), tol=1e-9),
+    Kernel("compute", compute, _mk_compute, tol=0),
 )

@@ -4,6 +4,8 @@ eager, on fresh random inputs and random shapes; outputs and every argument comp
 from __future__ import annotations
 
 import copy
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -11,6 +13,9 @@ import pytest
 
 import reactant_lab as rl
 from tests.numpy_kernels import KERNELS, Kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from numpy_speed import CASES
 
 
 def assert_same(got, want, tol: float, what: str) -> None:
@@ -37,6 +42,13 @@ def _nontrivial(args: tuple) -> None:
 
 def test_corpus_is_large_enough():
     assert len(KERNELS) >= 30
+
+
+def test_every_benchmarked_kernel_is_in_the_suite():
+    """benchmarks/numpy_speed.py times at least 40 kernels, each one of this suite's (the same
+    function, checked here against NumPy including its in-place effects)."""
+    assert len(CASES) >= 40
+    assert set(CASES) <= {k.name for k in KERNELS}
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=[k.name for k in KERNELS])

@@ -1,0 +1,1108 @@
+"""NumPy speed: NumPy eager vs rl.jit (default preset, and optimize="none") vs numba vs jax.jit.
+
+Every kernel is a plain NumPy function of the differential suite (tests/numpy_kernels.py, where
+each is checked against NumPy on random inputs, in-place effects included), here at a size where
+NumPy eager takes roughly 5-100 ms. In one run, per kernel, round-robin sampled so that drift of
+the machine hits all alike, each call on fresh copies of the inputs when the kernel updates its
+arguments (copying is not timed):
+
+- ``numpy``   the function itself, eager;
+- ``rl.jit``  ``reactant_lab.jit(fn)`` (default preset), taking and updating NumPy arrays: the
+  transfers and the write-back a NumPy user pays are in its time;
+- ``none``    ``reactant_lab.jit(fn, optimize="none")``: the traced module straight to XLA;
+- ``numba``   ``numba.njit(fn)`` of the unmodified function (its compile timed apart; "-" with
+  numba's one-line reason in the notes where it refuses the code);
+- ``jax.jit`` a port written the way a JAX expert would (functional, vectorized,
+  ``lax.fori_loop`` / ``lax.scan`` for time loops, library routines where JAX has them), inputs
+  already on the device, float64 under x64 where the NumPy kernel is float64. It returns
+  ``(result, updated arguments)`` and is checked against NumPy once per run.
+
+rl.jit's first results (updated arguments included) and numba's are compared with NumPy's at the
+benchmark size too; a variant that fails or differs is listed in the notes at the end.
+``--quick`` runs the differential suite's own small inputs with 3 samples: a smoke test.
+
+Warm medians and ratios to NumPy (> 1: faster than NumPy) are printed, then the first call of
+rl.jit (trace + stages + XLA compile + run, beside its parts) and of the jax.jit port (trace +
+compile + run), their ratio (flagged above 3x), the geometric means, and every kernel where
+rl.jit is below 1x NumPy with its diagnosed cause (``CAUSES``).
+
+NumPy's matrix products run on its BLAS threads: on a loaded machine they can be slower than on
+an idle one (OPENBLAS_NUM_THREADS=1 compares single-threaded).
+
+Run: .venv/bin/python benchmarks/numpy_speed.py [--only NAME ...] [--min-time S] [--quick]
+     [--no-numba]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy.linalg import solve_triangular
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import reactant_lab as rl
+from reactant_lab import backend, timing
+from reactant_lab.bench import numba_baseline
+from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds, round_robin, warm_up
+from tests import numpy_kernels as nk
+
+KERNELS = {k.name: k for k in nk.KERNELS}
+VARIANTS = ("numpy", "rl.jit", "none", "numba", "jax.jit")
+FIRST_CALL_LIMIT = 3.0
+"""rl.jit's first call may take at most this many times the jax.jit port's first call."""
+
+
+# ---------------------------------------------------------------- jax.jit ports
+# Each takes the kernel's arguments and returns (result, the updated arguments in argument order).
+
+
+def jx_jacobi_1d(tsteps, A, B):
+    def step(_, ab):
+        A, B = ab
+        B = B.at[1:-1].set(0.33333 * (A[:-2] + A[1:-1] + A[2:]))
+        A = A.at[1:-1].set(0.33333 * (B[:-2] + B[1:-1] + B[2:]))
+        return A, B
+
+    return None, lax.fori_loop(1, tsteps, step, (A, B))
+
+
+def _jacobi_2d_step(src, dst):
+    return dst.at[1:-1, 1:-1].set(0.2 * (src[1:-1, 1:-1] + src[1:-1, :-2] + src[1:-1, 2:] +
+                                         src[2:, 1:-1] + src[:-2, 1:-1]))
+
+
+def jx_jacobi_2d(tsteps, A, B):
+    def step(_, ab):
+        A, B = ab
+        B = _jacobi_2d_step(A, B)
+        return _jacobi_2d_step(B, A), B
+
+    return None, lax.fori_loop(1, tsteps, step, (A, B))
+
+
+def _heat_3d_step(src, dst):
+    c = src[1:-1, 1:-1, 1:-1]
+    return dst.at[1:-1, 1:-1, 1:-1].set(
+        0.125 * (src[2:, 1:-1, 1:-1] - 2.0 * c + src[:-2, 1:-1, 1:-1]) +
+        0.125 * (src[1:-1, 2:, 1:-1] - 2.0 * c + src[1:-1, :-2, 1:-1]) +
+        0.125 * (src[1:-1, 1:-1, 2:] - 2.0 * c + src[1:-1, 1:-1, :-2]) + c)
+
+
+def jx_heat_3d(tsteps, A, B):
+    def step(_, ab):
+        A, B = ab
+        B = _heat_3d_step(A, B)
+        return _heat_3d_step(B, A), B
+
+    return None, lax.fori_loop(1, tsteps, step, (A, B))
+
+
+def jx_seidel_2d(tsteps, n, A):
+    def row(i, A):
+        prev, cur, nxt = (lax.dynamic_index_in_dim(A, i + d, 0, keepdims=False) for d in (-1, 0, 1))
+        t = cur[1:-1] + (prev[:-2] + prev[1:-1] + prev[2:] + cur[2:] + nxt[:-2] + nxt[1:-1] +
+                         nxt[2:])
+
+        def recurrence(left, tj):  # A[i, j] = (A[i, j] + A[i, j - 1]) / 9, left to right
+            y = (tj + left) / 9.0
+            return y, y
+
+        _, ys = lax.scan(recurrence, cur[0], t)
+        return lax.dynamic_update_index_in_dim(A, cur.at[1:-1].set(ys), i, 0)
+
+    return None, (lax.fori_loop(0, tsteps - 1, lambda _, A: lax.fori_loop(1, n - 1, row, A), A),)
+
+
+def jx_fdtd_2d(tmax, ex, ey, hz, fict):
+    def step(t, s):
+        ex, ey, hz = s
+        ey = ey.at[0, :].set(fict[t])
+        ey = ey.at[1:, :].add(-0.5 * (hz[1:, :] - hz[:-1, :]))
+        ex = ex.at[:, 1:].add(-0.5 * (hz[:, 1:] - hz[:, :-1]))
+        hz = hz.at[:-1, :-1].add(-0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1]))
+        return ex, ey, hz
+
+    return None, lax.fori_loop(0, tmax, step, (ex, ey, hz))
+
+
+def jx_adi(tsteps, n, u):
+    DX, DY, DT = 1.0 / n, 1.0 / n, 1.0 / tsteps
+    mul1, mul2 = 2.0 * DT / (DX * DX), 1.0 * DT / (DY * DY)
+    a, b, c = -mul1 / 2.0, 1.0 + mul1, -mul1 / 2.0
+    d, e, f = -mul2 / 2.0, 1.0 + mul2, -mul2 / 2.0
+    ones = jnp.ones(n - 2, u.dtype)
+
+    def sweep(rhs, lo, diag, up, lo_q):
+        """Thomas sweeps along j: p, q forward, then x_j = p_j x_{j+1} + q_j backward; rows of
+        ``rhs`` are the j = 1..n-2 right-hand sides; returns x_1..x_{n-2}."""
+        def forward(pq, r):
+            p, q = pq
+            den = lo * p + diag
+            p, q = -up / den, (r - lo_q * q) / den
+            return (p, q), (p, q)
+
+        _, (P, Q) = lax.scan(forward, (jnp.zeros_like(ones), ones), rhs)
+
+        def backward(x, pq):
+            x = pq[0] * x + pq[1]
+            return x, x
+
+        _, X = lax.scan(backward, ones, (P, Q), reverse=True)
+        return X
+
+    def step(_, u):
+        rhs = -d * u[1:-1, :-2] + (1.0 + 2.0 * d) * u[1:-1, 1:-1] - f * u[1:-1, 2:]
+        v = jnp.concatenate([ones[None], sweep(rhs, a, b, c, a), ones[None]])  # v[:, 1:-1]
+        rhs = (-a * v[:-2] + (1.0 + 2.0 * a) * v[1:-1] - c * v[2:]).T
+        cols = sweep(rhs, d, e, f, d).T  # u[1:-1, 1:-1]
+        return u.at[1:-1, 1:-1].set(cols).at[1:-1, 0].set(1.0).at[1:-1, -1].set(1.0)
+
+    return None, (lax.fori_loop(0, tsteps, step, u),)
+
+
+def jx_floyd_warshall(path):
+    def step(k, p):
+        return jnp.minimum(p, lax.dynamic_index_in_dim(p, k, 1) + lax.dynamic_index_in_dim(p, k, 0))
+
+    return None, (lax.fori_loop(0, path.shape[0], step, path),)
+
+
+def jx_gemm(alpha, beta, C, A, B):
+    return None, (alpha * (A @ B) + beta * C,)
+
+
+def jx_k2mm(alpha, beta, A, B, C, D):
+    return None, (alpha * (A @ B @ C) + beta * D,)
+
+
+def jx_k3mm(A, B, C, D):
+    return (A @ B) @ (C @ D), ()
+
+
+def jx_gemver(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
+    A = A + jnp.outer(u1, v1) + jnp.outer(u2, v2)
+    x = x + beta * (y @ A) + z
+    return None, (A, w + alpha * (A @ x), x)
+
+
+def jx_gesummv(alpha, beta, A, B, x):
+    return alpha * (A @ x) + beta * (B @ x), ()
+
+
+def jx_atax_bicg(A, x, p, r):
+    return ((A @ x) @ A, r @ A, A @ p), ()
+
+
+def jx_mvt(x1, x2, y_1, y_2, A):
+    return None, (x1 + A @ y_1, x2 + y_2 @ A)
+
+
+def _lower(n):
+    return jnp.tril(jnp.ones((n, n), bool))
+
+
+def jx_syrk(alpha, beta, C, A):
+    return None, (jnp.where(_lower(C.shape[0]), beta * C + alpha * (A @ A.T), C),)
+
+
+def jx_syr2k(alpha, beta, C, A, B):
+    return None, (jnp.where(_lower(C.shape[0]), beta * C + alpha * (A @ B.T + B @ A.T), C),)
+
+
+def jx_trmm(alpha, A, B):
+    return None, (alpha * (B + jnp.tril(A, -1).T @ B),)
+
+
+def jx_doitgen(NR, NQ, NP, A, C4):
+    return None, (A @ C4,)
+
+
+def jx_gramschmidt(A):
+    m = A.shape[1]
+    idx = jnp.arange(m)
+
+    def step(k, s):
+        A, Q, R = s
+        a = lax.dynamic_index_in_dim(A, k, 1, keepdims=False)
+        nrm = jnp.sqrt(a @ a)
+        q = a / nrm
+        r = jnp.where(idx > k, q @ A, 0.0)
+        A = A - jnp.outer(q, r)
+        R = lax.dynamic_update_index_in_dim(R, r.at[k].set(nrm), k, 0)
+        Q = lax.dynamic_update_index_in_dim(Q, q[:, None], k, 1)
+        return A, Q, R
+
+    A, Q, R = lax.fori_loop(0, m, step, (A, jnp.zeros_like(A), jnp.zeros((m, m), A.dtype)))
+    return (Q, R), (A,)
+
+
+def _lu(A):
+    """Doolittle LU without pivoting (right-looking, masked rank-1 updates)."""
+    idx = jnp.arange(A.shape[0])
+
+    def step(k, A):
+        below = idx > k
+        col = jnp.where(below, lax.dynamic_index_in_dim(A, k, 1, keepdims=False) / A[k, k], 0.0)
+        row = jnp.where(below, lax.dynamic_index_in_dim(A, k, 0, keepdims=False), 0.0)
+        A = A - jnp.outer(col, row)
+        return lax.dynamic_update_index_in_dim(
+            A, jnp.where(below, col, lax.dynamic_index_in_dim(A, k, 1, keepdims=False))[:, None],
+            k, 1)
+
+    return lax.fori_loop(0, A.shape[0], step, A)
+
+
+def jx_lu(A):
+    return None, (_lu(A),)
+
+
+def jx_ludcmp(A, b):
+    A = _lu(A)
+    y = solve_triangular(A, b, lower=True, unit_diagonal=True)
+    return (solve_triangular(A, y, lower=False), y), (A,)
+
+
+def jx_cholesky(A):
+    return None, (jnp.tril(jnp.linalg.cholesky(A)) + jnp.triu(A, 1),)
+
+
+def jx_trisolv(L, x, b):
+    return None, (solve_triangular(L, b, lower=True),)
+
+
+def jx_durbin(r):
+    n = r.shape[0]
+    idx = jnp.arange(n)
+
+    def step(k, s):
+        y, alpha, beta = s
+        rev = jnp.clip(k - 1 - idx, 0, n - 1)  # flip(x[:k]) as a gather, zero beyond k
+        beta = beta * (1.0 - alpha * alpha)
+        alpha = -(r[k] + jnp.where(idx < k, r[rev], 0.0) @ y) / beta
+        y = jnp.where(idx < k, y + alpha * y[rev], y).at[k].set(alpha)
+        return y, alpha, beta
+
+    y0 = jnp.zeros_like(r).at[0].set(-r[0])
+    y, _, _ = lax.fori_loop(1, n, step, (y0, -r[0], jnp.ones((), r.dtype)))
+    return y, ()
+
+
+def jx_correlation(M, float_n, data):
+    mean = data.mean(axis=0)
+    std = data.std(axis=0)
+    data = (data - mean) / (jnp.sqrt(float_n) * jnp.where(std <= 0.1, 1.0, std))
+    corr = data.T @ data
+    return corr.at[jnp.diag_indices(M)].set(1.0), (data,)
+
+
+def jx_covariance(M, float_n, data):
+    data = data - data.mean(axis=0)
+    return data.T @ data / (float_n - 1.0), (data,)
+
+
+def _softmax(x):
+    e = jnp.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def jx_softmax(x):
+    return _softmax(x), ()
+
+
+def jx_mlp_forward(x, w1, b1, w2, b2, w3, b3):
+    h = jnp.maximum(x @ w1 + b1, 0)
+    h = jnp.maximum(h @ w2 + b2, 0)
+    return _softmax(h @ w3 + b3), ()
+
+
+def _acc(pos, mass, G, softening):
+    x, y, z = pos[:, 0:1], pos[:, 1:2], pos[:, 2:3]
+    dx, dy, dz = x.T - x, y.T - y, z.T - z
+    r2 = dx * dx + dy * dy + dz * dz + softening**2
+    w = G * jnp.where(r2 > 0, lax.rsqrt(r2) ** 3, r2) * mass[:, 0]  # a reduction, not a matvec
+    return jnp.stack([(dx * w).sum(axis=1), (dy * w).sum(axis=1), (dz * w).sum(axis=1)], axis=1)
+
+
+def jx_nbody_step(mass, pos, vel, acc, dt, G, softening):
+    vel = vel + acc * dt / 2.0
+    pos = pos + vel * dt
+    acc = _acc(pos, mass, G, softening)
+    vel = vel + acc * dt / 2.0
+    return 0.5 * jnp.sum(mass * vel**2), (pos, vel, acc)
+
+
+def jx_nbody_sim(mass, pos, vel, steps, dt, G, softening):
+    def step(_, s):
+        pos, vel, acc = s
+        vel = vel + acc * dt / 2.0
+        pos = pos + vel * dt
+        acc = _acc(pos, mass, G, softening)
+        return pos, vel + acc * dt / 2.0, acc
+
+    pos, vel, _ = lax.fori_loop(0, steps, step, (pos, vel, _acc(pos, mass, G, softening)))
+    return 0.5 * jnp.sum(mass * vel**2), (pos, vel)
+
+
+def jx_arc_distance(theta_1, phi_1, theta_2, phi_2):
+    temp = (jnp.sin((theta_2 - theta_1) / 2) ** 2 +
+            jnp.cos(theta_1) * jnp.cos(theta_2) * jnp.sin((phi_2 - phi_1) / 2) ** 2)
+    return 2 * jnp.arctan2(jnp.sqrt(temp), jnp.sqrt(1 - temp)), ()
+
+
+def jx_mask_updates(A, B, C, D):
+    A = jnp.where(A < 0, 0.0, A)
+    B = jnp.where(B > 0.5, B + 1.0, B)
+    C = jnp.where(D > 0, D, C)
+    B = jnp.where(A > 1.0, C * 2.0 + 1.0, B)
+    D = jnp.where(D < -1.0, -1.0, D)
+    big = C > 1.5  # np.place cycles through [9.0, 8.0] over the selected elements
+    nth = jnp.cumsum(big.ravel()).reshape(C.shape) - 1
+    C = jnp.where(big, jnp.where(nth % 2 == 0, 9.0, 8.0), C)
+    b = B > 0.7
+    return ((jnp.where(A > 0.2, A, 0.0).sum(), jnp.where(b, B, 0.0).sum() / b.sum(),
+             jnp.where(D < 0, C, -jnp.inf).max()), (A, B, C, D))
+
+
+def jx_row_normalize(A):
+    norms = jnp.sqrt((A * A).sum(axis=1))
+    return norms, (A / norms[:, None],)
+
+
+def jx_time_loop_rebind(u, steps):
+    return lax.fori_loop(0, steps, lambda _, u: u + 0.1 * (jnp.roll(u, 1) - 2 * u +
+                                                             jnp.roll(u, -1)), u), ()
+
+
+def jx_cumulative_update(x, w):
+    w = w + jnp.cumsum(x)
+    w = jnp.where(w > 3.0, w - 3.0, w)
+    x = x.at[::2].set(w[::2] * 0.5)
+    return (jnp.argmax(w), 1.01 ** jnp.arange(1, x.shape[0] + 1, dtype=x.dtype)), (x, w)
+
+
+def jx_hdiff(in_field, out_field, coeff):
+    ni, nj = out_field.shape[0], out_field.shape[1]
+    lap = 4.0 * in_field[1:ni + 3, 1:nj + 3] - (
+        in_field[2:ni + 4, 1:nj + 3] + in_field[0:ni + 2, 1:nj + 3] +
+        in_field[1:ni + 3, 2:nj + 4] + in_field[1:ni + 3, 0:nj + 2])
+    res = lap[1:, 1:nj + 1] - lap[:-1, 1:nj + 1]
+    flx = jnp.where(res * (in_field[2:ni + 3, 2:nj + 2] - in_field[1:ni + 2, 2:nj + 2]) > 0, 0, res)
+    res = lap[1:ni + 1, 1:] - lap[1:ni + 1, :-1]
+    fly = jnp.where(res * (in_field[2:ni + 2, 2:nj + 3] - in_field[2:ni + 2, 1:nj + 2]) > 0, 0, res)
+    return None, (in_field[2:ni + 2, 2:nj + 2] - coeff * (flx[1:] - flx[:-1] + fly[:, 1:] -
+                                                          fly[:, :-1]),)
+
+
+def jx_power_iteration(A, x, iters):
+    def step(_, x):
+        x = A @ x
+        return x / jnp.linalg.norm(x)
+
+    x = lax.fori_loop(0, iters, step, x)
+    return (x, x @ (A @ x)), ()
+
+
+def jx_conjugate_gradient(A, b, x, iters):
+    def step(_, s):
+        x, r, p, rs = s
+        Ap = A @ p
+        alpha = rs / (p @ Ap)
+        x = x + alpha * p
+        r = r - alpha * Ap
+        rs_new = r @ r
+        return x, r, r + (rs_new / rs) * p, rs_new
+
+    r = b - A @ x
+    x, _, _, rs = lax.fori_loop(0, iters, step, (x, r, r, r @ r))
+    return jnp.sqrt(rs), (x,)
+
+
+def jx_layer_norm(x, gamma, beta):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) * lax.rsqrt(var + 1e-5) * gamma + beta, ()
+
+
+def jx_batch_norm(x, gamma, beta, running_mean, running_var):
+    n = x.shape[0] * x.shape[2] * x.shape[3]
+    mean = x.mean(axis=(0, 2, 3))
+    var = x.var(axis=(0, 2, 3))
+    scale = gamma * lax.rsqrt(var + 1e-5)
+    y = x * scale[:, None, None] + (beta - mean * scale)[:, None, None]
+    return y, (0.9 * running_mean + 0.1 * mean, 0.9 * running_var + 0.1 * var * n / (n - 1))
+
+
+def jx_conv2d(x, w, b):
+    out = lax.conv_general_dilated(x, w, (1, 1), "VALID",
+                                   dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jnp.maximum(out + b, 0.0), ()
+
+
+def jx_attention(q, k, v):
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    return _softmax(s) @ v, ()
+
+
+def jx_masked_stats(x, valid):
+    count = valid.sum(axis=0)
+    mean = jnp.sum(x, axis=0, where=valid) / jnp.maximum(count, 1)
+    sq = jnp.sum((x - mean) ** 2, axis=0, where=valid)
+    return (mean, jnp.sqrt(sq / jnp.maximum(count - 1, 1)),
+            jnp.max(x, axis=0, where=valid, initial=-jnp.inf), jnp.sum(x, where=valid)), ()
+
+
+def jx_azimint_naive(data, radius, npt):
+    edges = radius.max() * jnp.arange(npt + 1) / npt  # NumPy's r1, r2; radius == rmax: dropped
+    which = jnp.searchsorted(edges, radius, side="right") - 1
+    sums = jax.ops.segment_sum(data, which, num_segments=npt + 1)[:npt]
+    counts = jax.ops.segment_sum(jnp.ones_like(data), which, num_segments=npt + 1)[:npt]
+    return sums / counts, ()
+
+
+def jx_histogram(x, w):
+    # 64 equal bins of [0, 1]: the bin is floor(64 x) (exact), 1.0 in the last, others dropped
+    which = jnp.floor(x * 64).astype(jnp.int32)
+    which = jnp.where(x == 1.0, 63, jnp.where((x >= 0) & (x < 1.0), which, 64))
+    counts = jax.ops.segment_sum(jnp.ones_like(which, jnp.int64), which, num_segments=65)[:64]
+    wsum = jax.ops.segment_sum(w, which, num_segments=65)[:64]
+    return (counts, wsum / jnp.maximum(counts, 1), np.linspace(0.0, 1.0, 65)), ()
+
+
+def jx_kmeans_step(X, C):
+    d = ((X[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)
+    labels = jnp.argmin(d, axis=1)
+    k = C.shape[0]
+    sums = jax.ops.segment_sum(X, labels, num_segments=k)
+    counts = jax.ops.segment_sum(jnp.ones(X.shape[0], X.dtype), labels, num_segments=k)
+    C = jnp.where(counts[:, None] > 0, sums / jnp.maximum(counts, 1.0)[:, None], C)
+    return (labels, d.min(axis=1).sum()), (C,)
+
+
+def jx_fft_convolve(x, k):
+    n = x.shape[-1] + k.shape[-1] - 1
+    return jnp.fft.irfft(jnp.fft.rfft(x, n) * jnp.fft.rfft(k, n), n), ()
+
+
+def jx_fft_lowpass(img, keep):
+    fy = np.abs(np.fft.fftfreq(img.shape[0]))[:, None]  # static: NumPy at trace time
+    fx = np.abs(np.fft.fftfreq(img.shape[1]))[None, :]
+    spectrum = jnp.where((fy > keep) | (fx > keep), 0.0, jnp.fft.fft2(img))
+    return jnp.fft.ifft2(spectrum).real, ()
+
+
+_MEDIAN_9 = ((1, 2), (4, 5), (7, 8), (0, 1), (3, 4), (6, 7), (1, 2), (4, 5), (7, 8), (0, 3),
+             (5, 8), (4, 7), (3, 6), (1, 4), (2, 5), (4, 7), (4, 2), (6, 4), (4, 2))
+"""Compare-exchanges of a median-of-9 sorting network (v[4] ends up the median)."""
+
+
+def jx_median_filter(x):
+    n, m = x.shape
+    v = [x[i:n - 2 + i, j:m - 2 + j] for i in range(3) for j in range(3)]
+    for a, b in _MEDIAN_9:
+        v[a], v[b] = jnp.minimum(v[a], v[b]), jnp.maximum(v[a], v[b])
+    return x.at[1:-1, 1:-1].set(v[4]), ()
+
+
+def jx_spearman(x):
+    n, m = x.shape
+    order = jnp.argsort(x, axis=0)  # the ranks by a scatter of the order, not a second sort
+    ranks = jnp.zeros((n, m)).at[order, jnp.arange(m)].set(jnp.arange(n, dtype=jnp.float64)[:, None])
+    ranks = ranks - ranks.mean(axis=0)
+    ranks = ranks / jnp.sqrt((ranks * ranks).sum(axis=0))
+    return ranks.T @ ranks, ()
+
+
+def jx_winsorize(x):
+    lo, hi = jnp.percentile(x, jnp.array([5.0, 95.0]), axis=0)
+    x = jnp.clip(x, lo, hi)
+    return (x.mean(axis=0), x.std(axis=0)), (x,)
+
+
+def jx_compute(array_1, array_2, a, b, c):
+    return jnp.clip(array_1, 2, 10) * a + array_2 * b + c, ()
+
+
+# ---------------------------------------------------------------- the cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """A kernel of the differential suite at benchmark size, with its jax.jit port."""
+
+    make: Callable[[np.random.Generator], tuple]
+    """Benchmark-size inputs."""
+    size: str
+    port: Callable[..., Any]
+    """The jax.jit port: the kernel's arguments -> (result, updated arguments in order)."""
+    static: tuple[int, ...] = ()
+    """Positions of the port's static arguments (sizes, step counts, Python scalars)."""
+
+
+def _pair(r, shape):
+    a = r.random(shape)
+    return a, a.copy()
+
+
+def _sq(r, n):
+    return r.standard_normal((n, n))
+
+
+def _spd(r, n):
+    a = r.standard_normal((n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def _dominant(r, n):
+    return r.random((n, n)) + n * np.eye(n)
+
+
+def _vecs(r, count, n):
+    return tuple(r.random(n) for _ in range(count))
+
+
+def _nbody(r, n):
+    return r.random((n, 1)) + 0.5, r.standard_normal((n, 3)), r.standard_normal((n, 3))
+
+
+CASES: dict[str, Case] = {
+    # stencils with time loops, 1-D / 2-D / 3-D
+    "jacobi_1d": Case(lambda r: (100, *_pair(r, 40_000)), "40k x 100", jx_jacobi_1d, (0,)),
+    "time_loop_rebind": Case(lambda r: (r.random(100_000), 50), "100k x 50",
+                             jx_time_loop_rebind, (1,)),
+    "jacobi_2d": Case(lambda r: (20, *_pair(r, (300, 300))), "300^2 x 20", jx_jacobi_2d, (0,)),
+    "fdtd_2d": Case(lambda r: (20, r.random((250, 300)), r.random((250, 300)),
+                               r.random((250, 300)), r.random(20)), "250x300 x 20",
+                    jx_fdtd_2d, (0,)),
+    "seidel_2d": Case(lambda r: (5, 80, r.random((80, 80))), "80^2 x 5", jx_seidel_2d, (0, 1)),
+    "adi": Case(lambda r: (5, 80, r.random((80, 80))), "80^2 x 5", jx_adi, (0, 1)),
+    "heat_3d": Case(lambda r: (10, *_pair(r, (50, 50, 50))), "50^3 x 10", jx_heat_3d, (0,)),
+    "hdiff": Case(lambda r: (r.random((132, 132, 64)), r.random((128, 128, 64)),
+                             r.random((128, 128, 64))), "128^2x64", jx_hdiff),
+    # dense linear algebra, matrix-vector
+    "gemm": Case(lambda r: (1.5, 1.2, r.random((500, 500)), r.random((500, 500)),
+                            r.random((500, 500))), "500^3", jx_gemm, (0, 1)),
+    "k2mm": Case(lambda r: (1.5, 1.2, *(_sq(r, 400) for _ in range(4))), "400^3 x 2",
+                 jx_k2mm, (0, 1)),
+    "k3mm": Case(lambda r: tuple(_sq(r, 400) for _ in range(4)), "400^3 x 3", jx_k3mm),
+    "doitgen": Case(lambda r: (100, 128, 128, r.random((100, 128, 128)),
+                                r.random((128, 128))), "100x128x128", jx_doitgen, (0, 1, 2)),
+    "gemver": Case(lambda r: (1.5, 1.2, _sq(r, 2000), *_vecs(r, 8, 2000)), "2000^2",
+                   jx_gemver, (0, 1)),
+    "gesummv": Case(lambda r: (1.5, 1.2, _sq(r, 2000), _sq(r, 2000), r.random(2000)), "2000^2",
+                    jx_gesummv, (0, 1)),
+    "atax_bicg": Case(lambda r: (r.random((2000, 2000)), *_vecs(r, 3, 2000)), "2000^2",
+                      jx_atax_bicg),
+    "mvt": Case(lambda r: (*_vecs(r, 4, 2000), _sq(r, 2000)), "2000^2", jx_mvt),
+    "power_iteration": Case(lambda r: (_spd(r, 2000), r.random(2000), 20), "2000^2 x 20",
+                            jx_power_iteration, (2,)),
+    "conjugate_gradient": Case(lambda r: (_spd(r, 2000), r.random(2000), r.random(2000) * 0.1,
+                                          20), "2000^2 x 20", jx_conjugate_gradient, (3,)),
+    "gramschmidt": Case(lambda r: (r.standard_normal((200, 60)),), "200x60", jx_gramschmidt),
+    # triangular linear algebra
+    "syrk": Case(lambda r: (1.5, 1.2, r.random((120, 120)), r.random((120, 80))), "120x80",
+                 jx_syrk, (0, 1)),
+    "syr2k": Case(lambda r: (1.5, 1.2, r.random((100, 100)), r.random((100, 60)),
+                             r.random((100, 60))), "100x60", jx_syr2k, (0, 1)),
+    "trmm": Case(lambda r: (1.5, r.random((100, 100)), r.random((100, 80))), "100x80",
+                 jx_trmm, (0,)),
+    "lu": Case(lambda r: (_dominant(r, 80),), "80^2", jx_lu),
+    "ludcmp": Case(lambda r: (_dominant(r, 80), r.random(80)), "80^2", jx_ludcmp),
+    "cholesky": Case(lambda r: (_spd(r, 80),), "80^2", jx_cholesky),
+    "trisolv": Case(lambda r: (_dominant(r, 1500), r.random(1500), r.random(1500)), "1500",
+                    jx_trisolv),
+    "durbin": Case(lambda r: (r.random(1000) * 0.3,), "1000", jx_durbin),
+    # data analysis, reductions with masks
+    "correlation": Case(lambda r: (300, 1000.0, r.random((1000, 300))), "1000x300",
+                        jx_correlation, (0, 1)),
+    "covariance": Case(lambda r: (300, 1000.0, r.random((1000, 300))), "1000x300",
+                       jx_covariance, (0, 1)),
+    "row_normalize": Case(lambda r: (r.random((4000, 200)) + 0.1,), "4000x200",
+                          jx_row_normalize),
+    "masked_stats": Case(lambda r: (r.standard_normal((2000, 1000)),
+                                    r.random((2000, 1000)) > 0.3), "2000x1000", jx_masked_stats),
+    "mask_updates": Case(lambda r: tuple(r.standard_normal((1000, 1000)) for _ in range(4)),
+                         "1000^2", jx_mask_updates),
+    "cumulative_update": Case(lambda r: _vecs(r, 2, 1_000_000), "1M", jx_cumulative_update),
+    "azimint_naive": Case(lambda r: (r.random(200_000), nk._radii(r, 200_000), 32), "200k x 32",
+                          jx_azimint_naive, (2,)),
+    "histogram": Case(lambda r: _vecs(r, 2, 1_000_000), "1M", jx_histogram),
+    "compute": Case(lambda r: (r.integers(0, 1000, (2000, 2000)),
+                               r.integers(0, 1000, (2000, 2000)), 4, 3, 2), "2000^2 int64",
+                    jx_compute, (2, 3, 4)),
+    # ML layers
+    "softmax": Case(lambda r: (r.standard_normal((128, 128, 256)).astype(np.float32),),
+                    "128x128x256 f32", jx_softmax),
+    "layer_norm": Case(lambda r: (r.standard_normal((2048, 1024)), r.random(1024) + 0.5,
+                                  r.standard_normal(1024)), "2048x1024", jx_layer_norm),
+    "batch_norm": Case(lambda r: (r.standard_normal((32, 64, 32, 32)), r.random(64) + 0.5,
+                                  r.standard_normal(64), r.standard_normal(64),
+                                  r.random(64) + 0.5), "32x64x32x32", jx_batch_norm),
+    "conv2d": Case(lambda r: (r.standard_normal((8, 64, 64, 16)),
+                              r.standard_normal((3, 3, 16, 32)), r.standard_normal(32)),
+                   "8x64x64x16 k3 ->32", jx_conv2d),
+    "mlp_forward": Case(lambda r: (r.standard_normal((256, 1024)),
+                                   r.standard_normal((1024, 1024)) / 32, r.standard_normal(1024),
+                                   r.standard_normal((1024, 1024)) / 32, r.standard_normal(1024),
+                                   r.standard_normal((1024, 10)), r.standard_normal(10)),
+                        "256x1024", jx_mlp_forward),
+    "attention": Case(lambda r: tuple(r.standard_normal((4, 8, 256, 64)) for _ in range(3)),
+                      "4x8x256x64", jx_attention),
+    "kmeans_step": Case(lambda r: (r.standard_normal((50_000, 8)), r.standard_normal((16, 8))),
+                        "50k x 8, k=16", jx_kmeans_step),
+    # FFT-based
+    "fft_convolve": Case(lambda r: (r.standard_normal((64, 8192)), r.standard_normal(257)),
+                         "64x8192 * 257", jx_fft_convolve),
+    "fft_lowpass": Case(lambda r: (r.standard_normal((1024, 1024)), 0.2), "1024^2",
+                        jx_fft_lowpass, (1,)),
+    # physics
+    "nbody_step": Case(lambda r: (*_nbody(r, 800), r.standard_normal((800, 3)), 0.01, 1.0,
+                                  0.1), "800 bodies", jx_nbody_step, (4, 5, 6)),
+    "nbody_sim": Case(lambda r: (*_nbody(r, 300), 10, 0.01, 1.0, 0.1), "300 bodies x 10",
+                      jx_nbody_sim, (3, 4, 5, 6)),
+    "arc_distance": Case(lambda r: _vecs(r, 4, 1_000_000), "1M", jx_arc_distance),
+    # graphs, sorting-based
+    "floyd_warshall": Case(lambda r: (r.random((200, 200)) * 10,), "200^2", jx_floyd_warshall),
+    "median_filter": Case(lambda r: (r.random((512, 512)),), "512^2 3x3", jx_median_filter),
+    "spearman": Case(lambda r: (r.standard_normal((2000, 100)),), "2000x100", jx_spearman),
+    "winsorize": Case(lambda r: (r.standard_normal((20_000, 50)),), "20000x50", jx_winsorize),
+}
+
+_TRANSFER = ("each NumPy input is copied into an XLA buffer on every call (~6 ms per 32 MB here) "
+             "and the results copied back")
+_WHILE = "XLA copies the carried array in the while body"
+
+CAUSES: dict[str, str] = {
+    # in-place updates in rolled time loops
+    "jacobi_1d": "the default preset rewrites each step's in-place slice update (dynamic_update_slice) "
+                 "into concatenate(edge, stencil, edge) and forwards B's stencil into A's; XLA cannot "
+                 "build a concatenate in place, so the while body copies both 40k arrays every step "
+                 "(optimize='none' keeps the in-place updates: ~6x faster)",
+    "fdtd_2d": "the default preset turns the in-place slice updates of ey, ex, hz into concatenates, "
+               "so XLA copies the carried 250x300 fields in the while body every step (4 big copies "
+               "per step, none with optimize='none': ~5x faster)",
+    "time_loop_rebind": "each np.roll is a concatenate of two slices of the 100k array that XLA "
+                        "materializes, 2 per step: the fused step moves as many bytes as NumPy's "
+                        "temporaries",
+    "row_normalize": "`A[i] /= norms[i]` in a 4,000-iteration rolled loop is traced as two row "
+                     "scatters (the update and the view's write-back); XLA lowers them to "
+                     "select-wrapped dynamic_update_slices that cannot run in place, so the while "
+                     "body copies the whole 4000x200 A (6.4 MB) twice per row: ~50 GB per call",
+    # scalar and triangular loops
+    "seidel_2d": "the scalar recurrence `A[i, j] += A[i, j - 1]; A[i, j] /= 9` is a while loop of "
+                 "24k iterations (4 sweeps x 78 x 78), each ~17 small fusions (index wrapping, 1x1 "
+                 "dynamic slices and updates) plus 2 copies of the carried 80x80 A: ~3 us per "
+                 "iteration against NumPy's scalar statements (numba compiles the loops: 0.2 ms)",
+    "gramschmidt": "the inner loop over j (1,770 iterations) is a while whose body copies the "
+                   "carried 200x60 A and Q (4 big copies) and runs ~14 fusions for a column dot and "
+                   "a strided column update per iteration: about NumPy's per-statement cost",
+    "cholesky": "3,160 inner iterations of the triangular dot `A[i, :j] @ A[j, :j]`, each masked to "
+                "a full 80-wide row in a while body of ~13 fusions that also copies the carried "
+                "80x80 A twice: ~3 us per iteration vs NumPy's ~1.8 us (the jax.jit port calls "
+                "jnp.linalg.cholesky)",
+    "lu": "3,160 inner iterations of `A[i, :j] @ A[:j, j]` masked to full 80-long vectors (the column "
+          "a strided gather) in while bodies that copy the carried 80x80 A: per-iteration cost "
+          "close to NumPy's",
+    "ludcmp": "lu's triangular loops plus two 80-step substitutions, each iteration a masked "
+              "full-length dot in a while body that copies the carried arrays: close to NumPy's "
+              "per-statement cost",
+    "trisolv": "1,500 iterations of `L[i, :i] @ x[:i]` masked to full 1,500-wide rows in a while "
+               "loop: the same O(n^2) traffic as NumPy plus a few us of loop overhead per row",
+    "durbin": "each of 1,000 iterations flips and masks y[:k] over the full length (gathers and "
+              "selects) in a while body: close to NumPy's per-iteration cost",
+    "correlation": "the loop over 300 columns computes `data[:, i] @ data[:, i:M]` masked to the "
+                   "full 1000x300 width (twice the triangle's flops) and writes a row and a strided "
+                   "column of the 300x300 result by two scatters; " + _WHILE + " (720 KB, twice per "
+                   "iteration): ~3x NumPy's per-iteration BLAS call",
+    "covariance": "as correlation: 300 iterations of a full-width masked 1000x300 vector-matrix "
+                  "product and two scatters (row, strided column) into the carried 300x300, which "
+                  "XLA copies twice per iteration",
+    # transfers and evaluation order
+    "compute": "one fused elementwise loop (faster than NumPy's 4 passes), but " + _TRANSFER +
+               ": 2 inputs in and 1 out of 32 MB int64 (the jax.jit port, inputs on the device, is "
+               "faster than NumPy)",
+    "gesummv": "NumPy's order (alpha * A) @ x is kept: both 2000x2000 matrices are scaled into new "
+               "32 MB buffers before the matvecs (the jax.jit port computes alpha * (A @ x)); XLA's "
+               "f64 matvec is no faster than OpenBLAS's, and " + _TRANSFER,
+    "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, and "
+           + _TRANSFER + " (with the matrix in cache NumPy's two gemv calls take ~2 ms, less than "
+           "copying the 32 MB matrix in)",
+    "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: XLA:CPU's dot "
+                          "is slower than OpenBLAS's gemv on NumPy's 2 threads (the jax.jit port "
+                          "lands at the same ratio), and the 32 MB A is copied in on every call",
+    "power_iteration": "as conjugate_gradient: 20 f64 matvecs on 2000x2000 in a while loop, XLA:CPU's "
+                       "dot no faster than OpenBLAS's gemv, and the 32 MB A copied in per call",
+    "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate and "
+                   "XLA:CPU's dots are no faster than OpenBLAS's dgemm on NumPy's 2 threads (the "
+                   "jax.jit port lands at the same ratio); the bias, ReLU and softmax fuse",
+    "atax_bicg": "f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, and "
+                 + _TRANSFER,
+    "gemver": "f64 matvecs on 2000x2000 (no faster than OpenBLAS) after NumPy's (alpha * A) @ x "
+              "order, and " + _TRANSFER,
+    "cumulative_update": "np.cumsum of 1M becomes XLA:CPU's blocked reduce-window scan (5 "
+                         "reduce-windows, several passes) instead of one sequential pass, "
+                         "`x[::2] = ...` is a strided scatter, and the cumprod of ones (folded at "
+                         "trace time) is an 8 MB constant copied out each call; " + _TRANSFER,
+    # XLA:CPU code generation
+    "histogram": "np.histogram with uniform bins lowers to a generic searchsorted (a 7-step "
+                 "binary-search while loop, each step a 1M-element gather from the 65 edges) plus "
+                 "two 1M-update scatter-adds; NumPy computes the uniform bin arithmetically in one "
+                 "pass (as the jax.jit port does: floor(64 x), segment_sum)",
+    "conv2d": "nine (30752x16) @ (16x32) f64 dots, one per tap on a materialized shifted copy: in one "
+              "XLA:CPU executable (YNNPACK dot fusions) they take ~65 ms measured apart, against "
+              "~20 ms for NumPy's 9 OpenBLAS matmuls; XLA's own convolution (the jax.jit port) is "
+              "also slower than NumPy",
+    "nbody_sim": "`inv_r3 ** (-1.5)` is a general f64 pow on XLA:CPU (~1.5 ms vs NumPy's 0.3 ms per "
+                 "300x300, 11 times) and the three (300x300) @ (300x1) f64 matvecs per step run ~5x "
+                 "slower on XLA:CPU than OpenBLAS at this size",
+    "nbody_step": "`inv_r3 ** (-1.5)` is a general f64 pow on XLA:CPU (~5x slower than NumPy's "
+                  "SIMD pow) and the (800x800) @ (800x1) f64 matvecs are no faster than OpenBLAS",
+    "arc_distance": "one fused loop, but compute-bound in f64 transcendentals: XLA:CPU's arctan2 "
+                    "is ~3x and sin ~1.4x slower than NumPy's SIMD versions on 1M elements, which "
+                    "eats the saved memory traffic (the jax.jit port: the same)",
+    "fft_lowpass": "`spectrum[mask] = 0.0` with a mask computed from static fftfreq (a concrete "
+                   "array at trace time) is traced as a scatter of 881,295 constant (row, col) "
+                   "index pairs (7 MB of constants, 14 MB of module text: also the slow first "
+                   "call) rather than a select on the mask; XLA:CPU runs that complex128 scatter "
+                   "element by element, while the two FFTs match NumPy's",
+    "azimint_naive": "32 rolled iterations, each a full pass over 200k (two compares, a masked "
+                     "mean): the same passes as NumPy (the jax.jit port bins once: searchsorted, "
+                     "segment_sum)",
+    "softmax": "the whole softmax is one XLA:CPU YNNPACK fusion (max, exp, sum and divide per "
+               "row, one pass), but it is bound by the f32 exp, which NumPy's SIMD exp does as "
+               "fast, and the 16 MB input and result are copied in and out (~1.5 ms): about 1x",
+    "attention": "the two batched f64 matmuls (32 x 256x64x256 each) dominate and XLA:CPU's are "
+                 "about as fast as OpenBLAS's (NumPy's time here varies 2-8x with the machine's "
+                 "load); the softmax between them is one fusion; 3 x 4 MB inputs copied in per call",
+    "batch_norm": "mean and var over axes (0, 2, 3) and the normalization fuse into a few passes "
+                  "over the 16 MB input, about NumPy's passes, plus the input and result copied "
+                  "in and out on every call",
+    "mask_updates": "the masked updates and reductions fuse, but np.place's cyclic values need a "
+                    "running count of the mask (XLA:CPU's blocked reduce-window scan, 5 "
+                    "reduce-windows, and a gather), and 4 x 8 MB arrays are copied in and 4 "
+                    "updated ones back on every call",
+    "doitgen": "the loop over r rolls into a 100-iteration while with one (128x128) @ (128x128) dot "
+               "each, not batched into one dot_general (the jax.jit port: one batched matmul)",
+    "fft_convolve": "rfft / irfft of length 8,448 (64 rows) on XLA:CPU's FFT are about as fast as "
+                    "NumPy's pocketfft; only the product in between fuses",
+    # sorting
+    "median_filter": "np.median over the 9 stacked windows lowers to an XLA sort along the stacked "
+                     "axis (260k comparator sorts of 9 values) after a 9-way concatenate; XLA:CPU's "
+                     "sort is ~3x slower than NumPy's partition-based median (the jax.jit port uses "
+                     "a min/max sorting network)",
+    "spearman": "two argsorts along axis 0 of 2000x100 are XLA sorts carrying an index operand; "
+                "XLA:CPU's comparator sort is several times slower than NumPy's argsort (the jax.jit "
+                "port replaces the second argsort by a scatter)",
+    "winsorize": "np.percentile is a full XLA sort of each 20,000-row column (comparator sort, "
+                 "O(n log n)) where NumPy partitions (introselect, O(n)); jnp.percentile in the "
+                 "jax.jit port sorts too",
+}
+"""Kernel -> why rl.jit (default preset) is slower than NumPy eager there, diagnosed from the final
+IR (``rl.explore(fn, *args).stages[-1].ir``), XLA's optimized HLO (``compiled.hlo_text()``:
+while-body copies, fusions), presets 'none' vs 'all', and parts timed apart."""
+
+
+# ---------------------------------------------------------------- measuring
+
+
+@dataclass
+class Result:
+    """One kernel's row."""
+
+    name: str
+    size: str
+    medians: dict[str, float] = field(default_factory=dict)
+    first: dict[str, float] = field(default_factory=dict)
+    """Variant -> first-call seconds (rl.jit, none, jax.jit) or compile seconds (numba)."""
+    parts: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """rl.jit's first call: trace, stages and XLA compile seconds."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Variant -> why it did not run, or why its result is off."""
+
+
+def _mutated(name: str) -> list[int]:
+    return sorted(int(p.removeprefix("args[").removesuffix("]")) for p in KERNELS[name].mutates)
+
+
+def _outcome(ret: Any, args: Sequence[Any], mutated: list[int]) -> tuple[Any, tuple]:
+    return ret, tuple(args[i] for i in mutated)
+
+
+def _differs(got: Any, want: Any, tol: float) -> str | None:
+    """Where ``got`` is not ``want`` within ``tol`` (relative to the leaf's scale), else None."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    if got_tree != want_tree:
+        return f"structure {got_tree} != {want_tree}"
+    for i, (got_leaf, want_leaf) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        g, w = np.asarray(got_leaf), np.asarray(want_leaf)
+        if g.shape != w.shape:
+            return f"leaf {i}: shape {g.shape} != {w.shape}"
+        finite = w[np.isfinite(w)] if w.dtype.kind in "fc" else w
+        scale = float(np.max(np.abs(finite))) if finite.size else 1.0
+        if not np.allclose(g, w, rtol=tol, atol=tol * max(scale, 1e-30), equal_nan=True):
+            bad = int(np.sum(~np.isclose(g, w, rtol=tol, atol=tol * max(scale, 1e-30),
+                                         equal_nan=True)))
+            return f"leaf {i}: {bad} of {w.size} values differ (rtol {tol:g})"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _rl_variant(name: str, kernel: Callable[..., Any], args: tuple, mutated: list[int],
+                want: Any, optimize: str, tol: float, res: Result
+                ) -> tuple[Variant | None, rl.Traced | None]:
+    """The rl.jit variant (first call timed and checked) and its traced call."""
+    label = "rl.jit" if optimize == "all" else "none"
+    jf = rl.jit(kernel, optimize=optimize)
+    first = copy_inputs((args, {}), np.array)[0]
+    try:
+        start = time.perf_counter()
+        ret = jax.block_until_ready(jf(*first))
+        res.first[label] = time.perf_counter() - start
+    except Exception as exc:  # a package bug: reported, the row goes on without it
+        res.notes[label] = f"failed: {_first_line(exc)}"
+        return None, None
+    ex = jf.last
+    assert ex is not None and ex.compiled is not None
+    if label == "rl.jit":
+        res.parts = (ex.traced.seconds, ex.stages.seconds, ex.compiled.compile_seconds)
+    bad = _differs(_outcome(ret, first, mutated), want, tol)
+    if bad is not None:
+        res.notes[label] = f"result differs from NumPy's: {bad}"
+    return Variant(label, jf, [] if mutated else copies((args, {}), np.array),
+                   (lambda: copy_inputs((args, {}), np.array)) if mutated else None), ex.traced
+
+
+def _jax_variant(case: Case, args: tuple, want: Any, tol: float, res: Result) -> Variant | None:
+    with backend.x64_scope(True):
+        fn = jax.jit(case.port, static_argnums=case.static)
+        dev = tuple(a if i in case.static or not isinstance(a, np.ndarray) else jax.device_put(a)
+                    for i, a in enumerate(args))
+        jax.block_until_ready(dev)
+        try:
+            start = time.perf_counter()
+            got = jax.block_until_ready(fn(*dev))
+            res.first["jax.jit"] = time.perf_counter() - start
+        except Exception as exc:
+            res.notes["jax.jit"] = f"failed: {_first_line(exc)}"
+            return None
+    bad = _differs(got, want, tol)
+    if bad is not None:
+        res.notes["jax.jit"] = f"port differs from NumPy: {bad}"
+
+    def call(*a):
+        with backend.x64_scope(True):
+            return fn(*a)
+
+    return Variant("jax.jit", call, [(dev, {})])
+
+
+def _numba_variant(kernel: Callable[..., Any], traced: rl.Traced, args: tuple,
+                   res: Result) -> Variant | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba's deprecation and performance warnings
+        made = numba_baseline.numba_variant(kernel, traced, args, {})
+    if isinstance(made, str):
+        res.notes["numba"] = made
+        return None
+    variant, compile_s = made
+    res.first["numba"] = compile_s
+    return variant
+
+
+def measure(name: str, case: Case, args: tuple, min_time: float, repeats: int | None,
+            numba: bool, size: str | None = None) -> Result:
+    """One kernel: first calls, checks against NumPy, then round-robin warm samples."""
+    kernel = KERNELS[name].fn
+    mutated = _mutated(name)
+    tol = max(KERNELS[name].tol, 1e-9) * 1e3
+    res = Result(name, case.size if size is None else size)
+    expected = copy.deepcopy(args)
+    with np.errstate(all="ignore"):
+        want = _outcome(kernel(*expected), expected, mutated)
+    numpy_v = Variant("numpy", kernel, [] if mutated else copies((args, {}), np.array),
+                      (lambda: copy_inputs((args, {}), np.array)) if mutated else None)
+    variants: list[Variant | None] = [numpy_v]
+    default, traced = _rl_variant(name, kernel, args, mutated, want, "all", tol, res)
+    none, traced_none = _rl_variant(name, kernel, args, mutated, want, "none", tol, res)
+    variants += [default, none]
+    traced = traced or traced_none
+    if numba and traced is not None:
+        variants.append(_numba_variant(kernel, traced, args, res))
+    elif numba:
+        res.notes["numba"] = "not run: no trace of the kernel to check numba's result against"
+    variants.append(_jax_variant(case, args, want, tol, res))
+    running = [v for v in variants if v is not None]
+    with np.errstate(all="ignore"):
+        per_sample = [warm_up(v, 3) for v in running]
+        samples = round_robin(running, plan_rounds(per_sample, min_time, repeats))
+    res.medians = {v.name: timing.median(s) for v, s in zip(running, samples, strict=True)}
+    return res
+
+
+# ---------------------------------------------------------------- printing
+
+
+def _ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e3:.2f}" if seconds < 0.1 else f"{seconds * 1e3:.0f}"
+
+
+def _s(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f}"
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return None if num is None or den is None else num / den
+
+
+def _x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def speedups(rows: Sequence[Result], name: str, over: str = "numpy") -> list[float]:
+    """``over``'s median / ``name``'s median on every kernel both ran (> 1: ``name`` faster)."""
+    return [r.medians[over] / r.medians[name] for r in rows
+            if name in r.medians and over in r.medians]
+
+
+def print_tables(rows: Sequence[Result]) -> None:
+    head = (f"{'kernel':<19} {'size':<18} {'numpy ms':>9} {'rl.jit':>8} {'none':>8} "
+            f"{'numba':>8} {'jax.jit':>8}  {'rl.jit':>7} {'none':>7} {'numba':>7} {'jax.jit':>7}")
+    print("\nWarm medians (ms) and speedup over NumPy eager (numpy / variant; > 1: faster)")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        t = r.medians
+        times = " ".join(f"{_ms(t.get(v)):>8}" for v in VARIANTS[1:])
+        ratios = " ".join(f"{_x(_ratio(t.get('numpy'), t.get(v))):>7}" for v in VARIANTS[1:])
+        print(f"{r.name:<19} {r.size:<18} {_ms(t.get('numpy')):>9} {times}  {ratios}")
+    head = (f"{'kernel':<19} {'rl trace':>8} {'stages':>7} {'compile':>7} {'rl 1st':>7} "
+            f"{'none 1st':>8} {'numba c':>7} {'jax 1st':>7} {'rl/jax':>8}")
+    print(f"\nFirst call (s): rl.jit = trace + stages + XLA compile + run; jax.jit port = trace + "
+          f"compile + run; numba = its compile; rl/jax flagged '!' above {FIRST_CALL_LIMIT:g}x")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        f = r.first
+        ratio = _ratio(f.get("rl.jit"), f.get("jax.jit"))
+        flag = "!" if ratio is not None and ratio > FIRST_CALL_LIMIT else " "
+        trace_s, stages_s, compile_s = r.parts
+        print(f"{r.name:<19} {trace_s:>8.2f} {stages_s:>7.2f} {compile_s:>7.2f} "
+              f"{_s(f.get('rl.jit')):>7} {_s(f.get('none')):>8} {_s(f.get('numba')):>7} "
+              f"{_s(f.get('jax.jit')):>7} {_x(ratio):>7}{flag}")
+
+
+def print_summary(rows: Sequence[Result], quick: bool = False) -> None:
+    print("\nGeometric means (speedup; > 1: the first is faster)")
+    for name in VARIANTS[1:]:
+        g = geomean(speedups(rows, name))
+        n = len(speedups(rows, name))
+        print(f"  {name + ' vs numpy':<22} {_x(g):>8}  over {n} kernels")
+    for other in ("numba", "jax.jit", "none"):
+        s = speedups(rows, "rl.jit", over=other)
+        print(f"  {'rl.jit vs ' + other:<22} {_x(geomean(s)):>8}  over {len(s)} kernels both ran")
+    firsts = [r.first["rl.jit"] / r.first["jax.jit"] for r in rows
+              if "rl.jit" in r.first and "jax.jit" in r.first]
+    print(f"  {'first call rl / jax':<22} {_x(geomean(firsts)):>8}  over {len(firsts)} kernels "
+          f"(max {_x(max(firsts, default=None))})")
+
+    slow = [(r, r.medians["numpy"] / r.medians["rl.jit"]) for r in rows
+            if "rl.jit" in r.medians and r.medians["rl.jit"] > r.medians["numpy"]]
+    print(f"\nBelow 1x NumPy with rl.jit (default preset): {len(slow)} of {len(rows)}")
+    for r, s in slow:
+        cause = ("(--quick: the suite's sizes; causes are diagnosed at the benchmark sizes)"
+                 if quick else CAUSES.get(r.name, "not diagnosed"))
+        print(f"  {r.name:<19} {s:.2f}x  {cause}")
+    late = [r for r in rows if "rl.jit" in r.first and "jax.jit" in r.first
+            and r.first["rl.jit"] > FIRST_CALL_LIMIT * r.first["jax.jit"]]
+    print(f"\nFirst call above {FIRST_CALL_LIMIT:g}x the jax.jit port's: {len(late)}")
+    for r in late:
+        trace_s, stages_s, compile_s = r.parts
+        print(f"  {r.name:<19} {r.first['rl.jit']:.2f} s vs {r.first['jax.jit']:.2f} s "
+              f"(trace {trace_s:.2f}, stages {stages_s:.2f}, XLA compile {compile_s:.2f})")
+    notes = [(r.name, v, r.notes[v]) for r in rows for v in VARIANTS if v in r.notes]
+    if notes:
+        print("\nNotes (variants not run or not matching NumPy)")
+        for name, v, text in notes:
+            print(f"  {name:<19} {v:<8} {text}")
+
+
+def _warm_stacks() -> None:
+    """Start JAX and reactant_lab once, so the first kernel's first calls are not charged
+    for it."""
+    def f(x):
+        x[1:] += 1.0
+        return x.sum()
+
+    rl.jit(f)(np.ones(4))
+    rl.jit(f, optimize="none")(np.ones(4))
+    with backend.x64_scope(True):
+        jax.block_until_ready(jax.jit(lambda x: x.at[1:].add(1.0).sum())(jnp.ones(4)))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=[], metavar="NAME", help="kernel names")
+    parser.add_argument("--min-time", type=float, default=0.2,
+                        help="seconds of sampling for the slowest variant of each kernel")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: the differential suite's small sizes, 3 samples each")
+    parser.add_argument("--no-numba", action="store_true", help="leave the numba baseline out")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    opts = parser.parse_args(argv)
+    unknown = [n for n in opts.only if n not in CASES]
+    if unknown:
+        parser.error(f"unknown kernel(s) {unknown}; known: {', '.join(CASES)}")
+    versions = ", ".join(f"{k} {v}" for k, v in rl.versions().items())
+    numba_v = "off"
+    if not opts.no_numba and numba_baseline.available():
+        import numba
+        numba_v = numba.__version__
+    print(f"NumPy speed: NumPy {np.__version__} eager vs reactant_lab.jit (preset 'all', and "
+          f"'none') vs numba {numba_v} vs jax.jit ports ({versions}; device {jax.devices()[0]})")
+    print(f"{len(CASES)} kernels; {'quick smoke sizes' if opts.quick else 'benchmark sizes'}, "
+          f"min time {opts.min_time:g} s per kernel, seed {opts.seed}")
+    _warm_stacks()
+    rows = []
+    total = time.perf_counter()
+    for name, case in CASES.items():
+        if opts.only and name not in opts.only:
+            continue
+        rng = np.random.default_rng(opts.seed)
+        args = KERNELS[name].make(rng) if opts.quick else case.make(rng)
+        with np.errstate(all="ignore"):  # cumulative_update's cumprod overflows, as in NumPy
+            rows.append(measure(name, case, args, opts.min_time, 3 if opts.quick else None,
+                                not opts.no_numba and numba_baseline.available(),
+                                "suite's" if opts.quick else None))
+        print(f"  measured {name} ({time.perf_counter() - total:.0f} s)", file=sys.stderr,
+              flush=True)
+    print_tables(rows)
+    print_summary(rows, opts.quick)
+    print(f"\n({time.perf_counter() - total:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
