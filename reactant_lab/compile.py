@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -11,6 +12,7 @@ import jax
 import numpy as np
 
 from reactant_lab import backend
+from reactant_lab.analysis.collectives import CollectiveReport, collective_report
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.errors import (
@@ -319,6 +321,13 @@ class Compiled:
         """Argument, output, alias, temp and generated-code bytes."""
         return self._exe.memory_analysis()
 
+    def collectives(self) -> CollectiveReport:
+        """The collectives of XLA's per-device (partitioned) HLO: each all-reduce, all-gather,
+        reduce-scatter, collective-permute and all-to-all with its shape, bytes and devices,
+        their counts, and the memory per device (``memory_analysis()``). An executable for one
+        device has none."""
+        return collective_report(self.hlo_text(), self.memory_analysis())
+
     def __repr__(self) -> str:
         return (f"<Compiled {self.traced.fn_name} stage={self.stage!r} device={self.device} "
                 f"compile={self.compile_seconds * 1e3:.1f} ms>")
@@ -432,11 +441,16 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
                     used)
 
 
+_LONG_HEX = re.compile(r'"0x[0-9A-Fa-f]{256,}"')
+
+
 def returned_arguments(ir: str, n_args: int) -> dict[int, int]:
     """``@main`` result index -> argument index, for each result that is an argument returned
     unchanged (empty when the module cannot be read that way)."""
+    # Only where @main's results come from matters: a large constant's hex digits (megabytes of
+    # them on one line, e.g. a table folded at trace time) are shortened before the text is read.
     try:
-        results = parse_function(ir).results
+        results = parse_function(_LONG_HEX.sub('"0x0"', ir)).results
     except AnalysisError:
         return {}
     found = {}
