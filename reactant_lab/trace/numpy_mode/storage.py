@@ -401,18 +401,31 @@ def set_basic(parent: Any, idx: tuple[Any, ...], new: Any) -> Any:
     if block is None:
         return parent.at[idx].set(new)
     starts, sizes = block
-    return lax.dynamic_update_slice(parent, jnp.reshape(new, sizes), starts)
+    new = jnp.reshape(new, sizes)
+    if any(is_traced(i) for i in starts):
+        # A row at a traced index: written in place; out of range, the write is dropped (as
+        # a scatter drops it) by writing back what the clamped window already holds.
+        inside = jnp.all(jnp.array([(i >= 0) & (i < n) for i, n in zip(
+            starts, parent.shape, strict=True) if is_traced(i)]))
+        kind = jnp.int64 if any(jnp.result_type(i) == jnp.int64 for i in starts) else jnp.int32
+        starts = [jnp.asarray(i).astype(kind) for i in starts]  # one index type (XLA's rule)
+        new = jnp.where(inside, new, lax.dynamic_slice(parent, starts, sizes))
+    return lax.dynamic_update_slice(parent, new, starts)
 
 
-def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[int], list[int]] | None:
-    """(starts, sizes) when ``idx`` is static ints and unit-step slices; else None."""
-    if any(i is None or is_traced(i) for i in idx) or sum(i is Ellipsis for i in idx) > 1:
+def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[Any], list[int]] | None:
+    """(starts, sizes) when ``idx`` is ints (static, or traced integer scalars: a loop's row
+    ``A[i] = v``) and unit-step slices; else None. A traced index wraps as NumPy's negative
+    indices do; one past the bounds (an IndexError in NumPy) is clamped, as XLA does."""
+    if any(i is None or (is_traced(i) and not _traced_int(i)) for i in idx) or sum(
+            i is Ellipsis for i in idx) > 1:
         return None
     if Ellipsis in idx:
         at = idx.index(Ellipsis)
         idx = idx[:at] + (slice(None),) * (len(shape) - len(idx) + 1) + idx[at + 1:]
     idx = idx + (slice(None),) * (len(shape) - len(idx))
-    starts, sizes = [], []
+    starts: list[Any] = []
+    sizes: list[int] = []
     for item, dim in zip(idx, shape, strict=True):
         if isinstance(item, slice):
             start, stop, step = item.indices(dim)
@@ -420,6 +433,10 @@ def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[int], lis
                 return None
             starts.append(start)
             sizes.append(max(0, stop - start))
+        elif is_traced(item):
+            index = jnp.asarray(item)
+            starts.append(jnp.where(index < 0, index + dim, index))
+            sizes.append(1)
         else:
             i = int(item)
             if not -dim <= i < dim:
@@ -427,6 +444,11 @@ def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[int], lis
             starts.append(i % dim)
             sizes.append(1)
     return starts, sizes
+
+
+def _traced_int(i: Any) -> bool:
+    """A traced integer scalar (what a rolled loop's index is)."""
+    return jnp.ndim(i) == 0 and jnp.issubdtype(jnp.result_type(i), jnp.integer)
 
 
 def fit(new: Any, shape: tuple[int, ...]) -> Any:
