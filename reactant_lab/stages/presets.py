@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from reactant_lab.errors import UnknownPresetError
+from reactant_lab.errors import PipelineError, UnknownPresetError
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,12 @@ class StageSpec:
     """Pass-pipeline template (comma-separated top-level passes)."""
     what: str
     """One line on what the stage is for."""
+    runner: str = "enzyme"
+    """Whose pass manager runs it: 'enzyme' (enzyme-ad's, or jaxlib's when enzyme-ad is not
+    installed) or 'jaxlib' (jaxlib's own: passes enzyme-ad does not register, the ``sdy``
+    ones)."""
+    note: str | None = None
+    """Where the stage departs from Reactant's, shown with it in the stage notes."""
 
 
 _INLINE = "inline{default-pipeline=canonicalize max-iterations=4}"
@@ -82,6 +88,44 @@ PRESETS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
     "noopt": ("kernel", "raise", "jit"),
 })
 """Preset name -> stage keys of STAGES, in order."""
+
+
+_JAXLIB = "run through jaxlib's pass manager: enzyme-ad does not register the sdy passes"
+
+SHARDY_STAGES: MappingProxyType[str, StageSpec] = MappingProxyType({
+    "sdy_propagate": StageSpec(
+        "sdy propagation", "sdy-propagation-pipeline",
+        "Shardy's propagation: every value gets the sharding its operands' imply",
+        runner="jaxlib", note=_JAXLIB),
+    "sdy_export": StageSpec(
+        "sdy export", "sdy-export-pipeline",
+        "Shardy's export: close the propagated shardings, sink data-flow edges",
+        runner="jaxlib",
+        note=f"{_JAXLIB}. Reactant runs xla-sdy-stablehlo-export-pipeline, XLA's own, which "
+             "neither jaxlib nor enzyme-ad registers; this runs its Shardy part "
+             "(sdy-export-pipeline). Its last step, shardings to mhlo.sharding attributes and "
+             "sdy.constant to stablehlo.constant, is not available here: values keep their "
+             "sdy.sharding and XLA's Shardy partitioner partitions the module at compile"),
+    "sdy_cleanup": StageSpec(
+        "canonicalize+cse (after sdy)", "canonicalize,cse",
+        "canonicalize and CSE on the propagated module, as Reactant does after the export"),
+})
+
+SHARDY_PASSES: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
+    # The annotations stay as traced; XLA's Shardy partitioner propagates and partitions them
+    # when the module compiles.
+    "default": (),
+    "to_mhlo_shardings": ("sdy_propagate", "sdy_export", "sdy_cleanup"),
+})
+"""Reactant's ``shardy_passes`` choice -> stage keys of SHARDY_STAGES, run after the preset's
+stages on a sharded call only (an unsharded one's stages do not change)."""
+
+
+def check_shardy_passes(shardy_passes: str) -> None:
+    """Raise PipelineError, listing the valid choices, unless ``shardy_passes`` is one."""
+    if shardy_passes not in SHARDY_PASSES:
+        raise PipelineError(f"unknown shardy_passes {shardy_passes!r}; valid: "
+                            f"{', '.join(SHARDY_PASSES)}")
 
 
 def check_preset(optimize: str) -> None:

@@ -20,7 +20,15 @@ from reactant_lab.stages.patterns import (
     without_patterns,
 )
 from reactant_lab.stages.pipeline import TRANSFORM_TRIO, fill, group_steps, split_passes
-from reactant_lab.stages.presets import PRESETS, STAGES, check_preset
+from reactant_lab.stages.presets import (
+    PRESETS,
+    SHARDY_STAGES,
+    STAGES,
+    StageSpec,
+    check_preset,
+    check_shardy_passes,
+)
+from reactant_lab.stages.presets import SHARDY_PASSES as SHARDY_CHOICES
 from reactant_lab.stages.progress import StageProgress
 
 if TYPE_CHECKING:
@@ -84,6 +92,10 @@ class StageTrace:
     """Stage 0 is the traced module; each later one is the module after that stage."""
     pattern_choice: PatternChoice = DEFAULT_CHOICE
     """How the call changed the enzyme-hlo pattern list (exact, excluded, replaced)."""
+    shardy_passes: str = "default"
+    """Reactant's ``shardy_passes`` choice; its stages ran only when ``sharded``."""
+    sharded: bool = False
+    """Whether the module is sharded over a mesh (it has an ``sdy.mesh``)."""
 
     def __getitem__(self, key: int | str) -> Stage:
         if isinstance(key, int) and -len(self.stages) <= key < len(self.stages):
@@ -171,7 +183,8 @@ class StageTrace:
             if s.unavailable:
                 shared.setdefault(s.unavailable, []).append(s.name)
         notes = [f"  {', '.join(names)}: {note}" for note, names in shared.items()]
-        lines += (["notes (passes or patterns not run):", *notes] if notes else [])
+        lines += (["notes (passes or patterns not run, or run another way):", *notes]
+                  if notes else [])
         return "\n".join(lines + (verification.notes() if verification is not None else []))
 
     def op_delta(self, stage: int | str) -> dict[str, int]:
@@ -185,10 +198,14 @@ class StageTrace:
 
 
 def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
-         target: str, choice: PatternChoice = DEFAULT_CHOICE) -> list[tuple[str, str, str]]:
-    """(step name, group, pipeline) for each step a run will execute."""
+         target: str, choice: PatternChoice = DEFAULT_CHOICE, shardy_passes: str = "default",
+         sharded: bool = False) -> list[tuple[str, str, str]]:
+    """(step name, group, pipeline) for each step a run will execute: the preset's (or the
+    custom pipeline's), then, for a ``sharded`` module, those of the ``shardy_passes`` choice
+    (``shardy_stage`` says how they run)."""
     if granularity not in GRANULARITIES:
         raise PipelineError(f"granularity must be one of {GRANULARITIES}, not {granularity!r}")
+    check_shardy_passes(shardy_passes)
     if pipeline is not None:
         if not isinstance(pipeline, str):
             raise PipelineError(f"pipeline must be a str of comma-separated passes such as "
@@ -208,35 +225,50 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
             if PRESETS[optimize] else ""
         stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=listed, target=target))
                   for k in PRESETS[optimize]]
+    if sharded:
+        stages += [(SHARDY_STAGES[k].name, SHARDY_STAGES[k].pipeline)
+                   for k in SHARDY_CHOICES[shardy_passes]]
     if granularity == "stage":
         return [(name, name, pipe) for name, pipe in stages]
     return [(step, name, pipe) for name, stage_pipe in stages
             for step, pipe in group_steps(split_passes(stage_pipe))]
 
 
+def shardy_stage(group: str) -> StageSpec | None:
+    """The spec of a ``shardy_passes`` stage named ``group``; None for any other stage."""
+    return next((s for s in SHARDY_STAGES.values() if s.name == group), None)
+
+
 def run_stages(traced: Traced, *, optimize: str = "all", granularity: str = "stage",
                pipeline: str | None = None, no_nan: bool = False,
                device: Any | None = None, exclude_patterns: Any = (), patterns: Any = None,
-               exact: bool = False) -> StageTrace:
+               exact: bool = False, shardy_passes: str = "default") -> StageTrace:
     """Run ``optimize`` (or ``pipeline``) on ``traced``'s module one step at a time (the
-    pattern options as in ``Traced.stages``)."""
+    pattern options and ``shardy_passes`` as in ``Traced.stages``)."""
     choice = PatternChoice.of(exact=exact, exclude_patterns=exclude_patterns, patterns=patterns)
     return run_on_text(traced.ir, optimize=optimize, granularity=granularity,
                        pipeline=pipeline, no_nan=no_nan, device=device, traced=traced,
-                       first_seconds=traced.seconds, choice=choice)
+                       first_seconds=traced.seconds, choice=choice,
+                       shardy_passes=shardy_passes, sharded=bool(traced.layout.shardings))
 
 
 def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
                 pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
                 traced: Traced | None = None, first_seconds: float = 0.0,
-                choice: PatternChoice = DEFAULT_CHOICE) -> StageTrace:
+                choice: PatternChoice = DEFAULT_CHOICE, shardy_passes: str = "default",
+                sharded: bool | None = None) -> StageTrace:
     """Like ``run_stages`` for a module given as text (Reactant's run_pass_pipeline_on_source).
 
-    Text that does not parse raises ModuleTextError naming MLIR's error, line and column.
+    ``sharded`` (None: whether the text has an ``sdy.mesh``) says whether the
+    ``shardy_passes`` stages run. Text that does not parse raises ModuleTextError naming MLIR's
+    error, line and column.
     """
     text = backend.module_text(text)
+    if sharded is None:
+        sharded = "sdy.mesh @" in text
     target = backend.platform(backend.resolve_device(device))
-    steps = plan(optimize, pipeline, granularity, no_nan=no_nan, target=target, choice=choice)
+    steps = plan(optimize, pipeline, granularity, no_nan=no_nan, target=target, choice=choice,
+                 shardy_passes=shardy_passes, sharded=sharded)
     if pipeline is not None:
         backend.check_pipeline(split_passes(pipeline))
     elif traced is None:  # (with a custom pipeline, its first step parses the text)
@@ -249,22 +281,35 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
         if pipeline is None else None
     for name, group, step in steps:
         stage = _run_step(len(stages), name, group, step, current, current_norm,
-                          note if TRANSFORM_TRIO[0] in step else None, stages[-1].ops)
+                          note if TRANSFORM_TRIO[0] in step else None, stages[-1].ops,
+                          shardy_stage(group) if sharded else None)
         if stage.ir is not current:
             current, current_norm = stage.ir, normalize(stage.ir)
         stages.append(stage)
     label = "custom" if pipeline is not None else optimize
     return StageTrace(traced=traced, optimize=label, granularity=granularity, no_nan=no_nan,
-                      target=target, stages=tuple(stages), pattern_choice=choice)
+                      target=target, stages=tuple(stages), pattern_choice=choice,
+                      shardy_passes=shardy_passes, sharded=sharded)
 
 
 def _run_step(index: int, name: str, group: str, step: str, current: str,
-              current_norm: str, note: str | None, ops: int) -> Stage:
-    runnable, skipped = backend.runnable_passes(split_passes(step))
-    reasons = [f"{', '.join(skipped)} not available: "
-               f"{backend.enzyme_unavailable_reason() or 'not registered'}"] if skipped else []
+              current_norm: str, note: str | None, ops: int,
+              spec: StageSpec | None = None) -> Stage:
+    on_jaxlib = spec is not None and spec.runner == "jaxlib"
+    if on_jaxlib:
+        passes = split_passes(step)
+        runnable = [p for p in passes if backend.upstream_pass_available(p)]
+        skipped = [p for p in passes if p not in runnable]
+        reasons = [f"{', '.join(skipped)} not available: jaxlib's pass manager does not "
+                   "register it, nor does enzyme-ad"] if skipped else []
+    else:
+        runnable, skipped = backend.runnable_passes(split_passes(step))
+        reasons = [f"{', '.join(skipped)} not available: "
+                   f"{backend.enzyme_unavailable_reason() or 'not registered'}"] if skipped else []
     if note and runnable:
         reasons.append(note)
+    if spec is not None and spec.note and runnable:
+        reasons.append(spec.note)
     reason = "; ".join(reasons) or None
     if not runnable:
         return Stage(index=index, name=name, group=group, pipeline="", ir=current, seconds=0.0,
@@ -273,7 +318,8 @@ def _run_step(index: int, name: str, group: str, step: str, current: str,
     ran = ",".join(runnable)
     start = time.perf_counter()
     try:
-        new = backend.run_pipeline(current, ran, on_wait=StageProgress(name, ops))
+        new = backend.run_pipeline(current, ran, use_enzyme=not on_jaxlib,
+                                   on_wait=StageProgress(name, ops))
     except backend.PassRunFailure as exc:
         raise pass_failed(name, ran, current, exc) from None
     except KeyboardInterrupt:

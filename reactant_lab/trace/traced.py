@@ -54,19 +54,25 @@ class Traced:
     def stages(self, optimize: str = "all", granularity: str = "stage",
                pipeline: str | None = None, no_nan: bool = False,
                device: Any | None = None, *, exclude_patterns: Any = (),
-               patterns: Any = None, exact: bool = False) -> StageTrace:
+               patterns: Any = None, exact: bool = False,
+               shardy_passes: str = "default") -> StageTrace:
         """Run an optimize preset (or a custom ``pipeline``) stage by stage.
 
         ``granularity='pass'`` makes every top-level pass its own step. The enzyme-hlo pattern
         list is Reactant's, less the patterns measured wrong, crashing, never finishing or slow on
         the target; ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` leaves more out
         (entries or names, e.g. ``("slice_of_dynamic_update",)``), ``patterns`` replaces it.
+
+        ``shardy_passes`` (Reactant's option, for a call sharded over a mesh; an unsharded
+        call's stages do not change): ``'default'`` keeps the traced ``sdy`` annotations for
+        XLA's Shardy partitioner at compile; ``'to_mhlo_shardings'`` adds Shardy's propagation
+        and export as stages (every value then shows its sharding), then canonicalize + CSE.
         """
         from reactant_lab.stages.runner import run_stages
 
         return run_stages(self, optimize=optimize, granularity=granularity, pipeline=pipeline,
                           no_nan=no_nan, device=device, exclude_patterns=exclude_patterns,
-                          patterns=patterns, exact=exact)
+                          patterns=patterns, exact=exact, shardy_passes=shardy_passes)
 
     @property
     def enzyme_ops(self) -> tuple[EnzymeCall, ...]:
