@@ -687,20 +687,19 @@ _WHILE = "XLA copies the carried array in the while body"
 
 CAUSES: dict[str, str] = {
     # in-place updates in rolled time loops
-    "jacobi_1d": "the default preset rewrites each step's in-place slice update (dynamic_update_slice) "
-                 "into concatenate(edge, stencil, edge) and forwards B's stencil into A's; XLA cannot "
-                 "build a concatenate in place, so the while body copies both 40k arrays every step "
-                 "(optimize='none' keeps the in-place updates: ~6x faster)",
-    "fdtd_2d": "the default preset turns the in-place slice updates of ey, ex, hz into concatenates, "
-               "so XLA copies the carried 250x300 fields in the while body every step (4 big copies "
-               "per step, none with optimize='none': ~5x faster)",
+    "jacobi_1d": "was 0.53x while dynamic_update_to_concat<1> turned each step's in-place slice "
+                 "update into a concatenate that XLA copies every step; now left out of the "
+                 "default list (pattern_exclusions.json): the in-place updates stay",
+    "fdtd_2d": "was 0.93x for the same reason as jacobi_1d (dynamic_update_to_concat<1>, now left "
+               "out)",
     "time_loop_rebind": "each np.roll is a concatenate of two slices of the 100k array that XLA "
                         "materializes, 2 per step: the fused step moves as many bytes as NumPy's "
                         "temporaries",
-    "row_normalize": "`A[i] /= norms[i]` in a 4,000-iteration rolled loop is traced as two row "
-                     "scatters (the update and the view's write-back); XLA lowers them to "
-                     "select-wrapped dynamic_update_slices that cannot run in place, so the while "
-                     "body copies the whole 4000x200 A (6.4 MB) twice per row: ~50 GB per call",
+    "row_normalize": "`A[i] /= norms[i]` in a 4,000-iteration rolled loop: the row write is a "
+                     "dynamic_update_slice at the traced row (a scatter before), yet XLA's copy "
+                     "insertion still copies the carried 4000x200 A (6.4 MB) in the while body "
+                     "each iteration (the body reads the row it then overwrites in place): "
+                     "~25 GB per call; XLA's, reproduced by the kernel alone",
     # scalar and triangular loops
     "seidel_2d": "the scalar recurrence `A[i, j] += A[i, j - 1]; A[i, j] /= 9` is a while loop of "
                  "24k iterations (4 sweeps x 78 x 78), each ~17 small fusions (index wrapping, 1x1 "
