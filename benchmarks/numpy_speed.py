@@ -698,8 +698,9 @@ CAUSES: dict[str, str] = {
     "row_normalize": "`A[i] /= norms[i]` in a 4,000-iteration rolled loop: the row write is a "
                      "dynamic_update_slice at the traced row (a scatter before), yet XLA's copy "
                      "insertion still copies the carried 4000x200 A (6.4 MB) in the while body "
-                     "each iteration (the body reads the row it then overwrites in place): "
-                     "~25 GB per call; XLA's, reproduced by the kernel alone",
+                     "each iteration: ~25 GB per call. Ours to fix: a jax.jit fori_loop with "
+                     "the same dynamic_slice / dynamic_update_slice of a row runs in place "
+                     "(9.5 ms, one copy outside the loop)",
     # scalar and triangular loops
     "seidel_2d": "the scalar recurrence `A[i, j] += A[i, j - 1]; A[i, j] /= 9` is a while loop of "
                  "24k iterations (4 sweeps x 78 x 78), each ~17 small fusions (index wrapping, 1x1 "
