@@ -66,6 +66,8 @@ def is_element(key: tuple[Any, ...], shape: tuple[int, ...]) -> bool:
 def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
     """``proxy[key] = value``: rebinds the traced value of ``proxy``'s root."""
     key = normalize_key(key)
+    if _itself(proxy, key, value):
+        return
     mask = masks.find(key, proxy)
     if mask is not None:
         masks.assign(proxy, mask, value, whole=len(key) == 1)
@@ -94,6 +96,34 @@ def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
         return
     new = fit(jnp.asarray(unwrap(value)).astype(proxy.dtype), shape)
     proxy.write(proxy.value.at[key].set(new))
+
+
+def _itself(proxy: ProxyArray, key: tuple[Any, ...], value: Any) -> bool:
+    """Whether ``value`` is the very view ``proxy[key]`` (the same index objects on the same
+    storage): what ``a[i] /= x`` assigns back after updating the view in place. Writing it
+    again would change nothing, but a second update of the same window (at a traced index)
+    keeps XLA from updating the array in place in a loop."""
+    if not isinstance(value, ProxyArray) or value.root is not proxy.root or value.mask is not None:
+        return False
+    ops, mine = value._ops, proxy._ops
+    if len(ops) != len(mine) + 1 or any(a is not b for a, b in zip(ops, mine, strict=False)):
+        return False
+    last = ops[-1]
+    return isinstance(last, Index) and len(last.idx) == len(key) and all(
+        _same(a, b) for a, b in zip(last.idx, key, strict=True))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same index entry: the same object, or equal static ones (never comparing traced
+    values, which would need their runtime value)."""
+    if a is b:
+        return True
+    if isinstance(a, slice) and isinstance(b, slice):
+        return all(_same(x, y) for x, y in ((a.start, b.start), (a.stop, b.stop),
+                                            (a.step, b.step)))
+    if type(a) is not type(b) or not isinstance(a, int | np.integer):
+        return False
+    return bool(a == b)
 
 
 def _static_mask(k: Any) -> bool:
