@@ -7,7 +7,7 @@ conveniences (jit, explore, code_hlo, code_xla).
 from reactant_lab import enzyme
 from reactant_lab.analysis.diff import Diff, diff
 from reactant_lab.backend import enzyme_available, versions
-from reactant_lab.bench import BenchResult, BenchRow, Roofline, bench
+from reactant_lab.bench import BenchResult, BenchRow, Roofline, ScalingResult, bench, bench_scaling
 from reactant_lab.bisect import BisectResult, bisect
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
@@ -106,6 +106,7 @@ __all__ = [
     "ReactantLabError",
     "ResultSpec",
     "Roofline",
+    "ScalingResult",
     "ShardingError",
     "SignatureMismatchError",
     "SkippedArg",
@@ -121,6 +122,7 @@ __all__ = [
     "UnsupportedNumpyFunctionError",
     "Verification",
     "bench",
+    "bench_scaling",
     "bisect",
     "code_hlo",
     "code_xla",

@@ -21,7 +21,7 @@ from reactant_lab.analysis.provenance import ops_for_line as _ops_for_line
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
 from reactant_lab.stages.patterns import PatternChoice
-from reactant_lab.stages.presets import check_preset
+from reactant_lab.stages.presets import check_preset, check_shardy_passes
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
 from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, sharding, trace
 from reactant_lab.trace.jax_mode import fn_name
@@ -69,6 +69,9 @@ class ExploreOptions:
     mesh: Any = None
     """The mesh ``in_shardings`` lays arguments over: a jax.sharding.Mesh, or axis sizes such
     as ``{"data": 4, "model": 2}`` (a mesh over the first devices present)."""
+    shardy_passes: str = "default"
+    """Reactant's ``shardy_passes`` choice for a sharded call, as in ``Traced.stages``:
+    'default' or 'to_mhlo_shardings' (Shardy's propagation and export as stages)."""
 
     def __post_init__(self) -> None:
         choice = PatternChoice.of(exact=self.exact, exclude_patterns=self.exclude_patterns,
@@ -84,6 +87,7 @@ class ExploreOptions:
             raise TraceError(f"unknown trace mode {self.mode!r}; valid modes: {', '.join(MODES)}")
         if self.loops not in LOOPS:
             raise TraceError(f"unknown loops={self.loops!r}; valid values: {', '.join(LOOPS)}")
+        check_shardy_passes(self.shardy_passes)
         if self.in_shardings is not None or self.mesh is not None:
             # Checked (and a mesh of axis sizes built) once, before anything is traced.
             object.__setattr__(self, "mesh", sharding.make_mesh(self.mesh))
@@ -211,7 +215,7 @@ def build_from_trace(traced: Traced, options: ExploreOptions) -> Exploration:
     """Stage ``traced`` with ``options`` and compile the last stage."""
     stages = traced.stages(options.optimize, options.granularity, pipeline=options.pipeline,
                            no_nan=options.no_nan, device=options.device,
-                           **options.pattern_kwargs)
+                           shardy_passes=options.shardy_passes, **options.pattern_kwargs)
     compiled = stages.compile(device=options.device, donate=options.donate)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
@@ -221,7 +225,8 @@ def build_from_text(text: str, options: ExploreOptions) -> Exploration:
     """Stage module text with ``options`` (Reactant's run_pass_pipeline_on_source)."""
     stages = run_on_text(text, optimize=options.optimize, granularity=options.granularity,
                          pipeline=options.pipeline, no_nan=options.no_nan,
-                         device=options.device, choice=PatternChoice.of(**options.pattern_kwargs))
+                         device=options.device, choice=PatternChoice.of(**options.pattern_kwargs),
+                         shardy_passes=options.shardy_passes)
     return Exploration(traced=ModuleSource(text), stages=stages, compiled=None, options=options,
                        versions=_versions())
 
@@ -271,18 +276,19 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
             patterns: Any = None, exact: bool = False, verify: bool = False,
             reference: str = "auto", loops: str = "auto", in_shardings: Any = None,
-            mesh: Any = None, **kwargs: Any) -> Exploration:
+            mesh: Any = None, shardy_passes: str = "default", **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
     it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``.
-    ``in_shardings`` / ``mesh`` as in ``trace``."""
+    ``in_shardings`` / ``mesh`` as in ``trace``; ``shardy_passes`` as in ``Traced.stages``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
                              trace_scalars=trace_scalars, mode=mode, loops=loops,
                              exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
                              verify=verify, reference=reference,
-                             in_shardings=in_shardings, mesh=mesh)
+                             in_shardings=in_shardings, mesh=mesh,
+                             shardy_passes=shardy_passes)
     return build(fn, args, kwargs, options, run=run)
 
 
@@ -328,12 +334,13 @@ class JitFunction:
                  device: Any | None = None, trace_scalars: bool = False,
                  donate: bool | str = "updated", mode: str = "auto", exclude_patterns: Any = (),
                  patterns: Any = None, exact: bool = False, loops: str = "auto",
-                 in_shardings: Any = None, mesh: Any = None):
+                 in_shardings: Any = None, mesh: Any = None, shardy_passes: str = "default"):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
                                       trace_scalars=trace_scalars, mode=mode, loops=loops,
                                       exclude_patterns=exclude_patterns, patterns=patterns,
-                                      exact=exact, in_shardings=in_shardings, mesh=mesh)
+                                      exact=exact, in_shardings=in_shardings, mesh=mesh,
+                                      shardy_passes=shardy_passes)
         """How each signature is traced, staged and compiled."""
         check_traceable(fn)
         self.fn = fn
@@ -381,7 +388,8 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
         trace_scalars: bool = False, donate: bool | str = "updated", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
-        loops: str = "auto", in_shardings: Any = None, mesh: Any = None) -> Any:
+        loops: str = "auto", in_shardings: Any = None, mesh: Any = None,
+        shardy_passes: str = "default") -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
@@ -392,11 +400,13 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     which computes the new value in that buffer before it is written back into the caller's
     array (half the peak memory of an in-place update); ``True`` donates every argument (JAX
     arrays passed in are then consumed), ``False`` none. JAX arrays placed over a mesh run
-    sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments."""
+    sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments;
+    ``shardy_passes`` as in ``Traced.stages``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,
                            exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
-                           loops=loops, in_shardings=in_shardings, mesh=mesh)
+                           loops=loops, in_shardings=in_shardings, mesh=mesh,
+                           shardy_passes=shardy_passes)
 
     return compiled if fn is None else compiled(fn)

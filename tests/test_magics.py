@@ -434,7 +434,7 @@ def test_help_lists_every_option(shell):
     _, _, out = run(shell, "%%reactant_jit?")
     for option in ("--optimize", "--granularity", "--fn", "--bench", "--device", "--no-run",
                    "--no-display", "--pipeline", "--verify", "--reference", "--exact",
-                   "--exclude-patterns", "--loops"):
+                   "--exclude-patterns", "--loops", "--shardy-passes"):
         assert option in out
     assert "every call the cell makes" in out
 
@@ -458,6 +458,21 @@ def test_loops_auto_rolls_a_time_loop_and_updates_the_array_as_numpy(shell, rng)
     assert result.success and "stablehlo.while" in magics._LAST[0].traced_call.ir
     result, _, _ = run(shell, "%%reactant_jit --loops unroll --no-display\n" + cell)
     assert result.success and "stablehlo.while" not in magics._LAST[0].traced_call.ir
+
+
+def test_shardy_passes_option_reaches_the_stages(shell, rng):
+    from reactant_lab.notebook import magics
+
+    shell.push({"x": rng.random(4)})
+    cell = "def f(v):\n    return np.exp(v) + 1\n\nf(x)\n"
+    result, _, _ = run(shell, "%%reactant_jit --shardy-passes to_mhlo_shardings --no-display\n"
+                              + cell)
+    assert result.success, result.error_in_exec
+    [ex] = magics._LAST
+    assert ex.options.shardy_passes == "to_mhlo_shardings"
+    assert ex.stages.shardy_passes == "to_mhlo_shardings" and not ex.stages.sharded
+    result, _, _ = run(shell, "%%reactant_jit --shardy-passes mhlo --no-display\n" + cell)
+    assert not result.success
 
 
 def test_restaged_explorations_do_not_run_the_cell_again(shell, rng):

@@ -24,12 +24,14 @@ from reactant_lab.bench.measure import (
 )
 from reactant_lab.bench.result import BenchResult, BenchRow, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
+from reactant_lab.bench.scaling import ScalingResult, ScalingRow, bench_scaling
 from reactant_lab.errors import ReactantLabError
 from reactant_lab.explore import ExploreOptions, build_from_trace
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.trace import Traced, trace
 
-__all__ = ["BenchResult", "BenchRow", "Roofline", "bench", "calibrate", "default_baselines"]
+__all__ = ["BenchResult", "BenchRow", "Roofline", "ScalingResult", "ScalingRow", "bench",
+           "bench_scaling", "calibrate", "default_baselines"]
 
 BASELINES = ("numpy", "jax", "numba")
 """Every baseline name; ``default_baselines()`` are those timed when none are named."""

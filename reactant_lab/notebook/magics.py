@@ -23,7 +23,7 @@ from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
 from reactant_lab.notebook.cell import NoValue, cell_number, run_body
 from reactant_lab.notebook.session import CellOptions, CellSession, Example, Explored
-from reactant_lab.stages.presets import PRESETS
+from reactant_lab.stages.presets import PRESETS, SHARDY_PASSES
 
 _LAST: list[Exploration] = []
 
@@ -69,6 +69,10 @@ class ReactantMagics(Magics):
               help="Python loops and branches on traced values: roll them into stablehlo.while "
                    "/ case where possible (auto, the default), always (roll: an error where "
                    "not), or trace every iteration (unroll); see docs/loops.md")
+    @argument("--shardy-passes", choices=tuple(SHARDY_PASSES), default="default",
+              help="for a call sharded over a mesh: keep the traced sdy annotations for XLA's "
+                   "partitioner (default), or add Shardy's propagation and export as stages "
+                   "(to_mhlo_shardings: every value shows its sharding)")
     @argument("--no-display", action="store_true", help="show no explorer")
     @argument("call", nargs="*", help="line form only: the call to explore, e.g. f(x, y)")
     @line_cell_magic
@@ -307,7 +311,7 @@ def _options(args: argparse.Namespace) -> CellOptions:
                                  granularity=args.granularity, device=args.device,
                                  exclude_patterns=_names(args.exclude_patterns),
                                  exact=args.exact, verify=args.verify, reference=args.reference,
-                                 loops=args.loops)
+                                 loops=args.loops, shardy_passes=args.shardy_passes)
     except (UnknownPresetError, PipelineError) as exc:
         raise UsageError(str(exc)) from None
     return CellOptions(explore=explore, run=not args.no_run, bench=args.bench)
