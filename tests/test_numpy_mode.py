@@ -789,3 +789,19 @@ def test_assigning_a_view_to_itself_changes_nothing(rng):
     got = rl.jit(kernel)(a, np.int64(3))
     np.testing.assert_allclose(got, kernel(want, 3), rtol=1e-12)
     np.testing.assert_allclose(a, want, rtol=1e-12)
+
+
+def test_a_scalar_written_through_a_mask_known_at_trace_time_is_a_select(rng):
+    def kernel(a, t):
+        m = np.arange(a.size).reshape(a.shape) % 3 == 0  # concrete: no traced value in it
+        a[m] = t
+        c = a.astype(np.int32)
+        c[m] = 7.9  # truncated into int32, as NumPy does
+        return c.sum()
+
+    traced = rl.trace(kernel, rng.random((4, 6)), 0.5)
+    assert "scatter" not in traced.ir and "stablehlo.select" in traced.ir
+    a0 = rng.random((4, 6))
+    a, want = a0.copy(), a0.copy()
+    assert rl.jit(kernel)(a, 0.5) == kernel(want, 0.5)
+    np.testing.assert_array_equal(a, want)

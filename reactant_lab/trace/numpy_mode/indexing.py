@@ -94,6 +94,14 @@ def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
     if (data is not None and not any(is_traced(k) for k in key)
             and write_concrete(proxy.root, proxy._ops, data, key)):
         return
+    known = concrete_of(key[0]) if len(key) == 1 else None
+    if (isinstance(known, np.ndarray) and _static_mask(known) and known.shape == proxy._shape
+            and jnp.ndim(unwrap(value)) == 0):
+        # a[mask] = scalar with a mask known at trace time: a select, not a scatter of every
+        # selected element's (constant) coordinates
+        fill = jnp.asarray(unwrap(value)).astype(proxy.dtype)
+        proxy.write(jnp.where(known, fill, proxy.value))
+        return
     new = fit(jnp.asarray(unwrap(value)).astype(proxy.dtype), shape)
     proxy.write(proxy.value.at[key].set(new))
 
