@@ -61,6 +61,7 @@ from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds
 from tests import numpy_kernels as nk
 
 KERNELS = {k.name: k for k in nk.KERNELS}
+_pair, _sq, _spd, _dominant = nk._pair, nk._sq, nk._spd, nk._dominant  # the suite's input makers
 VARIANTS = ("numpy", "rl.jit", "none", "numba", "jax.jit")
 FIRST_CALL_LIMIT = 3.0
 """rl.jit's first call may take at most this many times the jax.jit port's first call."""
@@ -85,13 +86,18 @@ def _jacobi_2d_step(src, dst):
                                          src[2:, 1:-1] + src[:-2, 1:-1]))
 
 
-def jx_jacobi_2d(tsteps, A, B):
+def _ping_pong(update, tsteps, A, B):
+    """PolyBench's two-array time loop: B from A, then A from B, steps 1..tsteps-1."""
     def step(_, ab):
         A, B = ab
-        B = _jacobi_2d_step(A, B)
-        return _jacobi_2d_step(B, A), B
+        B = update(A, B)
+        return update(B, A), B
 
     return None, lax.fori_loop(1, tsteps, step, (A, B))
+
+
+def jx_jacobi_2d(tsteps, A, B):
+    return _ping_pong(_jacobi_2d_step, tsteps, A, B)
 
 
 def _heat_3d_step(src, dst):
@@ -103,12 +109,7 @@ def _heat_3d_step(src, dst):
 
 
 def jx_heat_3d(tsteps, A, B):
-    def step(_, ab):
-        A, B = ab
-        B = _heat_3d_step(A, B)
-        return _heat_3d_step(B, A), B
-
-    return None, lax.fori_loop(1, tsteps, step, (A, B))
+    return _ping_pong(_heat_3d_step, tsteps, A, B)
 
 
 def jx_seidel_2d(tsteps, n, A):
@@ -550,24 +551,6 @@ class Case:
     """The jax.jit port: the kernel's arguments -> (result, updated arguments in order)."""
     static: tuple[int, ...] = ()
     """Positions of the port's static arguments (sizes, step counts, Python scalars)."""
-
-
-def _pair(r, shape):
-    a = r.random(shape)
-    return a, a.copy()
-
-
-def _sq(r, n):
-    return r.standard_normal((n, n))
-
-
-def _spd(r, n):
-    a = r.standard_normal((n, n))
-    return a @ a.T + n * np.eye(n)
-
-
-def _dominant(r, n):
-    return r.random((n, n)) + n * np.eye(n)
 
 
 def _vecs(r, count, n):

@@ -128,6 +128,23 @@ def _evidence_fn(entry: dict[str, Any]) -> tuple[Any, tuple]:
     return fn, (tuple(value) if "," in names else (value,))
 
 
+def _copies(args: tuple) -> list[Any]:
+    """Fresh copies of the NumPy arrays among ``args`` (kernels update theirs in place)."""
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _still_fails(entry: dict[str, Any], fn: Any, args: tuple, error: type) -> bool:
+    """Whether Reactant's exact list still fails with ``error`` on the evidence; the call is
+    also run without the entry, which must compile and run."""
+    try:
+        rl.jit(fn, exact=True)(*_copies(args))
+        holds = False
+    except error:
+        holds = True
+    rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(*_copies(args))
+    return holds
+
+
 @contextlib.contextmanager
 def _pass_time_limit(seconds: float):
     old = os.environ.get(backend.PASS_TIME_LIMIT_VAR)
@@ -150,34 +167,21 @@ def recheck(min_time: float) -> int:
             print(f"{entry['pattern']}: not for target {target}, not re-measured")
             continue
         fn, args = _evidence_fn(entry)
-        fresh = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         if entry["kind"] == "crash":
-            try:
-                rl.jit(fn, exact=True)(*fresh)
-                holds = False
-            except rl.PassCrashedError:
-                holds = True
-            rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(
-                *[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            holds = _still_fails(entry, fn, args, rl.PassCrashedError)
             print(f"{entry['pattern']} (crash): with it "
                   f"{'the pattern pass crashes' if holds else 'STALE: no crash'}; without it the "
                   "call compiles and runs")
         elif entry["kind"] == "hang":
             with _pass_time_limit(10):
-                try:
-                    rl.jit(fn, exact=True)(*fresh)
-                    holds = False
-                except rl.PassTimeoutError:
-                    holds = True
-            rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(
-                *[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+                holds = _still_fails(entry, fn, args, rl.PassTimeoutError)
             print(f"{entry['pattern']} (hang): with it "
                   f"{'the pattern pass runs past 10 s' if holds else 'STALE: it finishes'}; "
                   "without it the call compiles and runs")
         elif entry["kind"] == "wrong":
-            with_p = np.asarray(rl.jit(fn, exact=True)(*fresh))
+            with_p = np.asarray(rl.jit(fn, exact=True)(*_copies(args)))
             without = np.asarray(rl.jit(fn, exact=True, exclude_patterns=entry["pattern"])(
-                *[a.copy() if isinstance(a, np.ndarray) else a for a in args]))
+                *_copies(args)))
             holds = not np.allclose(with_p, without)
             print(f"{entry['pattern']} (wrong): with it {with_p.tolist()}, without "
                   f"{without.tolist()}: {'still wrong' if holds else 'STALE: now right'}")

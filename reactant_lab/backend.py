@@ -28,7 +28,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import jax
 from jax.interpreters import mlir as jax_mlir
@@ -290,9 +290,11 @@ def _failure(out: _pass_worker.Outcome, mode: str, text: str, pipeline: str) -> 
     return PassRunFailure(message, diagnostics or message)
 
 
-def drop_main_results(text: str, drop: Sequence[int]) -> str:
-    """``text`` with results ``drop`` of ``@main`` removed (their return operands, types and
-    attributes), as Reactant removes results the passes reduced to an unchanged argument."""
+_T = TypeVar("_T")
+
+
+def _edit_module(text: str, edit: Callable[[ir.Module], _T]) -> tuple[str, _T]:
+    """Parse module ``text``, apply ``edit`` to it; (the module printed again, what it returned)."""
     text = module_text(text)
     with jax_mlir.make_ir_context() as ctx:
         ctx.allow_unregistered_dialects = True
@@ -300,22 +302,21 @@ def drop_main_results(text: str, drop: Sequence[int]) -> str:
             module = ir.Module.parse(text)
         except ir.MLIRError as exc:
             raise CompileError(compile_message(text, exc)) from None
-        _backend_ir.drop_results(module, drop)
-        return _backend_ir.asm(module)
+        result = edit(module)
+        return _backend_ir.asm(module), result
+
+
+def drop_main_results(text: str, drop: Sequence[int]) -> str:
+    """``text`` with results ``drop`` of ``@main`` removed (their return operands, types and
+    attributes), as Reactant removes results the passes reduced to an unchanged argument."""
+    return _edit_module(text, lambda m: _backend_ir.drop_results(m, drop))[0]
 
 
 def drop_unused_main_args(text: str) -> tuple[str, list[int]]:
     """``text`` with the arguments ``@main`` never reads removed, and their indices (text
     unchanged and [] when there are none)."""
-    text = module_text(text)
-    with jax_mlir.make_ir_context() as ctx:
-        ctx.allow_unregistered_dialects = True
-        try:
-            module = ir.Module.parse(text)
-        except ir.MLIRError as exc:
-            raise CompileError(compile_message(text, exc)) from None
-        unused = _backend_ir.drop_unused_args(module)
-        return (_backend_ir.asm(module), unused) if unused else (text, [])
+    edited, unused = _edit_module(text, _backend_ir.drop_unused_args)
+    return (edited, unused) if unused else (text, [])
 
 
 def check_parses(text: str) -> None:
