@@ -321,6 +321,13 @@ class Compiled:
         """Argument, output, alias, temp and generated-code bytes."""
         return self._exe.memory_analysis()
 
+    @property
+    def devices(self) -> tuple[Any, ...]:
+        """The devices the executable runs on: its arguments' mesh for a sharded call, else
+        its one device."""
+        found = {d for s in self._layout.shardings if s is not None for d in s.device_set}
+        return tuple(sorted(found, key=lambda d: d.id)) if found else (self.device,)
+
     def collectives(self) -> CollectiveReport:
         """The collectives of XLA's per-device (partitioned) HLO: each all-reduce, all-gather,
         reduce-scatter, collective-permute and all-to-all with its shape, bytes and devices,

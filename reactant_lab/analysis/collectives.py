@@ -60,15 +60,27 @@ class Collective:
     """Whether XLA split it into ``-start`` / ``-done``."""
     computation: str = ""
     """The HLO computation it is in (the entry, or a loop body...)."""
+    op_name: str = ""
+    """The traced op XLA inserted it for, as its metadata names it (``jit(f)/dot_general``);
+    empty when the HLO does not say."""
+    frames: tuple[tuple[str, int, int], ...] = ()
+    """That op's Python source as (file, line, column) frames, innermost first, from the
+    metadata's ``stack_frame_id`` (resolved through the module's stack-frame tables) or its
+    ``source_file`` / ``source_line``; empty when the HLO does not say."""
     line: str = field(default="", repr=False)
     """The HLO line, metadata dropped."""
 
+    @property
+    def devices(self) -> str:
+        """Who takes part: ``groups {0,1}{2,3}``, ``pairs 0->1 1->2`` or ``all devices``."""
+        return (f"pairs {_pairs(self.source_target_pairs)}" if self.source_target_pairs else
+                f"groups {_groups(self.replica_groups)}" if self.replica_groups else
+                "all devices")
+
     def describe(self) -> str:
         """One line: op, shape, bytes and the devices."""
-        who = (f"pairs {_pairs(self.source_target_pairs)}" if self.source_target_pairs else
-               f"groups {_groups(self.replica_groups)}" if self.replica_groups else "all devices")
         dims = f" dims {list(self.dimensions)}" if self.dimensions else ""
-        return f"{self.op} {self.shape}{dims} ({_size(self.bytes)}), {who}"
+        return f"{self.op} {self.shape}{dims} ({_size(self.bytes)}), {self.devices}"
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,7 @@ def collectives(hlo: str) -> tuple[Collective, ...]:
     """Every collective op of HLO text, in order."""
     found: list[Collective] = []
     computation = ""
+    stack = _stack_frames(hlo)
     for raw in hlo.splitlines():
         line = _without_metadata(raw)
         match = _INSTRUCTION.match(line)
@@ -148,8 +161,74 @@ def collectives(hlo: str) -> tuple[Collective, ...]:
             replica_groups=_replica_groups(attrs), groups_text=_groups_text(attrs),
             source_target_pairs=_pairs_of(attrs),
             dimensions=_dimensions(attrs), asynchronous=start, computation=computation,
+            op_name=_metadata_str(raw, "op_name"), frames=_op_frames(raw, stack),
             line=line.strip()))
     return tuple(found)
+
+
+_TABLE_ROW = re.compile(r"^(\d+)\s+(.*)$")
+
+
+def _stack_frames(hlo: str) -> dict[int, tuple[tuple[str, int, int], ...]]:
+    """Stack frame id -> its (file, line, column) chain, innermost first, from the HLO module's
+    ``FileNames`` / ``FileLocations`` / ``StackFrames`` tables (printed between the header and
+    the first computation)."""
+    tables: dict[str, dict[int, str]] = {}
+    current: dict[int, str] | None = None
+    for line in hlo.splitlines():
+        if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+            current = tables.setdefault(line, {})
+        elif current is not None and (row := _TABLE_ROW.match(line)) is not None:
+            current[int(row.group(1))] = row.group(2)
+        elif line.strip() or current is not None:
+            current = None
+            if line.startswith(("%", "ENTRY")):
+                break
+    files = {k: v.strip().strip('"') for k, v in tables.get("FileNames", {}).items()}
+    places: dict[int, tuple[str, int, int]] = {}
+    for k, v in tables.get("FileLocations", {}).items():
+        fields = dict(re.findall(r"(\w+)=(\d+)", v))
+        places[k] = (files.get(int(fields.get("file_name_id", 0)), ""),
+                     int(fields.get("line", 0)), int(fields.get("column", 0)))
+    parents: dict[int, tuple[int, int]] = {}
+    for k, v in tables.get("StackFrames", {}).items():
+        fields = dict(re.findall(r"(\w+)=(\d+)", v))
+        # The printer writes a parent's id plus one, so a root frame (parent 0, none) writes 1:
+        # JAX's frames of a function called from frame 1 all write 2.
+        parents[k] = (int(fields.get("file_location_id", 0)),
+                      int(fields.get("parent_frame_id", 1)) - 1)
+    chains: dict[int, tuple[tuple[str, int, int], ...]] = {}
+    for frame in parents:
+        chain: list[tuple[str, int, int]] = []
+        seen: set[int] = set()
+        at = frame
+        while at in parents and at not in seen:
+            seen.add(at)
+            place, at = parents[at]
+            if place in places:
+                chain.append(places[place])
+        chains[frame] = tuple(chain)
+    return chains
+
+
+def _metadata_str(line: str, key: str) -> str:
+    match = re.search(r"\bmetadata=\{[^}]*?\b" + key + r'="((?:[^"\\]|\\.)*)"', line)
+    return match.group(1) if match else ""
+
+
+def _op_frames(line: str, stack: dict[int, tuple[tuple[str, int, int], ...]]
+               ) -> tuple[tuple[str, int, int], ...]:
+    """The Python frames of a collective's metadata: its stack frame's chain, else its
+    ``source_file`` and ``source_line`` (older XLA), else none."""
+    frame = re.search(r"\bmetadata=\{[^}]*?\bstack_frame_id=(\d+)", line)
+    if frame is not None and int(frame.group(1)) in stack:
+        return stack[int(frame.group(1))]
+    file = _metadata_str(line, "source_file")
+    row = re.search(r"\bmetadata=\{[^}]*?\bsource_line=(\d+)", line)
+    col = re.search(r"\bmetadata=\{[^}]*?\bsource_column=(\d+)", line)
+    if file and row is not None:
+        return ((file, int(row.group(1)), int(col.group(1)) if col else 0),)
+    return ()
 
 
 def _without_metadata(line: str) -> str:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
+from reactant_lab.analysis.collectives import Collective
 from reactant_lab.analysis.graph import Signature, _Graph, signature_from_ir
 from reactant_lab.analysis.mlir_func import Op, ParsedFunc, parse_function
-from reactant_lab.analysis.provenance import op_sources
+from reactant_lab.analysis.provenance import is_library_file, op_sources
 from reactant_lab.errors import AnalysisError
 
 MODEL_MAX_OPS = 10_000
@@ -30,6 +32,18 @@ _RESULTS = re.compile(r"^\s*(%[A-Za-z0-9$._-]+(?::\d+)?(?:\s*,\s*%[A-Za-z0-9$._-
                       r"\s*=\s*")
 _SSA_USE = re.compile(r"%[A-Za-z0-9$._-]+(?:#\d+|:\d+)?")
 _OPERANDS = re.compile(r"^\s*(?:%[A-Za-z0-9$._#-]+(?::\d+)?\s*,?\s*)+")
+_MESH = re.compile(r"^\s*sdy\.mesh\s+@([\w$.-]+)\s*=\s*<\s*\[([^\]]*)\]")
+_SHARDING_ATTR = re.compile(r"\bsdy\.sharding\s*=\s*#sdy\.sharding(_per_value)?<")
+_MHLO_SHARDING = re.compile(r'\bmhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
+_SDY_OP_SHARDING = re.compile(r"\s<(?=@|mesh<)")
+_MAIN = re.compile(r"^\s*func\.func\s+(?:public\s+|private\s+)?@main\(")
+COLLECTIVE_OPS = frozenset({
+    "sdy.reshard", "sdy.all_gather", "sdy.all_reduce", "sdy.all_slice", "sdy.all_to_all",
+    "sdy.collective_permute", "sdy.reduce_scatter", "stablehlo.all_reduce",
+    "stablehlo.all_gather", "stablehlo.reduce_scatter", "stablehlo.all_to_all",
+    "stablehlo.collective_permute", "stablehlo.collective_broadcast"})
+"""Ops that move data between devices when written in the module itself (Shardy's explicit
+collectives and reshards, StableHLO's collectives): marked ``collective`` in the model."""
 
 
 def graph_model(text: str, signature: Signature | None = None, *,
@@ -48,33 +62,188 @@ def graph_model(text: str, signature: Signature | None = None, *,
     nodes: list[dict[str, Any]] = []
     used = {src[:-5] if src.endswith(".args") else src for op in func.ops for src in op.inputs}
     used |= {r.source for r in func.results if r.source}
+    meshes = _meshes(stripped)
     for a in sig.args:
         arg = g._arg_node(a, f"arg{a.index}" in used)
         index[arg.id] = len(nodes)
         fa = func.args[a.index] if a.index < len(func.args) else None
         nodes.append({"id": arg.id, "kind": "arg", "name": a.path, "ssa": fa.name if fa else "",
-                      "type": fa.type if fa else a.type, "in": [], "marks": list(arg.marks)})
+                      "type": fa.type if fa else a.type, "in": [], "marks": list(arg.marks),
+                      **_sharded(fa.attrs if fa else "", len(meshes))})
     for op in func.ops:
         index[op.id] = len(nodes)
-        nodes.append(_op_node(op, stripped, sources, g))
+        nodes.append(_op_node(op, stripped, sources, g, len(meshes)))
     for op, entry in zip(func.ops, nodes[len(nodes) - len(func.ops):], strict=True):
         entry["in"] = [index[s[:-5] if s.endswith(".args") else s] for s in op.inputs
                       if (s[:-5] if s.endswith(".args") else s) in index]
         if op.parent is not None and op.parent in index:
             entry["parent"] = index[op.parent]
             entry["region"] = op.region
+    result_attrs = _result_attrs(stripped)
     for n, r in enumerate(sig.results):
         res = g._result_node(n, r)
         src = g.source(r)
+        attrs = result_attrs[r.index] if r.index is not None and r.index < len(result_attrs) \
+            else ""
         nodes.append({"id": res.id, "kind": "result", "name": r.path, "ssa": "",
                       "type": r.type, "in": [index[src]] if src is not None and src in index
-                      else [], "marks": list(res.marks)})
-    _add_callees(text, nodes, stripped, sources)
-    return {"ops": len(func.ops), "nodes": nodes}
+                      else [], "marks": list(res.marks), **_sharded(attrs, len(meshes))})
+    _add_callees(text, nodes, stripped, sources, len(meshes))
+    model: dict[str, Any] = {"ops": len(func.ops), "nodes": nodes}
+    if meshes:
+        model["mesh"] = mesh_of("\n".join(stripped))
+    return model
+
+
+def mark_collectives(model: dict[str, Any], found: Sequence[Collective]) -> list[Collective]:
+    """Give each op node of ``model`` the collectives XLA's partitioner inserted for it (its
+    ``collectives``: one ``Collective.describe()`` line each), matched by the Python source of
+    the collective's metadata (its innermost user-code frame) and, among the ops of that source
+    position, by op name (``jit(f)/dot_general`` -> ``stablehlo.dot_general``; ``reduce_sum``
+    -> ``stablehlo.reduce``; else all of them). Returns the collectives matched to no node."""
+    nodes = model["nodes"]
+    at: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        if n["kind"] == "op" and n.get("src"):
+            at.setdefault(n["src"], []).append(i)
+    unmatched = []
+    for c in found:
+        key = collective_source(c)
+        candidates = at.get(key, []) if key else []
+        if not candidates:
+            unmatched.append(c)
+            continue
+        short = c.op_name.rsplit("/", 1)[-1]
+        chosen = ([i for i in candidates if nodes[i]["op"].rsplit(".", 1)[-1] == short] or
+                  [i for i in candidates
+                   if nodes[i]["op"].rsplit(".", 1)[-1] == short.split("_", 1)[0]] or candidates)
+        for i in chosen:
+            nodes[i].setdefault("collectives", []).append(c.describe())
+    return unmatched
+
+
+def collective_source(c: Collective) -> str | None:
+    """A collective's Python source as the model's ``src`` writes it (file:line:col of its
+    innermost user-code frame), or None when its metadata names none."""
+    user = next((f for f in c.frames if f[0] and not is_library_file(f[0])), None)
+    return None if user is None else f"{_shown_file(user[0])}:{user[1]}:{user[2]}"
+
+
+def mesh_of(text: str) -> str:
+    """The mesh of module ``text`` as the model's ``mesh`` writes it (``data=2, model=4``;
+    ``name: ...`` per mesh when there are several), '' when it has none."""
+    meshes = _meshes(text.splitlines())
+    return "; ".join(axes if len(meshes) == 1 else f"{name}: {axes}"
+                     for name, axes in meshes.items())
+
+
+def _meshes(lines: list[str]) -> dict[str, str]:
+    """The module's ``sdy.mesh`` ops: name -> ``axis=size, ...`` (quotes dropped)."""
+    out: dict[str, str] = {}
+    for line in lines:
+        m = _MESH.match(line)
+        if m is not None:
+            out[m.group(1)] = ", ".join(p.strip().replace('"', "")
+                                        for p in m.group(2).split(",") if p.strip())
+        elif _MAIN.match(line):
+            break
+    return out
+
+
+def _sharded(text: str, meshes: int) -> dict[str, str]:
+    """``{"sharding": ...}`` for an attribute dictionary or op line carrying a Shardy (or
+    mhlo) sharding, else {}."""
+    found = sharding_of(text, meshes)
+    return {"sharding": found} if found else {}
+
+
+def sharding_of(text: str, meshes: int = 1) -> str:
+    """The sharding an op line or attribute dictionary gives its value(s), in Shardy's notation
+    without quotes, one ``[{axes}, ...]`` per value joined by ``'; '`` (the mesh named only when
+    the module has several); an ``mhlo.sharding`` string as written; '' when it has none."""
+    m = _SHARDING_ATTR.search(text)
+    if m is not None:
+        inner = _bracketed(text, m.end() - 1)
+        values = _split_top(inner[1:-1].strip()[1:-1]) if m.group(1) else [inner]
+        return "; ".join(_one_sharding(v, meshes) for v in values)
+    m = _MHLO_SHARDING.search(text)
+    if m is not None:
+        return m.group(1)
+    m = _SDY_OP_SHARDING.search(text)  # sdy.sharding_constraint / sdy.reshard %x <@mesh, [...]>
+    if m is not None and re.match(r"^\s*(?:%\S+\s*=\s*)?sdy\.\w+", text):
+        return _one_sharding(_bracketed(text, m.end() - 1), meshes)
+    return ""
+
+
+def _one_sharding(text: str, meshes: int) -> str:
+    """``<@mesh, [{"data"}, {}]>`` -> ``[{data}, {}]`` (``@mesh: [...]`` with several meshes;
+    an inline ``mesh<...>`` is dropped)."""
+    body = text.strip()
+    body = body[1:-1].strip() if body.startswith("<") and body.endswith(">") else body
+    name = ""
+    if body.startswith("@"):
+        name, _, body = body.partition(",")
+    elif body.startswith("mesh<"):
+        body = body[len(_bracketed(body, 4)) + 4:].lstrip(", ")
+    body = body.strip().replace('"', "")
+    return f"{name}: {body}" if name and meshes > 1 else body
+
+
+def _bracketed(text: str, start: int) -> str:
+    """The text from the ``<`` at ``start`` to its matching ``>`` (``[]``, ``{}``, ``()`` and
+    strings inside skipped)."""
+    depth, quoted = 0, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quoted:
+            quoted = ch != '"' or text[i - 1] == "\\"
+        elif ch == '"':
+            quoted = True
+        elif ch in "<[{(":
+            depth += 1
+        elif ch in ">]})":
+            depth -= 1
+            if depth == 0:
+                return text[start:i + 1]
+    return text[start:]
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets and strings."""
+    parts, depth, quoted, begin = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if quoted:
+            quoted = ch != '"' or text[i - 1] == "\\"
+        elif ch == '"':
+            quoted = True
+        elif ch in "<[{(":
+            depth += 1
+        elif ch in ">]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[begin:i])
+            begin = i + 1
+    tail = text[begin:]
+    return [p.strip() for p in parts + ([tail] if tail.strip() else [])]
+
+
+def _result_attrs(lines: list[str]) -> list[str]:
+    """The attribute text of each result of ``main`` (``{jax.result_info = ..., sdy.sharding =
+    ...}``), in order; [] when main's line is not found."""
+    line = next((x for x in lines if _MAIN.match(x)), None)
+    if line is None:
+        return []
+    args = _bracketed(line, line.index("@main(") + 5)
+    rest = line[line.index("@main(") + 5 + len(args):]
+    if not rest.lstrip().startswith("->"):
+        return []
+    rest = rest.lstrip()[2:].strip()
+    results = _bracketed(rest, 0)[1:-1] if rest.startswith("(") else rest.split(" {", 1)[0]
+    return _split_top(results)
 
 
 def _add_callees(text: str, nodes: list[dict[str, Any]], stripped: list[str],
-                 sources: dict[int, str]) -> None:
+                 sources: dict[int, str], meshes: int = 0) -> None:
     """Give each ``func.call`` node its callee's body as its one region (ops, then a
     ``func.return``), appended after the nodes; nested calls too, down to CALL_DEPTH, while the
     nodes added stay within CALLEE_NODES."""
@@ -106,7 +275,7 @@ def _add_callees(text: str, nodes: list[dict[str, Any]], stripped: list[str],
             return call if src.startswith("arg") else local.get(src)
 
         for op in f.ops:
-            entry = _op_node(op, stripped, sources, g)
+            entry = _op_node(op, stripped, sources, g, meshes)
             entry["id"] = f"{node['id']}/{op.id}"
             entry["in"] = [r for r in map(resolve, op.inputs) if r is not None]
             inner = op.parent is not None and op.parent in local
@@ -149,12 +318,16 @@ def _shown_file(path: str) -> str:
     return path
 
 
-def _op_node(op: Op, stripped: list[str], sources: dict[int, str], g: _Graph) -> dict[str, Any]:
+def _op_node(op: Op, stripped: list[str], sources: dict[int, str], g: _Graph,
+             meshes: int = 0) -> dict[str, Any]:
     line = stripped[op.line - 1] if 0 < op.line <= len(stripped) else ""
     m = _RESULTS.match(line)
     ssa = ", ".join(p.strip() for p in m.group(1).split(",")) if m else ""
     node: dict[str, Any] = {"id": op.id, "kind": "op", "op": op.name, "ssa": ssa,
-                            "type": op.type, "attrs": _attrs(line, m, op.name), "line": op.line}
+                            "type": op.type, "attrs": _attrs(line, m, op.name), "line": op.line,
+                            **(_sharded(line, meshes) if meshes else {})}
+    if op.name in COLLECTIVE_OPS:
+        node["marks"] = ["collective"]
     if op.line in sources:
         node["src"] = sources[op.line]
     if op.id in g.labels:

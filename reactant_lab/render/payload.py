@@ -10,9 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab.analysis.collectives import CollectiveReport
 from reactant_lab.analysis.diff import diff
 from reactant_lab.analysis.graph import Signature, dataflow, signature_from_ir, signature_of
-from reactant_lab.analysis.graph_model import graph_model
+from reactant_lab.analysis.graph_model import (
+    collective_source,
+    graph_model,
+    mark_collectives,
+    mesh_of,
+)
 from reactant_lab.analysis.metrics import op_table
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import normalize, strip_locations
@@ -97,6 +103,7 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
     structure = _structures(st)
     sig = _signature(st[0].ir, traced, compiled)
     table = op_table(st)
+    report = compiled.collectives() if compiled is not None and _sharded(compiled) else None
     payload: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "meta": {"function": traced.fn_name if traced is not None else "module",
@@ -111,8 +118,9 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         "diffs": _diffs(st, structure, opts),
         "metrics": {"stages": list(table.stages), "ops": list(table.ops),
                     "counts": [list(r) for r in table.counts], "totals": list(table.totals)},
-        "graphs": _graphs(st, structure, sig, payload_title(traced), opts),
-        "xla": _xla(compiled, texts),
+        "graphs": _graphs(st, structure, sig, payload_title(traced), opts,
+                          _compiled_stage(st, compiled) if report else None, report),
+        "xla": _xla(compiled, texts, report, mesh_of(st[-1].ir)),
         "run": run,
     }
     if verification is not None:
@@ -235,8 +243,22 @@ def _diffs(st: list[Stage], structure: list[int], opts: PayloadOptions) -> list[
     return out
 
 
+def _sharded(compiled: Compiled) -> bool:
+    return len(compiled.devices) > 1
+
+
+def _compiled_stage(st: list[Stage], compiled: Compiled | None) -> int | None:
+    """The index of the stage that was compiled (the last of that name)."""
+    if compiled is None:
+        return None
+    return next((s.index for s in reversed(st) if s.name == compiled.stage), None)
+
+
 def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
-            opts: PayloadOptions) -> list[dict[str, Any]]:
+            opts: PayloadOptions, compiled_stage: int | None = None,
+            report: CollectiveReport | None = None) -> list[dict[str, Any]]:
+    """The graphs of the first, last and some distinct stages between; the compiled stage's
+    model marks the collectives ``report`` found in XLA's partitioned HLO."""
     reps = sorted(set(structure))
     chosen = sorted({reps[0], reps[-1], *reps[1:-1][:max(opts.max_graphs - 2, 0)]})
     out = []
@@ -252,6 +274,8 @@ def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
         entry.update(kind=g.kind, ops=g.ops, note=g.note, dot=to_dot(g), svg=None, error=None)
         model = graph_model(st[i].ir, sig)
         if model is not None:
+            if report is not None and compiled_stage in entry["stages"]:
+                mark_collectives(model, report.collectives)
             entry["model"] = model
         if opts.svg:
             try:
@@ -262,13 +286,34 @@ def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
     return out
 
 
-def _xla(compiled: Compiled | None, texts: TextStore) -> dict[str, Any] | None:
+def _xla(compiled: Compiled | None, texts: TextStore, report: CollectiveReport | None = None,
+         mesh: str = "") -> dict[str, Any] | None:
     if compiled is None:
         return None
-    return {"stage": compiled.stage, "device": str(compiled.device),
+    entry = {"stage": compiled.stage, "device": str(compiled.device),
             "compile_seconds": compiled.compile_seconds, "donate": any(compiled.donated_args),
             "hlo": texts.add(compiled.hlo_text()),
             "cost": {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
                      if isinstance(v, int | float)},
             "memory": {k: int(v) for k, v in (compiled.memory_analysis() or {}).items()
                        if isinstance(v, int | float)}}
+    if report is not None:
+        entry["sharding"] = sharding_entry(report, mesh, [str(d) for d in compiled.devices])
+    return entry
+
+
+def sharding_entry(report: CollectiveReport, mesh: str, devices: list[str]) -> dict[str, Any]:
+    """The payload's ``xla.sharding``: partitions, mesh, devices, collectives, memory per
+    device."""
+    def one(c: Any) -> dict[str, Any]:
+        src = collective_source(c)
+        return {"op": c.op, "name": c.name, "shape": c.shape, "bytes": c.bytes,
+                "devices": c.devices, "dimensions": list(c.dimensions),
+                "asynchronous": c.asynchronous, "computation": c.computation,
+                "op_name": c.op_name, "line": c.line, **({"src": src} if src else {})}
+
+    return {"partitions": max(report.partitions, 1), "replicas": max(report.replicas, 1),
+            "mesh": mesh, "devices": devices, "counts": report.counts, "bytes": report.bytes,
+            "collectives": [one(c) for c in report.collectives],
+            "memory_per_device": {k: int(v) for k, v in report.memory_per_device.items()
+                                  if isinstance(v, int | float)}}

@@ -358,6 +358,7 @@ class _Report:
         return (f'<section id="xla"><h2>XLA optimized HLO</h2><p class="meta">stage '
                 f'{esc(x["stage"])} compiled for {esc(x["device"])} in '
                 f'{x["compile_seconds"] * 1e3:.1f} ms</p><table>{cost}{mem}</table>'
+                + _partitioned(x.get("sharding"))
                 + ("" if self.brief else self.text_block(x["hlo"], "hlo")) + "</section>")
 
     def timing(self) -> str:
@@ -373,6 +374,27 @@ class _Report:
         extra = "".join(f"<tr><th>{esc(k.replace('_', ' '))}</th><td>{esc(str(v))}</td></tr>"
                         for k, v in run.items() if not k.endswith("seconds"))
         return f'<section id="timing"><h2>Timing</h2><table>{body}{extra}</table></section>'
+
+
+def _partitioned(sh: dict[str, Any] | None) -> str:
+    """The partitioned executable: devices and mesh, collectives counted and listed, memory
+    per device ('' for one device)."""
+    if not sh:
+        return ""
+    counts = ", ".join(f"{n} {op}" for op, n in sh["counts"].items()) or "no collectives"
+    mesh = f' (mesh {esc(sh["mesh"])})' if sh["mesh"] else ""
+    rows = "".join(
+        f'<tr><td>{esc(c["op"])}</td><td>{esc(c["shape"])}</td><td>{c["bytes"]:,}</td>'
+        f'<td>{esc(c["devices"])}</td><td>{esc(c.get("src") or c["op_name"] or "-")}</td>'
+        f'<td>{esc(c["computation"])}</td></tr>' for c in sh["collectives"])
+    listed = ("<table><tr><th>collective</th><th>shape per device</th><th>bytes</th>"
+              f"<th>devices</th><th>source</th><th>computation</th></tr>{rows}</table>"
+              if rows else "")
+    mem = "".join(f"<tr><th>{esc(k)}</th><td>{v:,}</td></tr>"
+                  for k, v in sh["memory_per_device"].items())
+    return (f'<h3>Partitioned over {sh["partitions"]} devices{mesh}</h3>'
+            f'<p class="meta">{esc(counts)}; {sh["bytes"]:,} bytes per device</p>{listed}'
+            f"<table><tr><th>memory per device</th><th>bytes</th></tr>{mem}</table>")
 
 
 def _elide_long_lines(text: str) -> str:

@@ -497,6 +497,10 @@ export interface GraphModel {
    */
   ops: number;
   nodes: GraphNode[];
+  /**
+   * The device mesh of a sharded module, as its sdy.mesh names it: axis=size, comma-separated (data=2, model=4). Absent when the module carries no mesh.
+   */
+  mesh?: string;
 }
 /**
  * An argument, op or result of the graph model.
@@ -559,9 +563,17 @@ export interface GraphNode {
    */
   src?: string;
   /**
-   * An argument's or result's marks: mutated, donated, unused, preserved, writes-back.
+   * An argument's or result's marks: mutated, donated, unused, preserved, writes-back; an op's mark collective (a Shardy collective or reshard op in the module).
    */
   marks?: string[];
+  /**
+   * The value's sharding over the mesh, one {...} per dimension listing the mesh axes it is split over ({} replicated, ? open), in Shardy's notation without quotes: [{data}, {}]. Several results are separated by '; '. Absent when the module gives the value no sharding.
+   */
+  sharding?: string;
+  /**
+   * The collectives XLA's partitioner inserted for this op in the compiled (per-device) HLO, matched by source location and op name, one line each: op, per-device shape, bytes, devices.
+   */
+  collectives?: string[];
 }
 /**
  * The compiled executable.
@@ -597,11 +609,99 @@ export interface XlaEntry {
     [k: string]: number;
   };
   /**
-   * XLA's memory analysis: name -> bytes.
+   * XLA's memory analysis: name -> bytes (per device for a partitioned executable).
    */
   memory: {
     [k: string]: number;
   };
+  sharding?: XlaSharding;
+}
+/**
+ * For an executable partitioned over several devices: its partitions, mesh, collectives and memory per device. Absent for one device.
+ */
+export interface XlaSharding {
+  /**
+   * Devices the program is partitioned over.
+   */
+  partitions: number;
+  /**
+   * Replicas.
+   */
+  replicas: number;
+  /**
+   * The module's mesh (axis=size, comma-separated); empty when it has no sdy.mesh.
+   */
+  mesh: string;
+  /**
+   * The devices it runs on, as JAX names them.
+   */
+  devices: string[];
+  /**
+   * Collective op -> how many (all-reduce, all-gather, reduce-scatter, collective-permute, all-to-all, collective-broadcast), the ops present only.
+   */
+  counts: {
+    [k: string]: number;
+  };
+  /**
+   * Sum of the collectives' result bytes on one device (each op once, as written: an op in a loop body counts once).
+   */
+  bytes: number;
+  collectives: CollectiveEntry[];
+  /**
+   * XLA's memory analysis of the per-device program: name -> bytes.
+   */
+  memory_per_device: {
+    [k: string]: number;
+  };
+}
+/**
+ * One collective op of the partitioned HLO.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "CollectiveEntry".
+ */
+export interface CollectiveEntry {
+  op: 'all-reduce' | 'all-gather' | 'reduce-scatter' | 'collective-permute' | 'all-to-all' | 'collective-broadcast';
+  /**
+   * The instruction's name in the HLO.
+   */
+  name: string;
+  /**
+   * Its result shape on one device.
+   */
+  shape: string;
+  /**
+   * Bytes of its result on one device.
+   */
+  bytes: number;
+  /**
+   * Who takes part: groups {0,1}{2,3}, pairs 0->1 1->2, or all devices.
+   */
+  devices: string;
+  /**
+   * The gathered, scattered or exchanged dimensions.
+   */
+  dimensions: number[];
+  /**
+   * XLA split it into -start / -done.
+   */
+  asynchronous: boolean;
+  /**
+   * The HLO computation it is in (the entry, a loop body...).
+   */
+  computation: string;
+  /**
+   * The traced op it was inserted for, as XLA's metadata names it (jit(f)/dot_general); empty when not known.
+   */
+  op_name: string;
+  /**
+   * The Python source file:line:col of that op (same form as GraphNode.src); absent when not known.
+   */
+  src?: string;
+  /**
+   * The HLO line, metadata dropped.
+   */
+  line: string;
 }
 /**
  * Measured run times: the first call, and where measured the median, IQR and sample count, and baselines' medians as NAME_median_seconds.
@@ -853,6 +953,47 @@ export interface SourceCode {
    */
   first: number;
   lines: string[];
+}
+/**
+ * The partitioned executable: what XLA's SPMD partitioner made of the module's shardings.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "XlaSharding".
+ */
+export interface XlaSharding1 {
+  /**
+   * Devices the program is partitioned over.
+   */
+  partitions: number;
+  /**
+   * Replicas.
+   */
+  replicas: number;
+  /**
+   * The module's mesh (axis=size, comma-separated); empty when it has no sdy.mesh.
+   */
+  mesh: string;
+  /**
+   * The devices it runs on, as JAX names them.
+   */
+  devices: string[];
+  /**
+   * Collective op -> how many (all-reduce, all-gather, reduce-scatter, collective-permute, all-to-all, collective-broadcast), the ops present only.
+   */
+  counts: {
+    [k: string]: number;
+  };
+  /**
+   * Sum of the collectives' result bytes on one device (each op once, as written: an op in a loop body counts once).
+   */
+  bytes: number;
+  collectives: CollectiveEntry[];
+  /**
+   * XLA's memory analysis of the per-device program: name -> bytes.
+   */
+  memory_per_device: {
+    [k: string]: number;
+  };
 }
 /**
  * The live widget's bisect trait: the pass a bisection found (reactant_lab.BisectResult), or null before any.
