@@ -65,13 +65,16 @@ def abstract_value(aval: Aval, device: Any | None = None,
 
 def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[str],
           result_names: Sequence[str], module_name: str, x64: bool,
-          shardings: Sequence[Any] = ()) -> str:
+          shardings: Sequence[Any] = (), out_shardings: Sequence[Any] = ()) -> str:
     """Lower ``fn(*linear) -> list`` to StableHLO text whose block arguments carry their paths;
     with ``shardings`` (a NamedSharding per argument) JAX writes the mesh and the arguments'
-    (and the results' it infers) Shardy annotations into the module."""
+    (and the results' it infers) Shardy annotations into the module; ``out_shardings`` (a
+    NamedSharding or None per result) annotates the results."""
     shards = list(shardings) or [None] * len(avals)
+    jitted = (jax.jit(fn, keep_unused=True, out_shardings=list(out_shardings)) if out_shardings
+              else jax.jit(fn, keep_unused=True))
     with x64_scope(x64):
-        lowered = jax.jit(fn, keep_unused=True).lower(
+        lowered = jitted.lower(
             *[abstract_value(a, None, s) for a, s in zip(avals, shards, strict=True)])
     module = lowered.compiler_ir("stablehlo")
     if module is None:  # pragma: no cover - JAX's jit lowerings always have StableHLO

@@ -69,6 +69,9 @@ class ExploreOptions:
     mesh: Any = None
     """The mesh ``in_shardings`` lays arguments over: a jax.sharding.Mesh, or axis sizes such
     as ``{"data": 4, "model": 2}`` (a mesh over the first devices present)."""
+    out_shardings: Any = None
+    """Result path -> jax.sharding.PartitionSpec over the arguments' mesh (or a
+    NamedSharding), as in ``trace``."""
     shardy_passes: str = "default"
     """Reactant's ``shardy_passes`` choice for a sharded call, as in ``Traced.stages``:
     'default' or 'to_mhlo_shardings' (Shardy's propagation and export as stages)."""
@@ -93,11 +96,15 @@ class ExploreOptions:
             object.__setattr__(self, "mesh", sharding.make_mesh(self.mesh))
             object.__setattr__(self, "in_shardings",
                                tuple(dict(self.in_shardings or {}).items()) or None)
+        if self.out_shardings is not None:
+            object.__setattr__(self, "out_shardings",
+                               sharding.check_out(self.out_shardings) or None)
 
     @property
     def sharding_kwargs(self) -> dict[str, Any]:
         """The sharding options as ``trace`` takes them."""
-        return {"in_shardings": dict(self.in_shardings or ()) or None, "mesh": self.mesh}
+        return {"in_shardings": dict(self.in_shardings or ()) or None, "mesh": self.mesh,
+                "out_shardings": dict(self.out_shardings or ()) or None}
 
     @property
     def pattern_kwargs(self) -> dict[str, Any]:
@@ -276,19 +283,21 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
             patterns: Any = None, exact: bool = False, verify: bool = False,
             reference: str = "auto", loops: str = "auto", in_shardings: Any = None,
-            mesh: Any = None, shardy_passes: str = "default", **kwargs: Any) -> Exploration:
+            mesh: Any = None, out_shardings: Any = None, shardy_passes: str = "default",
+            **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
     it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``.
-    ``in_shardings`` / ``mesh`` as in ``trace``; ``shardy_passes`` as in ``Traced.stages``."""
+    ``in_shardings`` / ``mesh`` / ``out_shardings`` as in ``trace``; ``shardy_passes`` as in
+    ``Traced.stages``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
                              trace_scalars=trace_scalars, mode=mode, loops=loops,
                              exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
                              verify=verify, reference=reference,
                              in_shardings=in_shardings, mesh=mesh,
-                             shardy_passes=shardy_passes)
+                             out_shardings=out_shardings, shardy_passes=shardy_passes)
     return build(fn, args, kwargs, options, run=run)
 
 
@@ -334,12 +343,14 @@ class JitFunction:
                  device: Any | None = None, trace_scalars: bool = False,
                  donate: bool | str = "updated", mode: str = "auto", exclude_patterns: Any = (),
                  patterns: Any = None, exact: bool = False, loops: str = "auto",
-                 in_shardings: Any = None, mesh: Any = None, shardy_passes: str = "default"):
+                 in_shardings: Any = None, mesh: Any = None, out_shardings: Any = None,
+                 shardy_passes: str = "default"):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
                                       trace_scalars=trace_scalars, mode=mode, loops=loops,
                                       exclude_patterns=exclude_patterns, patterns=patterns,
                                       exact=exact, in_shardings=in_shardings, mesh=mesh,
+                                      out_shardings=out_shardings,
                                       shardy_passes=shardy_passes)
         """How each signature is traced, staged and compiled."""
         check_traceable(fn)
@@ -389,7 +400,7 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         trace_scalars: bool = False, donate: bool | str = "updated", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
         loops: str = "auto", in_shardings: Any = None, mesh: Any = None,
-        shardy_passes: str = "default") -> Any:
+        out_shardings: Any = None, shardy_passes: str = "default") -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
@@ -400,13 +411,13 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     which computes the new value in that buffer before it is written back into the caller's
     array (half the peak memory of an in-place update); ``True`` donates every argument (JAX
     arrays passed in are then consumed), ``False`` none. JAX arrays placed over a mesh run
-    sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments;
-    ``shardy_passes`` as in ``Traced.stages``."""
+    sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments,
+    ``out_shardings`` (as in ``trace``) results; ``shardy_passes`` as in ``Traced.stages``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,
                            exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
                            loops=loops, in_shardings=in_shardings, mesh=mesh,
-                           shardy_passes=shardy_passes)
+                           out_shardings=out_shardings, shardy_passes=shardy_passes)
 
     return compiled if fn is None else compiled(fn)

@@ -110,14 +110,16 @@ def test_jax_sharded_inputs_run_over_the_mesh() -> None:
         us = put(u, mesh, P("data", None))
         if mesh is meshes[1]:
             # An Explicit axis is part of JAX's types: slicing 32 rows over 4 shards to 30 is
-            # refused by JAX's own rule, for jax.jit and reactant_lab alike.
+            # refused by JAX's own rule, for jax.jit and reactant_lab alike (ours a
+            # ShardingError naming the line, with JAX's as its cause).
             errors = []
             for run in (jax.jit(stencil), rl.jit(stencil)):
                 try:
                     run(us)
                 except Exception as exc:
-                    errors.append(type(exc).__name__)
-            assert errors == ["ShardingTypeError"] * 2, errors
+                    errors.append(exc)
+            assert [type(e).__name__ for e in errors] == ["ShardingTypeError", "ShardingError"]
+            assert type(errors[1].__cause__) is type(errors[0]), errors
             continue
         out, ref = rl.jit(stencil)(us), jax.jit(stencil)(us)
         np.testing.assert_allclose(np.asarray(out), np.asarray(stencil(jnp.asarray(u))),
@@ -244,3 +246,87 @@ def test_mesh_larger_than_the_devices_present(rng: np.random.Generator) -> None:
     x = rng.standard_normal((8, 4))
     with pytest.raises(ShardingError, match="needs 64 devices"):
         rl.trace(lambda a: a * 2, x, in_shardings={"args[0]": None}, mesh={"data": 64})
+
+
+def test_out_shardings_lay_results_over_the_mesh() -> None:
+    """out_shardings= annotates the results it names (the module's result carries the
+    sdy.sharding, the JAX result comes back with it), leaves the others to the partitioner,
+    gathers NumPy results, and refuses an unknown result path, a spec that does not fit, and an
+    unsharded call, naming the result; rl.bench(meshes=, in_shardings=) sweeps the meshes."""
+    run_on_devices("""
+    mesh = Mesh(np.array(jax.devices()), ("d",))
+    def f(x, y):
+        return x @ y, jnp.sin(x)
+
+    x_np = rng.standard_normal((16, 8)).astype(np.float32)
+    y_np = rng.standard_normal((8, 32)).astype(np.float32)
+    x = jax.device_put(x_np, NamedSharding(mesh, P("d")))
+    y = jax.device_put(y_np, NamedSharding(mesh, P()))
+    g = rl.jit(f, out_shardings={"result[0]": P(None, "d")})
+    a, b = g(x, y)
+    assert a.sharding.spec == P(None, "d"), a.sharding
+    np.testing.assert_allclose(np.asarray(a), x_np @ y_np, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(b), np.sin(x_np), rtol=1e-6, atol=1e-6)
+    t = rl.trace(f, x, y, out_shardings={"result[0]": P(None, "d")})
+    main = next(line for line in t.ir.splitlines() if "@main" in line)
+    results = main.split("->", 1)[1]
+    assert 'result_info = "result[0]", sdy.sharding = #sdy.sharding<@mesh, [{}, {"d"}]>' in \\
+        results, results
+
+    def k(x, y):
+        return x @ y
+    out = rl.jit(k, in_shardings={"args[0]": P("d")}, mesh={"d": 8},
+                 out_shardings={"result": P(None, "d")})(x_np, y_np)
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, x_np @ y_np, rtol=1e-4, atol=1e-4)
+
+    def refused(kw, args, match):
+        try:
+            rl.jit(f, **kw)(*args)
+        except ShardingError as exc:
+            assert match in str(exc), str(exc)
+            return exc
+        raise AssertionError(f"no ShardingError for {kw}")
+    e = refused({"out_shardings": {"result[5]": P("d")}}, (x, y), "computed results: result[0]")
+    assert e.path == "result[5]"
+    e = refused({"out_shardings": {"result[0]": P(None, ("d",))}}, (x, jax.device_put(
+        rng.standard_normal((8, 4)).astype(np.float32), NamedSharding(mesh, P()))),
+        "does not divide")
+    refused({"out_shardings": {"result[0]": P(None, "model")}}, (x, y), "axis 'model'")
+    refused({"out_shardings": {"result[0]": "d"}}, (x, y), "must be a jax.sharding.PartitionSpec")
+    refused({"out_shardings": {"result[0]": P("d")}}, (x_np, y_np), "needs a sharded call")
+
+    res = rl.bench(k, x_np, y_np, meshes=[(1,), (2,)], in_shardings={"args[0]": P("data")},
+                   repeats=3)
+    assert [r.devices for r in res.rows] == [1, 2] and "ours/jax" in res.table()
+    try:
+        rl.bench(k, x_np, y_np, meshes=[(2,)])
+        raise AssertionError("bench(meshes=) without in_shardings ran")
+    except ShardingError as exc:
+        assert "needs both" in str(exc)
+    """)
+
+
+def test_explicit_sharding_type_errors_name_the_line() -> None:
+    """Under a mesh of Explicit axes JAX type-checks shardings while tracing: a matmul whose
+    contracting dimensions are split over different axes is a ShardingError naming the user's
+    line and what to do, not JAX's internal exception."""
+    run_on_devices("""
+    from jax.sharding import AxisType
+    mesh = jax.make_mesh((2, 4), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    x = jax.device_put(rng.standard_normal((8, 16)).astype(np.float32),
+                       NamedSharding(mesh, P("a", "b")))
+    y = jax.device_put(rng.standard_normal((16, 8)).astype(np.float32),
+                       NamedSharding(mesh, P("a", None)))
+
+    def f(x, y):
+        return x @ y
+
+    try:
+        rl.jit(f)(x, y)
+        raise AssertionError("traced")
+    except ShardingError as exc:
+        text = str(exc)
+    assert "contracting dimensions" in text and " in f()" in text, text
+    assert "jax.sharding.reshard" in text, text
+    """)

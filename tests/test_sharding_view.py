@@ -43,6 +43,9 @@ def test_graph_model_labels_values_with_their_shardings() -> None:
     assert ops["sdy.reshard"]["sharding"] == "[{}, {model}]"
     assert ops["sdy.reshard"]["marks"] == ["collective"]
     assert "marks" not in ops["stablehlo.dot_general"]
+    # The sharding is given apart, not again among the attributes.
+    assert ops["stablehlo.dot_general"]["attrs"] == "contracting_dims = [1] x [0]"
+    assert "sdy" not in ops["stablehlo.sort"]["attrs"]
     assert ops["stablehlo.sort"]["sharding"] == "[{}, {model}]; [{}, {}]"
     assert ops["stablehlo.add"]["sharding"] == "{devices=[2,4]<=[8]}"
     results = [n for n in model["nodes"] if n["kind"] == "result"]
@@ -137,15 +140,9 @@ def collective_report_of(hlo: str) -> CollectiveReport:
     return collective_report(hlo, {"temp_size_in_bytes": 64})
 
 
-def test_explorer_payload_of_a_sharded_call() -> None:
-    """Tensor-parallel matmul chain over a 2x4 mesh, sharding stages run: the last graph labels
-    every value of main with a sharding over data=2, model=4 and marks the ops XLA put
-    collectives after; xla.sharding counts the same collectives as Compiled.collectives(); the
-    payload validates; the script-free report lists them; an unsharded call has none of it."""
-    run_on_devices("""
-    import json, jsonschema
-    from reactant_lab.render.payload import SCHEMA_PATH, build_payload
-    from reactant_lab.render.report import report_html
+CHAIN = """
+    import json
+    from reactant_lab.render.payload import build_payload
 
     def chain(x, w1, w2):
         h = jnp.tanh(x @ w1)
@@ -158,8 +155,24 @@ def test_explorer_payload_of_a_sharded_call() -> None:
             put(rng.standard_normal((32, 64)).astype(f32), P(None, "model")),
             put(rng.standard_normal((64, 8)).astype(f32), P("model", None)))
     e = rl.explore(chain, *args, shardy_passes="to_mhlo_shardings")
-    report = e.compiled.collectives()
     p = build_payload(e.stages, traced=e.traced, compiled=e.compiled)
+"""
+"""A tensor-parallel chain over a 2x4 mesh explored with the sharding stages (code for
+``run_on_devices``, indented as the code added after it): its exploration ``e`` and payload
+``p``."""
+
+
+def test_explorer_payload_of_a_sharded_call() -> None:
+    """Tensor-parallel matmul chain over a 2x4 mesh, sharding stages run: the last graph labels
+    every value of main with a sharding over data=2, model=4 and marks the ops XLA put
+    collectives after; xla.sharding counts the same collectives as Compiled.collectives(); the
+    payload validates; the script-free report lists them; an unsharded call has none of it."""
+    run_on_devices(CHAIN + """
+    import jsonschema
+    from reactant_lab.render.payload import SCHEMA_PATH
+    from reactant_lab.render.report import report_html
+
+    report = e.compiled.collectives()
     jsonschema.validate(p, json.loads(SCHEMA_PATH.read_text()))
     sh = p["xla"]["sharding"]
     assert sh["partitions"] == 8 and sh["mesh"] == "data=2, model=4", sh

@@ -175,6 +175,16 @@ def sharding_of(text: str, meshes: int = 1) -> str:
     return ""
 
 
+def _without_sharding(line: str) -> str:
+    """An op line without its ``sdy.sharding = ...`` attribute (the model gives it apart)."""
+    m = _SHARDING_ATTR.search(line)
+    if m is None:
+        return line
+    end = m.end() - 1 + len(_bracketed(line, m.end() - 1))
+    line = line[:m.start()] + line[end:]
+    return re.sub(r"\{\s*,?\s*\}", "", re.sub(r",\s*(?=[,}])|(?<=\{)\s*,", "", line))
+
+
 def _one_sharding(text: str, meshes: int) -> str:
     """``<@mesh, [{"data"}, {}]>`` -> ``[{data}, {}]`` (``@mesh: [...]`` with several meshes;
     an inline ``mesh<...>`` is dropped)."""
@@ -323,9 +333,10 @@ def _op_node(op: Op, stripped: list[str], sources: dict[int, str], g: _Graph,
     line = stripped[op.line - 1] if 0 < op.line <= len(stripped) else ""
     m = _RESULTS.match(line)
     ssa = ", ".join(p.strip() for p in m.group(1).split(",")) if m else ""
+    sharded = _sharded(line, meshes) if meshes else {}
+    attrs = _attrs(_without_sharding(line) if sharded else line, m, op.name)
     node: dict[str, Any] = {"id": op.id, "kind": "op", "op": op.name, "ssa": ssa,
-                            "type": op.type, "attrs": _attrs(line, m, op.name), "line": op.line,
-                            **(_sharded(line, meshes) if meshes else {})}
+                            "type": op.type, "attrs": attrs, "line": op.line, **sharded}
     if op.name in COLLECTIVE_OPS:
         node["marks"] = ["collective"]
     if op.line in sources:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 import time
 import types
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, overload
 
 import jax
 import numpy as np
@@ -25,7 +25,7 @@ from reactant_lab.bench.measure import (
 from reactant_lab.bench.result import BenchResult, BenchRow, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
 from reactant_lab.bench.scaling import ScalingResult, ScalingRow, bench_scaling
-from reactant_lab.errors import ReactantLabError
+from reactant_lab.errors import ReactantLabError, ShardingError
 from reactant_lab.explore import ExploreOptions, build_from_trace
 from reactant_lab.stages.presets import check_preset
 from reactant_lab.trace import Traced, trace
@@ -48,12 +48,29 @@ def default_baselines() -> tuple[str, ...]:
     return BASELINES if numba_baseline.available() else ("numpy", "jax")
 
 
+@overload
+def bench(fn: Callable[..., Any], *args: Any, meshes: None = None, **kwargs: Any
+          ) -> BenchResult: ...
+
+
+@overload
+def bench(fn: Callable[..., Any], *args: Any, meshes: Sequence[Any], **kwargs: Any
+          ) -> ScalingResult: ...
+
+
 def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", "all"),
           baselines: Sequence[str] | None = None, repeats: int | None = None,
           min_time: float = 0.2, warmup: int = 3, device: Any | None = None,
           roofline: bool = True, progress: bool | None = None, exclude_patterns: Any = (),
-          patterns: Any = None, exact: bool = False, **kwargs: Any) -> BenchResult:
+          patterns: Any = None, exact: bool = False, meshes: Sequence[Any] | None = None,
+          in_shardings: Mapping[str, Any] | None = None, shardy_passes: str = "default",
+          **kwargs: Any) -> BenchResult | ScalingResult:
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
+
+    With ``meshes`` (e.g. ``[(1,), (2,), (4,), (8,)]``) and ``in_shardings`` (argument path ->
+    PartitionSpec), a scaling sweep instead: the call sharded over each mesh, ours (the last
+    preset) beside ``jax.jit`` with the same shardings, as ``bench_scaling`` (its
+    ScalingResult is returned).
 
     A preset named ``"<preset>+exact"`` (e.g. ``"all+exact"``) runs Reactant's pattern list
     untouched beside the default (which leaves out the patterns measured wrong, crashing, never
@@ -69,6 +86,16 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     synchronized, variants are sampled round-robin, small inputs rotate among copies, and
     functions that update their arguments get fresh copies per call (copying is not timed).
     """
+    if meshes is not None or in_shardings is not None:
+        if meshes is None or not in_shardings:
+            raise ShardingError("bench(meshes=..., in_shardings=...) sweeps a sharded call over "
+                                "meshes and needs both: in_shardings maps argument paths to "
+                                "PartitionSpecs, meshes lists the mesh shapes, e.g. "
+                                "[(1,), (2,), (4,), (8,)]")
+        return bench_scaling(fn, *args, in_shardings=in_shardings, meshes=meshes,
+                             optimize=presets[-1] if presets else "all",
+                             shardy_passes=shardy_passes, repeats=repeats, min_time=min_time,
+                             warmup=warmup, **kwargs)
     baselines = default_baselines() if baselines is None else tuple(baselines)
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)

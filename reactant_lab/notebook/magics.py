@@ -193,10 +193,11 @@ class ReactantMagics(Magics):
         args = parse_argstring(self.reactant_bench, prefix)
         install_error_panel(self.shell)
         fn, call_args, call_kwargs = self._evaluate_call(call)
-        return bench(fn, *call_args, presets=_names(args.presets),
-                     baselines=None if args.baselines is None else _names(args.baselines),
-                     repeats=args.repeats,
-                     min_time=args.min_time, device=args.device, **call_kwargs)
+        result: BenchResult = bench(
+            fn, *call_args, presets=_names(args.presets),
+            baselines=None if args.baselines is None else _names(args.baselines),
+            repeats=args.repeats, min_time=args.min_time, device=args.device, **call_kwargs)
+        return result
 
     @magic_arguments()
     @argument("--metric", choices=("result", "runtime", "compile_time"), default="result",
@@ -320,8 +321,10 @@ def _options(args: argparse.Namespace) -> CellOptions:
 def _bench(entry: Explored, options: CellOptions) -> BenchResult:
     args, kwargs = entry.inputs
     presets = tuple(dict.fromkeys(("none", options.explore.optimize)))
-    return bench(entry.fn, *args, presets=presets, repeats=options.bench or None,
-                 device=options.explore.device, **kwargs)
+    result: BenchResult = bench(entry.fn, *args, presets=presets,
+                                repeats=options.bench or None, device=options.explore.device,
+                                **kwargs)
+    return result
 
 
 def show(shell: Any, ex: Exploration, *, bench: BenchResult | None = None,

@@ -40,7 +40,7 @@ MODES = ("auto", "numpy", "jax")
 
 def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
           loops: str = "auto", in_shardings: Mapping[str, Any] | None = None, mesh: Any = None,
-          **kwargs: Any) -> Traced:
+          out_shardings: Mapping[str, Any] | None = None, **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
@@ -64,6 +64,9 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     jax.sharding.Mesh or axis sizes such as ``{"data": 4, "model": 2}``) shards NumPy arguments.
     The module then carries the mesh (``sdy.mesh``) and each argument's ``sdy.sharding``;
     ``linear_args`` show each argument's sharding, the others are replicated.
+    ``out_shardings`` (result path such as ``"result"`` or ``"result[0]"`` -> PartitionSpec
+    over the arguments' mesh, or NamedSharding) annotates computed results; the others are
+    left to the partitioner.
     """
     _check_callable(fn)
     check_traceable(fn)
@@ -71,11 +74,11 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
     flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
-                       in_shardings=in_shardings, mesh=mesh)
+                       in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
     run, why = control_flow.converted(fn, loops)
     with control_flow.tracing(loops) as notes:
-        lowered, used, flat = _lower(run, flat, mode,
-                                     (args, kwargs, trace_scalars, in_shardings, mesh))
+        lowered, used, flat = _lower(run, flat, mode, (args, kwargs, trace_scalars, {
+            "in_shardings": in_shardings, "mesh": mesh, "out_shardings": out_shardings}))
     if why is not None:
         notes.insert(0, f"{fn_name(fn)} runs as Python: {why}")
     preserved = {r.path: r.preserved_from for r in lowered.results
@@ -100,18 +103,18 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
-           call: tuple[tuple[Any, ...], dict[str, Any], bool, Any, Any]
+           call: tuple[tuple[Any, ...], dict[str, Any], bool, dict[str, Any]]
            ) -> tuple[Lowered, str, FlatCall]:
     """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
     Returns the lowering, the mode used and the flattened call it was traced for."""
     if mode == "numpy" or (mode == "auto" and flat.all_numpy):
-        args, kwargs, trace_scalars, in_shardings, mesh = call
+        args, kwargs, trace_scalars, sharded = call
         numpy_flat = flat
         if any(a.weak_type for a in flat.linear):
             # Traced Python numbers are float64 / int64 in NumPy, as NumPy mode runs.
             with backend.x64_scope(True):
                 numpy_flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
-                                         in_shardings=in_shardings, mesh=mesh)
+                                         **sharded)
         try:
             return trace_numpy(fn, numpy_flat), "numpy", numpy_flat
         except JaxCodeError as exc:
@@ -124,12 +127,12 @@ def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
 
 def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
                 trace_scalars: bool = False, in_shardings: Mapping[str, Any] | None = None,
-                mesh: Any = None) -> FlatCall:
+                mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
-    module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings`` and
-    ``mesh`` as in ``trace``."""
+    module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings``,
+    ``mesh`` and ``out_shardings`` as in ``trace``."""
     return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn),
-                        in_shardings=in_shardings, mesh=mesh)
+                        in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
 
 
 def _update_then_jax(name: str, exc: JaxCodeError) -> TraceError:

@@ -13,6 +13,7 @@ import numpy as np
 from jax.extend import core as jcore
 
 from reactant_lab import backend
+from reactant_lab.trace import sharding as sharding_mod
 from reactant_lab.trace.paths import FlatCall, is_none, result_path
 from reactant_lab.trace.specs import (
     ArgView,
@@ -104,12 +105,17 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
         outs = evaluate(*linear)
         return [outs[k] for k in keep]
 
+    names = [by_index[i] for i in range(len(keep))]
+    outs: list[Any] = []
+    if flat.out_shardings:
+        shapes = {r.index: r.shape for r in results if r.index is not None}
+        outs = sharding_mod.resolve_out(names, [shapes[i] for i in range(len(keep))],
+                                        flat.out_shardings, flat.shardings)
     text = backend.lower(
         lowered_fn, [(a.shape, a.dtype, a.weak_type) for a in flat.linear],
-        arg_names=[a.path for a in flat.linear],
-        result_names=[by_index[i] for i in range(len(keep))],
+        arg_names=[a.path for a in flat.linear], result_names=names,
         module_name="reactant_" + re.sub(r"\W", "_", name).strip("_"), x64=x64,
-        shardings=flat.shardings)
+        shardings=flat.shardings, out_shardings=outs)
     return Lowered(text, out.treedef, slots, results, writeback, out.layout_deps)
 
 

@@ -45,6 +45,9 @@ class FlatCall:
     """Per linear argument, its NamedSharding over the call's mesh; empty: not sharded."""
     in_shardings: tuple[tuple[str, Any], ...] = ()
     """(path, NamedSharding) per argument ``in_shardings=`` gave a sharding."""
+    out_shardings: tuple[tuple[str, Any], ...] = ()
+    """(result path, PartitionSpec or NamedSharding) per result ``out_shardings=`` gives a
+    sharding (checked against the results once they are traced)."""
 
     @property
     def needs_x64(self) -> bool:
@@ -94,14 +97,15 @@ def result_path(keypath: tuple[Any, ...]) -> str:
 def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars: bool = False,
                  captured: dict[str, Any] | None = None,
                  in_shardings: Mapping[str, Any] | None = None,
-                 mesh: Any = None) -> FlatCall:
+                 mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
     """Split ``(args, kwargs)`` into linear and skipped leaves, checking every leaf's type.
 
     ``captured`` (arrays the function reads from closures and globals, see ``captures``) joins
     the call as a third part, ``(args, kwargs, captured)``, its leaves at paths ``fn.NAME``.
     ``in_shardings`` (argument path -> PartitionSpec over ``mesh``, or NamedSharding) shards
     arguments; JAX arrays placed over a mesh of several devices are sharded as they are
-    (``reactant_lab.trace.sharding``).
+    (``reactant_lab.trace.sharding``); ``out_shardings`` (result path -> PartitionSpec over the
+    arguments' mesh, or NamedSharding) shards results.
     """
     tree = (args, kwargs, captured) if captured else (args, kwargs)
     with_path, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_none)
@@ -132,7 +136,8 @@ def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars
     given = tuple((a.path, s) for a, s in zip(linear, shardings, strict=False)
                   if in_shardings and a.path in in_shardings)
     return FlatCall(treedef, tuple(slots), tuple(values), tuple(linear), tuple(skipped),
-                    tuple(captured or ()), shardings, given)
+                    tuple(captured or ()), shardings, given,
+                    sharding_mod.check_out(out_shardings, shardings))
 
 
 def memory_layout(value: Any) -> Any:

@@ -25,8 +25,12 @@ devices present."""
 
 def describe(sharding: NamedSharding) -> str:
     """A readable sharding: ``mesh['data'=4, 'model'=2] P('data', None)``."""
-    axes = ", ".join(f"{name!r}={size}" for name, size in sharding.mesh.shape.items())
-    return f"mesh[{axes}] {sharding.spec}"
+    return f"{_mesh_name(sharding.mesh)} {sharding.spec}"
+
+
+def _mesh_name(mesh: Mesh | AbstractMesh) -> str:
+    axes = ", ".join(f"{name!r}={size}" for name, size in mesh.shape.items())
+    return f"mesh[{axes}]"
 
 
 def of_value(value: Any) -> NamedSharding | None:
@@ -101,6 +105,56 @@ def resolve(paths: Sequence[str], shapes: Sequence[tuple[int, ...]], values: Seq
     (common,) = meshes
     replicated = NamedSharding(common, PartitionSpec())  # type: ignore[no-untyped-call]  # JAX ships PartitionSpec untyped
     return tuple(replicated if s is None else s for s in found)
+
+
+def check_out(out_shardings: Mapping[str, Any] | None,
+              shardings: Sequence[Any] | None = None) -> tuple[tuple[str, Any], ...]:
+    """``out_shardings=`` (result path -> PartitionSpec or NamedSharding) as (path, sharding)
+    pairs, checked as far as can be before tracing: the values' types, and, given the call's
+    argument ``shardings``, that it is sharded (a PartitionSpec is laid over their mesh)."""
+    if not out_shardings:
+        return ()
+    if not isinstance(out_shardings, Mapping):
+        raise ShardingError("out_shardings= must map result paths (e.g. 'result', "
+                            f"'result[0]') to PartitionSpecs, not {type(out_shardings).__name__}")
+    for path, spec in out_shardings.items():
+        if not isinstance(spec, PartitionSpec | NamedSharding):
+            raise ShardingError(f"out_shardings[{path!r}] must be a jax.sharding.PartitionSpec "
+                                f"or NamedSharding, not {type(spec).__name__}", path)
+    if shardings is not None and not shardings:
+        raise ShardingError(
+            "out_shardings= needs a sharded call: shard an argument (pass a JAX array placed "
+            "with a NamedSharding, or in_shardings= with mesh=) so the results have a mesh "
+            "to be laid over", next(iter(out_shardings)))
+    return tuple(out_shardings.items())
+
+
+def resolve_out(paths: Sequence[str], shapes: Sequence[tuple[int, ...]],
+                out_shardings: Sequence[tuple[str, Any]],
+                shardings: Sequence[Any]) -> list[NamedSharding | None]:
+    """Per result of ``@main`` (``paths``, ``shapes``), the NamedSharding ``out_shardings``
+    gives it over the arguments' mesh, or None (left to the partitioner). A path that is no
+    result, or a spec that does not fit its result, is an error naming it."""
+    given = dict(out_shardings)
+    unknown = sorted(set(given) - set(paths))
+    if unknown:
+        raise ShardingError(
+            f"out_shardings names {', '.join(unknown)}, which {'is' if len(unknown) == 1 else 'are'}"
+            f" not a computed result; computed results: {', '.join(paths) or 'none'}",
+            unknown[0])
+    mesh = next(s.mesh for s in shardings if s is not None)
+    out: list[NamedSharding | None] = []
+    for path, shape in zip(paths, shapes, strict=True):
+        spec = given.get(path)
+        if spec is None:
+            out.append(None)
+            continue
+        if isinstance(spec, NamedSharding) and spec.mesh != mesh:
+            raise ShardingError(f"{path}: out_shardings lays it over {describe(spec)}, and "
+                                f"the arguments are over another mesh, {_mesh_name(mesh)}", path)
+        check(path, shape, mesh, spec.spec if isinstance(spec, NamedSharding) else spec)
+        out.append(spec if isinstance(spec, NamedSharding) else NamedSharding(mesh, spec))
+    return out
 
 
 def check(path: str, shape: tuple[int, ...], mesh: Mesh | AbstractMesh,

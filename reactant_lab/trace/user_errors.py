@@ -15,7 +15,7 @@ from types import TracebackType
 
 import jax
 
-from reactant_lab.errors import ControlFlowError, ReactantLabError, TraceError
+from reactant_lab.errors import ControlFlowError, ReactantLabError, ShardingError, TraceError
 
 _LIBRARY_DIRS = tuple(
     os.path.dirname(os.path.abspath(file)) + os.sep
@@ -119,5 +119,14 @@ def user_code_errors(fn_name: str, mode: str = "jax") -> Iterator[None]:
         raise
     except Exception as exc:
         frame = user_frame(exc.__traceback__)
+        if any(c.__name__ == "ShardingTypeError" for c in type(exc).__mro__):
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ShardingError(
+                f"{fn_name} does not type-check under its arguments' shardings (the sharding "
+                f"rules of a mesh whose axes are Explicit), at {describe(frame)}:\n  {first}\n"
+                "Reshard an operand first (jax.sharding.reshard(x, P(...))), place the arguments "
+                "so that the dimensions combined agree, or use a mesh of Auto axes "
+                "(jax.sharding.Mesh), whose partitioner inserts the collectives itself."
+            ) from exc
         exc.add_note(f"(raised while reactant_lab traced {fn_name}, at {describe(frame)})")
         raise

@@ -190,6 +190,15 @@ export function formatSeconds(seconds: number | null | undefined): string {
   return `${(seconds * 1e6).toFixed(1)} µs`;
 }
 
+/** A size in bytes as reactant_lab writes it: `512 B`, `1.0 KiB`, `3.5 MiB`, `2.0 GiB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) {
+    return `${bytes} B`;
+  }
+  const [unit, size] = bytes < 1024 ** 2 ? ['KiB', 1024] : bytes < 1024 ** 3 ? ['MiB', 1024 ** 2] : ['GiB', 1024 ** 3];
+  return `${(bytes / size).toFixed(1)} ${unit}`;
+}
+
 export function table(head: string[], rows: (string | number)[][], className = ''): HTMLTableElement {
   const t = el('table', className);
   const thead = el('thead');

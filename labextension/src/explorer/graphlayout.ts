@@ -106,6 +106,24 @@ export function clip(text: string, max = MAX_CHARS): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** Starts the label line of an op's collectives. */
+export const COLLECTIVE = '⇄';
+
+/** Whether a sharding (`[{data}, {}]; [{}]`) splits no dimension over a mesh axis. */
+export function replicated(sharding: string): boolean {
+  return [...sharding.matchAll(/\{([^}]*)\}/g)].every(m => !/[^\s,?]/.test(m[1]));
+}
+
+/** Collective lines (`all-reduce f32[16,16] (1.0 KiB), ...`) in short: `all-reduce ×2, all-gather`. */
+function collectiveSummary(lines: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const line of lines) {
+    const op = line.split(/\s/, 1)[0];
+    counts.set(op, (counts.get(op) ?? 0) + 1);
+  }
+  return [...counts].map(([op, k]) => (k > 1 ? `${op} ×${k}` : op)).join(', ');
+}
+
 /** A constant's value as drawn in its users: `dense<2.500000e-01>` -> `0.25`. */
 export function constValue(attrs: string | undefined): string {
   const a = (attrs ?? '').trim();
@@ -128,6 +146,8 @@ export class GraphIndex {
   readonly foldText: string[];
   /** Per region op, the number of ops inside it (all depths). */
   readonly inside: number[];
+  /** Each distinct sharding that splits a dimension -> its colour (by first appearance). */
+  readonly shardColour = new Map<string, number>();
 
   constructor(readonly model: GraphModel) {
     const nodes = (this.nodes = model.nodes);
@@ -138,6 +158,9 @@ export class GraphIndex {
     this.inside = new Array<number>(n).fill(0);
     for (let i = 0; i < n; i++) {
       const node = nodes[i];
+      if (node.sharding && !replicated(node.sharding) && !this.shardColour.has(node.sharding)) {
+        this.shardColour.set(node.sharding, this.shardColour.size);
+      }
       const seen = new Set<number>();
       for (const s of node.in) {
         if (s >= 0 && s < n && !seen.has(s)) {
@@ -273,8 +296,37 @@ export class GraphIndex {
     return at;
   }
 
-  /** Label lines of node `i` (a closed region op, or an open one's header). */
+  /** Node `i` communicates between devices: XLA inserted collectives for it, or it is one. */
+  collective(i: number): boolean {
+    const n = this.nodes[i];
+    return !!n.collectives?.length || !!n.marks?.includes('collective');
+  }
+
+  /** Node `i`'s sharding and collectives: its last label lines (`short`, before clipping) and
+   * the same in full (`full`, for screen readers and the tooltip). */
+  shardLines(i: number): { short: string[]; full: string[] } {
+    const n = this.nodes[i];
+    const short: string[] = [];
+    const full: string[] = [];
+    if (n.sharding) {
+      short.push(n.sharding.replace(/\[/g, '⟨').replace(/\]/g, '⟩'));
+      full.push(`sharding ${n.sharding}`);
+    }
+    if (this.collective(i)) {
+      const lines = n.collectives ?? [];
+      short.push(`${COLLECTIVE} ${lines.length ? collectiveSummary(lines) : 'collective'}`);
+      full.push(...(lines.length ? lines : ['collective']).map(c => `${COLLECTIVE} ${c}`));
+    }
+    return { short, full };
+  }
+
+  /** Label lines of node `i` (a closed region op, or an open one's header): what it is, then its
+   * sharding and collectives. */
   label(i: number, opts: ViewOptions, open = false): string[] {
+    return [...this.baseLabel(i, opts, open), ...this.shardLines(i).short.map(l => clip(l))];
+  }
+
+  private baseLabel(i: number, opts: ViewOptions, open: boolean): string[] {
     const n = this.nodes[i];
     if (n.kind === 'arg') {
       return [clip(n.name ?? n.id), clip(`${n.ssa ?? ''} ${shortType(n.type)}`.trim())];

@@ -1,6 +1,14 @@
 // The interactive graph's stylesheet (part of the explorer's, see style.ts): JupyterLab's theme
 // colours through the explorer's --rl-* variables, so that the graph follows a dark theme.
 
+/** The tints of shardings (a box's fill, mixed with the page's background so that it reads in light
+ * and dark themes): class `rl-sh-K` is colour K. */
+export const SHARD_COLOURS = ['#3b82f6', '#a855f7', '#14b8a6', '#eab308', '#ec4899', '#84cc16', '#06b6d4', '#a16207'];
+
+const SHARD_CSS = SHARD_COLOURS.map(
+  (c, k) => `.rl-sh-${k}>.rl-gbox,.rl-swatch.rl-sh-${k}{fill:color-mix(in srgb,${c} 26%,var(--rl-bg));background:color-mix(in srgb,${c} 26%,var(--rl-bg))}`
+).join('\n');
+
 export const GRAPH_CSS = `
 .rl-graph-pane{display:grid;grid-template-columns:minmax(0,1fr) auto;gap:6px;align-items:start}
 .rl-gview{height:min(72vh,640px);min-height:240px;overflow:auto;border:1px solid var(--rl-line);
@@ -20,6 +28,9 @@ background:var(--rl-bg);resize:vertical;outline:none;cursor:grab}
 .k-region>.rl-gbox{fill:color-mix(in srgb,var(--rl-fg) 3%,var(--rl-bg));stroke-dasharray:5 3}
 .k-collapsed .rl-gbox{fill:color-mix(in srgb,var(--rl-fg) 7%,var(--rl-bg));stroke-width:1.5}
 .k-entry .rl-gbox,.k-return .rl-gbox{stroke-dasharray:2 2}
+${SHARD_CSS}
+.m-collective>.rl-gbox{stroke:var(--rl-red);stroke-width:2.5}
+.rl-gt-coll{fill:var(--rl-red);font-weight:600}
 .k-entry .rl-gt,.k-return .rl-gt{fill:var(--rl-mute);font-weight:400}
 .rl-gtoggle{fill:var(--rl-accent)}
 .rl-gframe{fill:none;stroke:var(--rl-line);stroke-dasharray:3 3}
@@ -38,11 +49,17 @@ background:var(--rl-bg2);padding:4px 6px;font-size:12px}
 .rl-gp-row,.rl-gp-slice{margin:3px 0;display:flex;flex-wrap:wrap;gap:3px;align-items:baseline}
 .rl-gp-key{color:var(--rl-mute);min-width:6.5em}
 .rl-gpanel code{font:11px var(--jp-code-font-family,monospace);word-break:break-all;white-space:pre-wrap}
+.rl-gp-colls{display:flex;flex-direction:column;gap:2px}
 .rl-gp-links{display:flex;flex-wrap:wrap;gap:2px}
 .rl-gp-link{font-size:11px;padding:0 4px}
 .rl-graph-search{font:inherit;width:14em;padding:1px 4px;border:1px solid var(--rl-line);
 background:var(--rl-bg);color:var(--rl-fg)}
 .rl-graph-tools{display:inline-flex;gap:.5em;align-items:center;flex-wrap:wrap}
+.rl-graph-legend{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:2px 0 4px;font-size:12px}
+.rl-shard-key{display:inline-flex;gap:.3em;align-items:center}
+.rl-shard-key code{font:11px var(--jp-code-font-family,monospace)}
+.rl-swatch{display:inline-block;width:1.1em;height:.9em;border:1px solid var(--rl-mute);background:var(--rl-bg)}
+.rl-swatch.rl-coll-swatch{border:2.5px solid var(--rl-red)}
 .rl-graph-progress{margin:4px 0;display:flex;gap:.5em;align-items:center}
 .rl-graph-bar-progress{width:16em}
 `;

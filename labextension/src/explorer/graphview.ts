@@ -4,10 +4,13 @@
 // panel (SSA name, op, attributes, types, Python source line, links to its IR line) and its slice
 // (producers / consumers); search by op name or SSA value; past DEFAULT_CAP boxes, "draw anyway"
 // with a progress bar. Without a model (old payloads, huge modules) the Graphviz SVG is shown as
-// an image, whose result nodes ask a live kernel for their slice.
+// an image, whose result nodes ask a live kernel for their slice. A sharded module's nodes are
+// tinted by sharding (a legend above names the colours and the mesh), and the ops XLA's
+// partitioner inserted collectives for are outlined and labelled ⇄.
 
 import { button, el, svgDataUri } from './dom';
 import {
+  COLLECTIVE,
   DEFAULT_CAP,
   GraphIndex,
   LINE_H,
@@ -17,6 +20,7 @@ import {
   type Layout,
   type ViewOptions
 } from './graphlayout';
+import { SHARD_COLOURS } from './graphstyle';
 import type { ExplorerPayload, GraphEntry, SliceData } from './types';
 
 let svgNamespace = '';
@@ -168,9 +172,17 @@ function row(label: string, ...content: (Node | string)[]): HTMLDivElement {
   return r;
 }
 
+/** One entry of the sharding legend: a swatch (its classes) and what it stands for. */
+function legendKey(swatch: string, what: Node | string): HTMLSpanElement {
+  const key = el('span', 'rl-shard-key');
+  key.append(el('span', swatch), what);
+  return key;
+}
+
 export class GraphView {
   readonly node: HTMLDivElement;
   private readonly caption: HTMLDivElement;
+  private readonly legend: HTMLDivElement;
   private readonly legacy = new PanZoom();
   private readonly pane: HTMLDivElement;
   private readonly svgBox: HTMLDivElement;
@@ -243,6 +255,9 @@ export class GraphView {
       el('span', 'rl-hint', 'click a node for its panel · drag to pan · Ctrl+wheel to zoom')
     );
     this.caption = el('div', 'rl-note rl-graph-note');
+    this.legend = el('div', 'rl-graph-legend');
+    this.legend.setAttribute('aria-label', 'sharding legend');
+    this.legend.hidden = true;
     this.progress = el('div', 'rl-graph-progress');
     this.progress.hidden = true;
     this.pane = el('div', 'rl-graph-pane');
@@ -253,7 +268,7 @@ export class GraphView {
     this.panel.hidden = true;
     this.pane.append(this.svgBox, this.panel);
     this.footer = el('div', 'rl-graph-footer');
-    this.node.append(bar, this.caption, this.progress, this.pane, this.legacy.node, this.footer);
+    this.node.append(bar, this.caption, this.legend, this.progress, this.pane, this.legacy.node, this.footer);
     this.svgBox.addEventListener('click', ev => {
       const g = (ev.target as Element).closest?.('.rl-gn') as SVGGElement | null;
       if (g?.dataset.i !== undefined) {
@@ -307,6 +322,7 @@ export class GraphView {
         this.indexes.set(model, this.ix);
         this.opts = { fold: this.foldBox.checked, expanded: this.ix.defaultExpanded(), only: null };
       }
+      this.fillLegend();
     }
     this.showGraph(start);
   }
@@ -359,6 +375,35 @@ export class GraphView {
         this.footer.append(button(r, () => onSlice(this.stageIndex, r), 'rl-slice'));
       }
     }
+  }
+
+  /** The legend of a sharded graph: the mesh, each sharding's colour, the collectives' mark;
+   * hidden when no node has a sharding or a collective. */
+  private fillLegend(): void {
+    const ix = this.ix;
+    const nodes = ix?.nodes ?? [];
+    const anyReplicated = nodes.some(n => n.sharding && !ix?.shardColour.has(n.sharding));
+    const anyCollective = nodes.some((_, i) => ix?.collective(i));
+    const parts: HTMLElement[] = [];
+    if (ix && (ix.shardColour.size || anyReplicated || anyCollective)) {
+      const mesh = ix.model.mesh;
+      parts.push(el('span', 'rl-note rl-mesh', mesh ? `mesh ${mesh}` : 'no mesh'));
+      const shown = [...ix.shardColour].slice(0, 16);
+      for (const [sharding, k] of shown) {
+        parts.push(legendKey(`rl-swatch rl-sh-${k % SHARD_COLOURS.length}`, el('code', '', sharding)));
+      }
+      if (ix.shardColour.size > shown.length) {
+        parts.push(el('span', 'rl-note', `+${ix.shardColour.size - shown.length} more shardings`));
+      }
+      if (anyReplicated) {
+        parts.push(legendKey('rl-swatch', 'replicated'));
+      }
+      if (anyCollective) {
+        parts.push(legendKey('rl-swatch rl-coll-swatch', `${COLLECTIVE} collectives between devices`));
+      }
+    }
+    this.legend.replaceChildren(...parts);
+    this.legend.hidden = !parts.length;
   }
 
   private setOptions(opts: ViewOptions): void {
@@ -538,10 +583,20 @@ export class GraphView {
     for (const mark of node?.marks ?? []) {
       g.classList.add(`m-${mark}`);
     }
-    if (b.kind !== 'entry') {
+    // an entry box ("block args") stands for its region op's block arguments, not for the op
+    const entry = b.kind === 'entry';
+    const { short, full } = entry ? { short: [], full: [] } : ix.shardLines(b.i);
+    const colour = node?.sharding && !entry ? ix.shardColour.get(node.sharding) : undefined;
+    if (colour !== undefined) {
+      g.classList.add(`rl-sh-${colour % SHARD_COLOURS.length}`);
+    }
+    if (!entry && ix.collective(b.i)) {
+      g.classList.add('m-collective');
+    }
+    if (!entry) {
       g.setAttribute('tabindex', '0');
       g.setAttribute('role', 'button');
-      g.setAttribute('aria-label', b.lines.join(' · '));
+      g.setAttribute('aria-label', [...b.lines.slice(0, b.lines.length - short.length), ...full].join(' · '));
       if (!this.boxOf.has(b.i)) {
         this.boxOf.set(b.i, g);
       }
@@ -559,6 +614,9 @@ export class GraphView {
       if (k === 0 && (b.kind === 'region' || b.kind === 'collapsed')) {
         t.classList.add('rl-gtoggle');
       }
+      if (k >= b.lines.length - short.length && line.startsWith(COLLECTIVE)) {
+        t.classList.add('rl-gt-coll');
+      }
       g.appendChild(t);
     });
     for (const f of b.frames ?? []) {
@@ -575,7 +633,7 @@ export class GraphView {
       g.append(r, t);
     }
     const title = svgEl('title');
-    title.textContent = node?.src ? `${b.lines[0]}\n${node.src}` : b.lines[0];
+    title.textContent = [b.lines[0], node?.src ?? '', ...full].filter(Boolean).join('\n');
     g.appendChild(title);
     return g;
   }
@@ -672,6 +730,14 @@ export class GraphView {
     }
     if (n.marks?.length) {
       p.appendChild(row('marks', n.marks.join(', ')));
+    }
+    if (n.sharding) {
+      p.appendChild(row('sharding', el('code', 'rl-gp-sharding', n.sharding)));
+    }
+    if (n.collectives?.length) {
+      const list = el('span', 'rl-gp-colls');
+      list.append(...n.collectives.map(c => el('code', 'rl-gp-coll', c)));
+      p.appendChild(row('collectives', list));
     }
     p.appendChild(row('source', el('code', 'rl-gp-src', n.src ?? 'not known (no file location)')));
     if (n.line !== undefined && this.onReveal) {

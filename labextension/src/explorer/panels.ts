@@ -1,8 +1,8 @@
 // The read-only panes: op metrics across stages, XLA's compile facts, timings (and benchmark
 // rows when the payload carries them), and the call's signature.
 
-import { el, formatSeconds, table } from './dom';
-import type { BenchEntry, ExplorerPayload } from './types';
+import { el, formatBytes, formatSeconds, table } from './dom';
+import type { BenchEntry, ExplorerPayload, XlaSharding } from './types';
 
 /** Op counts, one column per stage; a cell that differs from the stage before is marked. */
 export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLElement {
@@ -40,7 +40,47 @@ export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLEl
   return node;
 }
 
-/** XLA's compile facts; the HLO text goes below in a TextView. */
+/** What XLA's partitioner made of a sharded module: the devices and mesh, the collectives it
+ * inserted (each one's hover text its HLO line), and the memory each device needs. */
+function shardingFacts(sh: XlaSharding): HTMLElement[] {
+  const mesh = sh.mesh ? ` (mesh ${sh.mesh})` : '';
+  const replicas = sh.replicas > 1 ? `, ${sh.replicas} replicas` : '';
+  const head = el('p', 'rl-note rl-xla-partitions', `Partitioned over ${sh.partitions} devices${mesh}${replicas}.`);
+  head.title = sh.devices.join(', ');
+  const counts = Object.entries(sh.counts).map(([op, n]) => `${n} ${op}`);
+  const out: HTMLElement[] = [
+    head,
+    el(
+      'p',
+      'rl-note rl-xla-counts',
+      counts.length ? `Collectives: ${counts.join(', ')} (${formatBytes(sh.bytes)} of results per device).` : 'No collectives.'
+    )
+  ];
+  if (sh.collectives.length) {
+    const t = table(
+      ['collective', 'shape per device', 'bytes', 'devices', 'source', 'computation'],
+      sh.collectives.map(c => [
+        c.asynchronous ? `${c.op} (async)` : c.op,
+        c.shape,
+        formatBytes(c.bytes),
+        c.devices,
+        [c.src, c.op_name].filter(Boolean).join(' ') || '-',
+        c.computation
+      ]),
+      'rl-collectives'
+    );
+    sh.collectives.forEach((c, i) => (t.tBodies[0].rows[i].title = c.line));
+    out.push(t);
+  }
+  const memory = Object.entries(sh.memory_per_device);
+  if (memory.length) {
+    out.push(table(['memory per device', 'size'], memory.map(([k, v]) => [k, formatBytes(v)]), 'rl-kv rl-xla-memory'));
+  }
+  return out;
+}
+
+/** XLA's compile facts (first, for a partitioned executable, its sharding); the HLO text goes
+ * below in a TextView. */
 export function xlaFacts(payload: ExplorerPayload): HTMLElement {
   const x = payload.xla;
   const node = el('div', 'rl-xla-facts');
@@ -56,12 +96,16 @@ export function xlaFacts(payload: ExplorerPayload): HTMLElement {
         (x.donate ? ', arguments donated.' : '.')
     )
   );
+  if (x.sharding) {
+    node.append(...shardingFacts(x.sharding));
+  }
+  // A partitioned executable's memory is per device, in the table above.
   const rows: (string | number)[][] = [
     ...Object.entries(x.cost).map(([k, v]) => [k, Math.round(v).toLocaleString('en-US')]),
-    ...Object.entries(x.memory).map(([k, v]) => [k, `${v.toLocaleString('en-US')} bytes`])
+    ...(x.sharding ? [] : Object.entries(x.memory).map(([k, v]) => [k, `${v.toLocaleString('en-US')} bytes`]))
   ];
   if (rows.length) {
-    node.appendChild(table(['XLA estimate', 'value'], rows, 'rl-kv'));
+    node.appendChild(table(['XLA estimate', 'value'], rows, 'rl-kv rl-xla-estimate'));
   }
   return node;
 }

@@ -617,7 +617,10 @@ export interface XlaEntry {
   sharding?: XlaSharding;
 }
 /**
- * For an executable partitioned over several devices: its partitions, mesh, collectives and memory per device. Absent for one device.
+ * For an executable partitioned over several devices (absent for one): what XLA's SPMD partitioner made of the module's shardings.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "XlaSharding".
  */
 export interface XlaSharding {
   /**
@@ -953,47 +956,6 @@ export interface SourceCode {
    */
   first: number;
   lines: string[];
-}
-/**
- * The partitioned executable: what XLA's SPMD partitioner made of the module's shardings.
- *
- * This interface was referenced by `ExplorerPayload`'s JSON-Schema
- * via the `definition` "XlaSharding".
- */
-export interface XlaSharding1 {
-  /**
-   * Devices the program is partitioned over.
-   */
-  partitions: number;
-  /**
-   * Replicas.
-   */
-  replicas: number;
-  /**
-   * The module's mesh (axis=size, comma-separated); empty when it has no sdy.mesh.
-   */
-  mesh: string;
-  /**
-   * The devices it runs on, as JAX names them.
-   */
-  devices: string[];
-  /**
-   * Collective op -> how many (all-reduce, all-gather, reduce-scatter, collective-permute, all-to-all, collective-broadcast), the ops present only.
-   */
-  counts: {
-    [k: string]: number;
-  };
-  /**
-   * Sum of the collectives' result bytes on one device (each op once, as written: an op in a loop body counts once).
-   */
-  bytes: number;
-  collectives: CollectiveEntry[];
-  /**
-   * XLA's memory analysis of the per-device program: name -> bytes.
-   */
-  memory_per_device: {
-    [k: string]: number;
-  };
 }
 /**
  * The live widget's bisect trait: the pass a bisection found (reactant_lab.BisectResult), or null before any.

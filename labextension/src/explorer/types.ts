@@ -9,6 +9,7 @@ export type {
   BenchRowEntry,
   BisectCommand,
   BisectEntry,
+  CollectiveEntry,
   DeltaText,
   DiffCommand,
   DiffEntry,
@@ -45,7 +46,8 @@ export type {
   TextEntry,
   VerificationEntry,
   VerifyCommand,
-  XlaEntry
+  XlaEntry,
+  XlaSharding
 } from './payload.generated';
 
 export const MIME_TYPE = 'application/vnd.reactant-lab.explorer+json';
