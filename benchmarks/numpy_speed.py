@@ -746,11 +746,12 @@ CAUSES: dict[str, str] = {
               "XLA:CPU executable (YNNPACK dot fusions) they take ~65 ms measured apart, against "
               "~20 ms for NumPy's 9 OpenBLAS matmuls; XLA's own convolution (the jax.jit port) is "
               "also slower than NumPy",
-    "nbody_sim": "`inv_r3 ** (-1.5)` is a general f64 pow on XLA:CPU (~1.5 ms vs NumPy's 0.3 ms per "
-                 "300x300, 11 times) and the three (300x300) @ (300x1) f64 matvecs per step run ~5x "
-                 "slower on XLA:CPU than OpenBLAS at this size",
-    "nbody_step": "`inv_r3 ** (-1.5)` is a general f64 pow on XLA:CPU (~5x slower than NumPy's "
-                  "SIMD pow) and the (800x800) @ (800x1) f64 matvecs are no faster than OpenBLAS",
+    "nbody_sim": "was 0.67x while `inv_r3 ** (-1.5)` was a general f64 pow on XLA:CPU (~1.5 ms vs "
+                 "NumPy's 0.3 ms per 300x300, 11 times); NumPy mode now computes x ** +-0.5 / "
+                 "+-1.5 through one sqrt (2.55x); the three (300x300) @ (300x1) f64 matvecs per "
+                 "step still run slower on XLA:CPU than OpenBLAS at this size",
+    "nbody_step": "was 1.91x with `inv_r3 ** (-1.5)` a general f64 pow on XLA:CPU; through one sqrt "
+                  "7.75x",
     "arc_distance": "one fused loop, but compute-bound in f64 transcendentals: XLA:CPU's arctan2 "
                     "is ~3x and sin ~1.4x slower than NumPy's SIMD versions on 1M elements, which "
                     "eats the saved memory traffic (the jax.jit port: the same)",

@@ -61,8 +61,11 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
         return _deliver([context.memo()[key][0]], outs, where, sel, inputs)
     values = [cast(x, dt) for x, dt in zip(inputs, in_dtypes, strict=True)]
     exponent = _small_exponent(ufunc, inputs, in_dtypes)
+    half = _half_exponent(ufunc, inputs, in_dtypes)
     if exponent is not None:  # x**2 is x*x, as NumPy's own fast path computes it
         result: Any = lax.integer_pow(jnp.asarray(values[0]), exponent)
+    elif half is not None:
+        result = _sqrt_power(jnp.asarray(values[0]), half)
     else:
         result = UFUNCS[ufunc](*values)
     results: Sequence[Any] = result if ufunc.nout > 1 else (result,)
@@ -92,6 +95,37 @@ def _small_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
     if float(n) != int(n) or not -4 <= int(n) <= 4 or (in_dtypes[0].kind in "iu" and n < 0):
         return None
     return int(n)
+
+
+_HALVES = (-1.5, -0.5, 0.5, 1.5)
+
+
+def _half_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
+                   in_dtypes: tuple[np.dtype, ...]) -> float | None:
+    """The exponent of ``x ** e`` for a real floating ``x`` and a static ``e`` in _HALVES, else
+    None."""
+    if ufunc is not np.power or in_dtypes[0].kind != "f":
+        return None
+    e = inputs[1]
+    if not isinstance(e, int | float | np.integer | np.floating) or isinstance(e, bool):
+        return None
+    return float(e) if float(e) in _HALVES else None
+
+
+def _sqrt_power(x: Any, e: float) -> Any:
+    """``x ** e`` for ``e`` in _HALVES through one square root: ``x ** 0.5`` is ``sqrt(x)``, as
+    NumPy itself computes it; the others (``x * sqrt(x)``, ``1 / sqrt(x)``, ``(1 / sqrt(x)) /
+    x``) stand for pow, which XLA:CPU runs several times slower than a square root. Within 2 ulp
+    of pow, they overflow and underflow where it does (no intermediate leaves the range first),
+    and keep its special cases: -0 counts as +0 and -inf as +inf (``(-0.0) ** -0.5`` is +inf,
+    ``(-inf) ** 1.5`` is inf), a finite negative gives nan."""
+    if e == 0.5:
+        return jnp.sqrt(x)
+    t = jnp.where((x == 0) | (x == -jnp.inf), jnp.abs(x), x)
+    s = jnp.sqrt(t)
+    if e == 1.5:
+        return t * s
+    return 1 / s if e == -0.5 else (1 / s) / t
 
 
 def _mask_key(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[ProxyArray | None, ...],
