@@ -738,10 +738,11 @@ CAUSES: dict[str, str] = {
                          "`x[::2] = ...` is a strided scatter, and the cumprod of ones (folded at "
                          "trace time) is an 8 MB constant copied out each call; " + _TRANSFER,
     # XLA:CPU code generation
-    "histogram": "np.histogram with uniform bins lowers to a generic searchsorted (a 7-step "
-                 "binary-search while loop, each step a 1M-element gather from the 65 edges) plus "
-                 "two 1M-update scatter-adds; NumPy computes the uniform bin arithmetically in one "
-                 "pass (as the jax.jit port does: floor(64 x), segment_sum)",
+    "histogram": "was 0.48x while np.histogram with equal bins lowered to a generic searchsorted "
+                 "(a 7-step binary-search while loop, each step a 1M-element gather); NumPy mode "
+                 "now computes each bin as NumPy does ((x - first) / width, corrected against "
+                 "the edges): 2.2x; the jax.jit port (floor(64 x), no correction, not NumPy's "
+                 "exact bins) stays ahead",
     "conv2d": "nine (30752x16) @ (16x32) f64 dots, one per tap on a materialized shifted copy: in one "
               "XLA:CPU executable (YNNPACK dot fusions) they take ~65 ms measured apart, against "
               "~20 ms for NumPy's 9 OpenBLAS matmuls; XLA's own convolution (the jax.jit port) is "

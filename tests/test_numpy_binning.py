@@ -38,6 +38,27 @@ def test_histogram_with_a_range_matches_numpy(preset, rng):
     _same(kernel, _data(rng), rng.random(60), preset=preset)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bins", [10, 37, 64])
+def test_equal_bins_are_computed_and_agree_with_the_edges_to_the_last_bit(dtype, bins, rng):
+    """bins=N: each value's bin is computed from (x - first) / width (no search), and values
+    on every edge and one ulp either side of it land where NumPy puts them, with a range whose
+    edges are not representable and with edges taken from the data."""
+    def kernel(x):
+        return (np.histogram(x, bins=bins, range=(0.1, 0.7)),
+                np.histogram(x, bins=bins), np.histogram(x, bins=bins, weights=x))
+
+    traced = rl.trace(kernel, np.zeros(8, dtype))
+    assert traced.ir.count("stablehlo.while") == 0, "a binary search was traced"
+    for lo, hi in ((0.1, 0.7), (-3.0, 2.0)):
+        edges = np.histogram_bin_edges(np.array([lo, hi], dtype), bins=bins,
+                                       range=(lo, hi)).astype(dtype)
+        near = np.concatenate([edges, np.nextafter(edges, np.inf, dtype=dtype),
+                               np.nextafter(edges, -np.inf, dtype=dtype)])
+        x = rng.permutation(np.concatenate([near, rng.uniform(lo, hi, 300).astype(dtype)]))
+        _same(kernel, x.astype(dtype), rtol=1e-6 if dtype is np.float32 else 1e-12)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int8, np.uint8, np.bool_])
 def test_histogram_dtypes_follow_numpy(dtype, rng):
     def kernel(x, w32, wi):
