@@ -666,7 +666,6 @@ CASES: dict[str, Case] = {
 
 _TRANSFER = ("each NumPy input is copied into an XLA buffer on every call (~6 ms per 32 MB here) "
              "and the results copied back")
-_WHILE = "XLA copies the carried array in the while body"
 
 CAUSES: dict[str, str] = {
     # in-place updates in rolled time loops
@@ -683,34 +682,36 @@ CAUSES: dict[str, str] = {
                      "kept XLA from updating the carried 4000x200 A in place (a 6.4 MB copy per "
                      "row); now one in-place row update per step",
     # scalar and triangular loops
-    "seidel_2d": "the scalar recurrence `A[i, j] += A[i, j - 1]; A[i, j] /= 9` is a while loop of "
-                 "24k iterations (4 sweeps x 78 x 78), each ~17 small fusions (index wrapping, 1x1 "
-                 "dynamic slices and updates) plus 2 copies of the carried 80x80 A: ~3 us per "
-                 "iteration against NumPy's scalar statements (numba compiles the loops: 0.2 ms)",
-    "gramschmidt": "the inner loop over j (1,770 iterations) is a while whose body copies the "
-                   "carried 200x60 A and Q (4 big copies) and runs ~14 fusions for a column dot and "
-                   "a strided column update per iteration: about NumPy's per-statement cost",
-    "cholesky": "3,160 inner iterations of the triangular dot `A[i, :j] @ A[j, :j]`, each masked to "
-                "a full 80-wide row in a while body of ~13 fusions that also copies the carried "
-                "80x80 A twice: ~3 us per iteration vs NumPy's ~1.8 us (the jax.jit port calls "
-                "jnp.linalg.cholesky)",
-    "lu": "3,160 inner iterations of `A[i, :j] @ A[:j, j]` masked to full 80-long vectors (the column "
-          "a strided gather) in while bodies that copy the carried 80x80 A: per-iteration cost "
-          "close to NumPy's",
-    "ludcmp": "lu's triangular loops plus two 80-step substitutions, each iteration a masked "
-              "full-length dot in a while body that copies the carried arrays: close to NumPy's "
-              "per-statement cost",
+    "seidel_2d": "was 0.12-0.16x: `A[i, j] += A[i, j - 1]; A[i, j] /= 9` read A[i, j] back from the "
+                 "array just updated, and XLA fused that read with the update, reading the old "
+                 "array after it was written: 2 copies of the carried 80x80 A per iteration of the "
+                 "24k-iteration while loop. Now the read takes the written value and the second "
+                 "write replaces the first (storage.write_window): no copy, ~5x NumPy",
+    "gramschmidt": "the inner loop over j (1,770 iterations) is a while that runs ~14 fusions for a "
+                   "column dot and a strided column update per iteration; the outer body still "
+                   "copies the carried 200x60 A twice (Q's 2 copies went with cholesky's fix)",
+    "cholesky": "was 0.53x: `A[i, j] -= ...; A[i, j] /= A[j, j]` read A[i, j] and A[j, j] from "
+                "the array just updated, which XLA fused with the update (reading the old array "
+                "after writing it): 2 copies of the carried 80x80 A in each of 3,160 iterations. "
+                "Now those reads come from the value before the first write and the second write "
+                "replaces it (storage.write_window): no copy",
+    "lu": "was 1.3-1.5x with 2 copies of the carried 80x80 A per inner iteration, as cholesky's; "
+          "now none",
+    "ludcmp": "was 0.9x: lu's loops (see lu) plus two 80-step substitutions of masked "
+              "full-length dots",
     "trisolv": "1,500 iterations of `L[i, :i] @ x[:i]` masked to full 1,500-wide rows in a while "
                "loop: the same O(n^2) traffic as NumPy plus a few us of loop overhead per row",
     "durbin": "each of 1,000 iterations flips and masks y[:k] over the full length (gathers and "
               "selects) in a while body: close to NumPy's per-iteration cost",
     "correlation": "the loop over 300 columns computes `data[:, i] @ data[:, i:M]` masked to the "
-                   "full 1000x300 width (twice the triangle's flops) and writes a row and a strided "
-                   "column of the 300x300 result by two scatters; " + _WHILE + " (720 KB, twice per "
-                   "iteration): ~3x NumPy's per-iteration BLAS call",
+                   "full 1000x300 width (twice the triangle's flops) and writes a column, then a "
+                   "row of the 300x300 result, each a masked write that reads the old window; XLA "
+                   "fuses the column update into the row's read (reading the old array after "
+                   "writing it) and so copies the carried array twice per iteration (720 KB)",
     "covariance": "as correlation: 300 iterations of a full-width masked 1000x300 vector-matrix "
-                  "product and two scatters (row, strided column) into the carried 300x300, which "
-                  "XLA copies twice per iteration",
+                  "product, then a column and a row written into the carried 300x300 by masked "
+                  "writes, the row's read fused with the column's update by XLA: 2 copies per "
+                  "iteration",
     # transfers and evaluation order
     "compute": "one fused elementwise loop (faster than NumPy's 4 passes), but " + _TRANSFER +
                ": 2 inputs in and 1 out of 32 MB int64 (the jax.jit port, inputs on the device, is "

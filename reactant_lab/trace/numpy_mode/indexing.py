@@ -26,6 +26,8 @@ from reactant_lab.trace.numpy_mode.storage import (
     fit,
     indexed_shape,
     is_traced,
+    read_element,
+    same_key,
     write_concrete,
 )
 
@@ -53,7 +55,7 @@ def getitem(proxy: ProxyArray, key: Any) -> Any:
     if data is not None and not any(is_traced(k) for k in key):
         return data[key] if is_basic(key) else concrete_array(data[key])
     if is_basic(key):
-        return new_scalar(proxy.value[key])
+        return new_scalar(read_element(proxy.root, key) if not proxy._ops else proxy.value[key])
     return like_indexed(new_array(proxy.value[key]), proxy, key)
 
 
@@ -117,21 +119,7 @@ def _itself(proxy: ProxyArray, key: tuple[Any, ...], value: Any) -> bool:
     if len(ops) != len(mine) + 1 or any(a is not b for a, b in zip(ops, mine, strict=False)):
         return False
     last = ops[-1]
-    return isinstance(last, Index) and len(last.idx) == len(key) and all(
-        _same(a, b) for a, b in zip(last.idx, key, strict=True))
-
-
-def _same(a: Any, b: Any) -> bool:
-    """The same index entry: the same object, or equal static ones (never comparing traced
-    values, which would need their runtime value)."""
-    if a is b:
-        return True
-    if isinstance(a, slice) and isinstance(b, slice):
-        return all(_same(x, y) for x, y in ((a.start, b.start), (a.stop, b.stop),
-                                            (a.step, b.step)))
-    if type(a) is not type(b) or not isinstance(a, int | np.integer):
-        return False
-    return bool(a == b)
+    return isinstance(last, Index) and same_key(last.idx, key)
 
 
 def _static_mask(k: Any) -> bool:

@@ -58,8 +58,8 @@ class Root:
     """One array's storage: a traced value, or concrete NumPy data, and who may write to it."""
 
     __slots__ = ("__weakref__", "_model", "_order", "_shadow", "_strides", "_value", "arg",
-                 "concrete", "epoch", "first_write", "frozen", "layout_read", "serial", "version",
-                 "weak")
+                 "concrete", "epoch", "first_write", "frozen", "last_write", "layout_read", "serial",
+                 "version", "weak")
 
     def __init__(self, value: Any = None, concrete: np.ndarray | None = None, *,
                  frozen: str | None = None, arg: str | None = None, weak: bool = False,
@@ -86,6 +86,9 @@ class Root:
         """Bumped on every write; views compare it to know their cached value is stale."""
         self.first_write: traceback.FrameSummary | None = None
         """Where the user's code first updated this argument in place (arguments only)."""
+        self.last_write: tuple[Any, Any, tuple[Any, ...], Any] | None = None
+        """(value after, value before, index, value written) of the latest write through a
+        traced index (``write_window``)."""
         self.serial = self.epoch = journal.stamp()
         """``serial``: when it was made; ``epoch``: when its value last changed (view caches)."""
         journal.created(self)
@@ -371,12 +374,75 @@ def write(root: Root, ops: tuple[ViewOp, ...], new: Any) -> None:
     if not ops:
         root.set_traced(new)
         return
+    if len(ops) == 1 and isinstance(ops[0], Index) and not ops[0].static:
+        write_window(root, ops[0].idx, new)
+        return
     chain = [root.value]
     for op in ops[:-1]:
         chain.append(op.get(chain[-1]))
     for op, parent in zip(reversed(ops), reversed(chain), strict=True):
         new = op.put(parent, new)
     root.set_traced(new)
+
+
+def _last_write(root: Root) -> tuple[Any, Any, tuple[Any, ...], Any] | None:
+    """``root.last_write`` while the root still holds the value it made."""
+    last = root.last_write
+    return last if last is not None and last[0] is root._value else None
+
+
+def write_window(root: Root, idx: tuple[Any, ...], new: Any) -> None:
+    """``root[idx] = new`` at a traced basic index. Writing again the window just written
+    replaces that write (one update of the value before it), so the reads between the two,
+    which ``read_element`` takes from that value, all come before the single update: XLA then
+    updates a loop-carried array in place instead of copying it (``a[i, j] -= x; a[i, j] /= y``
+    would otherwise read the array after updating it)."""
+    last = _last_write(root)
+    parent = last[1] if last is not None and same_key(last[2], idx) else root.value
+    result = set_basic(parent, idx, new)
+    root.set_traced(result)
+    root.last_write = (result, parent, idx, new)
+
+
+def read_element(root: Root, key: tuple[Any, ...]) -> Any:
+    """``root.value[key]`` for an integer per axis, forwarded from the latest write through a
+    traced index when that was an element too: the value written when the indices are the same,
+    else the element of the value before that write (see ``write_window``)."""
+    last = _last_write(root)
+    if last is None:
+        return root.value[key]
+    _, before, idx, new = last
+    if same_key(idx, key):
+        return new
+    if len(idx) != len(key) or not all(is_traced(i) or isinstance(i, int | np.integer) for i in idx):
+        return root.value[key]
+    hits = [_wrapped(a, n) == _wrapped(b, n) for a, b, n in zip(idx, key, root.shape, strict=True)]
+    if any(h is False for h in hits):
+        return before[key]
+    return jnp.where(jnp.all(jnp.array(hits)), new, before[key])
+
+
+def _wrapped(i: Any, n: int) -> Any:
+    """Index ``i`` of an axis of length ``n``, negative ones counted from the end."""
+    return jnp.where(i < 0, i + n, i) if is_traced(i) else int(i) % n
+
+
+def same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """The same basic index: entry by entry ``same_entry``."""
+    return len(a) == len(b) and all(same_entry(x, y) for x, y in zip(a, b, strict=True))
+
+
+def same_entry(a: Any, b: Any) -> bool:
+    """The same index entry: the same object, or equal static ones (never comparing traced
+    values, which would need their runtime value)."""
+    if a is b:
+        return True
+    if isinstance(a, slice) and isinstance(b, slice):
+        return all(same_entry(x, y) for x, y in ((a.start, b.start), (a.stop, b.stop),
+                                                 (a.step, b.step)))
+    if type(a) is not type(b) or not isinstance(a, int | np.integer):
+        return False
+    return bool(a == b)
 
 
 def write_concrete(root: Root, ops: tuple[ViewOp, ...], new: Any, key: Any = Ellipsis) -> bool:
