@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reactant_lab.trace.numpy_mode import errors, masks, ranged
+from reactant_lab.trace.numpy_mode import errors, masks, order, ranged
 from reactant_lab.trace.numpy_mode.binning import BINNING
 from reactant_lab.trace.numpy_mode.creation import LIKE, bind, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
@@ -89,6 +89,7 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.linalg, jnp.linalg, _LINALG, True), **_entries(np.fft, jnp.fft, _FFT, True),
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
+    np.median: Entry(order.median, promote=True),
     **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE, **LIKE}.items()},
     **{f: Entry(fn, proxy=True, eager=True) for f, fn in BINNING.items()},
 }
