@@ -62,3 +62,25 @@ def test_a_short_axis_median_is_no_sort_and_a_long_one_is() -> None:
         return np.median(x)
 
     assert "stablehlo.sort" in rl.trace(whole, np.zeros((3, 4))).ir
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((200, 10), 0), ((7, 30), 1), ((5, 6, 7), -1),
+                                             ((50,), 0)])
+def test_ranks_take_one_sort_and_a_scatter(shape, axis, rng: np.random.Generator) -> None:
+    """argsort(argsort(x)) along one axis (ranks) is the inverse permutation of the first: one
+    sort and a scatter, equal to NumPy's (with ties, to NumPy's stable sorts: NumPy's default
+    sort orders ties as it likes, and so did two sorts here before)."""
+    def kernel(x):
+        order = np.argsort(x, axis=axis)
+        return np.argsort(order, axis=axis), order, np.argsort(order + 0, axis=axis)
+
+    traced = rl.trace(kernel, np.zeros(shape))
+    assert traced.ir.count("stablehlo.sort") == 2, "ranks sorted again"  # the last is no argsort result
+    x = rng.standard_normal(shape)
+    for g, w in zip(rl.jit(kernel)(x.copy()), kernel(x.copy()), strict=True):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+    x.flat[::7] = 1.0
+    stable = np.argsort(x, axis=axis, kind="stable")
+    np.testing.assert_array_equal(rl.jit(kernel)(x.copy())[0],
+                                  np.argsort(stable, axis=axis, kind="stable"))

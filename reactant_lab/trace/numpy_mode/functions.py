@@ -89,7 +89,7 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.linalg, jnp.linalg, _LINALG, True), **_entries(np.fft, jnp.fft, _FFT, True),
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
-    np.median: Entry(order.median, promote=True),
+    np.median: Entry(order.median, promote=True), np.argsort: Entry(order.argsort),
     **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE, **LIKE}.items()},
     **{f: Entry(fn, proxy=True, eager=True) for f, fn in BINNING.items()},
 }

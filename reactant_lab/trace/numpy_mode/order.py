@@ -1,7 +1,11 @@
-"""np.median along a short axis through a selection network of min / max (compare-exchange)
-steps instead of a sort: XLA:CPU sorts each slice with a comparator loop several times slower
-than NumPy's partition, while the network is a few dozen elementwise ops that fuse into one
-pass (a 3x3 median filter's median of 9 stacked windows: 19 exchanges).
+"""Order statistics without XLA:CPU's comparator sort where the data allow, which sorts each
+slice several times slower than NumPy's partition:
+
+- np.median along a short axis through a selection network of min / max (compare-exchange)
+  steps: a few dozen elementwise ops that fuse into one pass (a 3x3 median filter's median of 9
+  stacked windows: 24 exchanges);
+- np.argsort of an unchanged np.argsort result along the same axis (ranks: ``argsort(argsort(x))``)
+  is the inverse permutation, one scatter instead of a second sort.
 
 The network is Batcher's odd-even merge sort for the next power of two, cut to the axis length
 (the missing values would be +inf at the end: their exchanges change nothing) and pruned to the
@@ -17,6 +21,8 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+
+from reactant_lab.trace.numpy_mode import context
 
 NETWORK_MAX = 32
 """Axes up to this long take the network; longer ones (and complex values) the sort."""
@@ -38,6 +44,28 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
         wires[i], wires[j] = jnp.minimum(wires[i], wires[j]), jnp.maximum(wires[i], wires[j])
     mid = wires[lo] if lo == hi else (wires[lo] + wires[hi]) / 2
     return jnp.expand_dims(mid, ax) if keepdims else mid
+
+
+def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+            stable: Any = None) -> Any:
+    """np.argsort of a traced array: of an np.argsort result (a permutation along ``axis``,
+    unchanged since), its inverse by one scatter (a permutation's values are distinct, so every
+    sort kind gives it); else jax.numpy's sort, remembered as a permutation for the trace."""
+    a = jnp.asarray(a)
+    known = context.memo().get(("permutation", id(a)))
+    if order is None and axis is not None and known is not None and known[0] is a and \
+            operator.index(axis) % a.ndim == known[1]:
+        ax = known[1]
+        ranks = jnp.arange(a.shape[ax], dtype=a.dtype).reshape(
+            [-1 if d == ax else 1 for d in range(a.ndim)])
+        return jnp.put_along_axis(jnp.zeros_like(a), a, jnp.broadcast_to(ranks, a.shape),
+                                  axis=ax, inplace=False)
+    out = jnp.argsort(a, axis=axis, kind=kind, order=order, stable=True if stable is None
+                      else stable)
+    if axis is not None and a.ndim:
+        # The result stays referenced, so its id cannot be reused within the trace.
+        context.memo()[("permutation", id(out))] = (out, operator.index(axis) % a.ndim)
+    return out
 
 
 def _axis_length(a: Any, axis: Any) -> int | None:
