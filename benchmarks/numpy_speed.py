@@ -703,15 +703,17 @@ CAUSES: dict[str, str] = {
                "loop: the same O(n^2) traffic as NumPy plus a few us of loop overhead per row",
     "durbin": "each of 1,000 iterations flips and masks y[:k] over the full length (gathers and "
               "selects) in a while body: close to NumPy's per-iteration cost",
-    "correlation": "the loop over 300 columns computes `data[:, i] @ data[:, i:M]` masked to the "
-                   "full 1000x300 width (twice the triangle's flops) and writes a column, then a "
-                   "row of the 300x300 result, each a masked write that reads the old window; XLA "
-                   "fuses the column update into the row's read (reading the old array after "
-                   "writing it) and so copies the carried array twice per iteration (720 KB)",
-    "covariance": "as correlation: 300 iterations of a full-width masked 1000x300 vector-matrix "
-                  "product, then a column and a row written into the carried 300x300 by masked "
-                  "writes, the row's read fused with the column's update by XLA: 2 copies per "
-                  "iteration",
+    "correlation": "was 0.25-0.4x: `corr[i + 1:M, i] = corr[i, i + 1:M] = ...` wrote a column, then "
+                   "a row, each a masked write reading the old window, and XLA fused the row's "
+                   "read with the column's update (reading the old array after writing it): 2 "
+                   "copies of the carried 300x300 per iteration. Now scattered, masked-off "
+                   "elements dropped (storage.write_where): no copy. What remains: each of the "
+                   "300 iterations computes `data[:, i] @ data[:, i + 1:M]` masked to the full "
+                   "1000x300 width (twice the triangle's flops) in an XLA:CPU f64 vector-matrix "
+                   "product",
+    "covariance": "as correlation: was 0.25-0.4x with 2 copies of the carried 300x300 per "
+                  "iteration, now none; what remains is the full-width masked 1000x300 "
+                  "vector-matrix product per iteration",
     # transfers and evaluation order
     "compute": "one fused elementwise loop (faster than NumPy's 4 passes), but " + _TRANSFER +
                ": 2 inputs in and 1 out of 32 MB int64 (the jax.jit port, inputs on the device, is "

@@ -27,7 +27,7 @@ from reactant_lab.errors import DynamicShapeError
 from reactant_lab.trace.numpy_mode import affine, context
 from reactant_lab.trace.numpy_mode.operators import install_operators
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray, new_array, new_result
-from reactant_lab.trace.numpy_mode.storage import DynamicSlice, is_traced
+from reactant_lab.trace.numpy_mode.storage import DynamicSlice, is_traced, write_where
 
 Axes = dict[int, Any]
 """Axis of the (compact) data -> the traced count of valid elements along it."""
@@ -95,13 +95,17 @@ class RangedArray:
         return jnp.where(self.valid(), self.value, jnp.asarray(fill, self.dtype))
 
     def write(self, new: Any) -> None:
-        """Store ``new`` (data over the whole extent, in this slice's frame) into the slice."""
+        """Store ``new`` (data over the whole extent, in this slice's frame) into the slice: a
+        row or column by a scatter that reads nothing of the array (``write_where``), else the
+        old data kept outside the frame."""
         new = jnp.asarray(new).astype(self.dtype)
         if self.base is None:
             self._data = jnp.where(self.valid(), new, self._data)
             return
-        self.base.check_writable()
-        self.base.write(jnp.where(self.valid(), new, self.base.value))
+        base, valid = self.base, self.valid()
+        base.check_writable()
+        if not write_where(base.root, base._ops, new, valid):
+            base.write(jnp.where(valid, new, base.value))
 
     def framed(self, starts: Axes, shape: tuple[int, ...]) -> Any:
         """The data moved into the frame ``starts`` (per ranged axis) and cut or zero-padded

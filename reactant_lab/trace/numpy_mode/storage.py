@@ -9,6 +9,7 @@ until a traced value is written into it, so Python can still loop over it or ind
 
 from __future__ import annotations
 
+import math
 import traceback
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
@@ -531,3 +532,42 @@ def fit(new: Any, shape: tuple[int, ...]) -> Any:
         new = jnp.broadcast_to(new, shape)
     return new
 
+
+def write_where(root: Root, ops: tuple[ViewOp, ...], new: Any, where: Any) -> bool:
+    """Write ``new`` into the view ``ops`` of ``root`` only where ``where`` (both of the view's
+    shape) is True, by a scatter whose other elements land out of bounds and are dropped. The
+    array is not read, so a loop-carried array written twice (a column, then a row) is updated
+    in place: no read of it follows an update for XLA to fuse with the update and copy around.
+
+    A scatter writes element by element: only for a view no larger than one section of the
+    array across its shortest axis (a row, a column), where that costs far less than the copy
+    it avoids. False (nothing written) for a larger view, or one of a complex array's real or
+    imaginary part."""
+    shape, size = root.shape, math.prod(root.shape)
+    if any(isinstance(op, Part) for op in ops) or math.prod(where.shape) * min(shape) > size:
+        return False
+    kind = jnp.int32 if size < 2**31 else jnp.int64
+    coords = [lax.broadcasted_iota(kind, shape, axis) for axis in range(len(shape))]
+    for op in ops:
+        if isinstance(op, Index):
+            where = where & _inside(op.idx, tuple(coords[0].shape))
+        coords = [op.get(c) for c in coords]
+    coords[0] = jnp.where(where, coords[0], shape[0])  # out of bounds: dropped
+    new = jnp.broadcast_to(jnp.asarray(new).astype(root.dtype), coords[0].shape)
+    root.set_traced(root.value.at[tuple(coords)].set(new, mode="drop"))
+    return True
+
+
+def _inside(idx: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
+    """Whether each traced integer of the basic index ``idx`` lies in its axis of ``shape``
+    (NumPy's negative indices count): a write outside is dropped, as ``set_basic`` drops it."""
+    ok: Any = True
+    axis = 0
+    for i in idx:
+        if i is Ellipsis:
+            axis += len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis)
+        elif i is not None:
+            if is_traced(i):
+                ok = ok & (i >= -shape[axis]) & (i < shape[axis])
+            axis += 1
+    return ok
