@@ -80,13 +80,30 @@ class Compiled:
         ``traced.preserved``, decided from the traced function)."""
         self._signature = _layout_signature(traced)
         self._plain_treedef, self._linear_pos, self._statics = _plain_plan(traced.layout)
+        self._leaves_linear = not self._statics and self._linear_pos == list(
+            range(len(self._linear_pos)))
+        """True when a matching call's plain leaves are its linear values, in order."""
+        self._paths = [a.path for a in traced.linear_args]
+        self._targets = [arg for arg, _ in self._layout.writeback]
+        """The linear arguments a NumPy kernel updates in place."""
         # Under 64-bit mode NumPy float64 is not silently cast to a float32 signature, so a dtype
         # mismatch is caught. JAX arrays cannot be 64-bit without it, so their fast path skips
         # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
         layout = self._layout
         self._x64 = layout.x64 or (layout.numpy_out and not any(w for *_, w in layout.avals))
         self._call = self._fast_call if executable.structured else self._flat_call
+        self._takes_leaves = not executable.structured and not layout.captures
+        """Whether ``call_flattened`` can use its caller's leaves (captures are not in them)."""
+        self._unused = [(i, *layout.avals[i][:2]) for i in range(len(layout.avals))
+                        if used_args is not None and i not in used_args]
+        """(index, shape, dtype) of each linear argument the executable does not take (e.g. an
+        array a kernel overwrites whole): JAX's dispatch cannot check those, so the call does."""
         self._scalars = [s.scalar for s in layout.out_slots if isinstance(s, Computed)]
+        self._to_host: Callable[[Any, bool], Any] = (
+            _to_numpy if layout.numpy_out else lambda a, _: a)
+        """A computed result as the caller gets it: NumPy for NumPy callers."""
+        self._one_leaf = layout.out_treedef.num_nodes == layout.out_treedef.num_leaves == 1
+        """True when the result is a single leaf (one array or scalar), rebuilt without JAX."""
         # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch
         # (not when the trace's views depend on the arguments' memory layout: that is checked).
         self._direct = executable.fast_call if (
@@ -101,6 +118,15 @@ class Compiled:
                 self._check(args, kwargs)
                 raise
         return self._call(*args, **kwargs)
+
+    def call_flattened(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any],
+                       treedef: Any) -> Any:
+        """``self(*args, **kwargs)``, given ``(leaves, treedef)`` of
+        ``jax.tree_util.tree_flatten((args, kwargs))``: a caller that flattened the call
+        already (``jit``, comparing its leaves' kinds) spares it a second flattening."""
+        if self._takes_leaves:
+            return self._run_flat(args, kwargs, leaves, treedef)
+        return self(*args, **kwargs)
 
     def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._exe.fast_call
@@ -125,18 +151,28 @@ class Compiled:
         return out
 
     def _flat_call(self, *args: Any, **kwargs: Any) -> Any:
-        # Cheap checks first (structure and static values); JAX checks shapes and dtypes of the
-        # linear values. Anything off is explained by the full check.
         leaves, treedef = jax.tree_util.tree_flatten(self._call_tree(args, kwargs))
-        if treedef != self._plain_treedef or any(
-                _static_key(leaves[i]) != key for i, key in self._statics):
+        return self._run_flat(args, kwargs, leaves, treedef)
+
+    def _run_flat(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any],
+                  treedef: Any) -> Any:
+        # Cheap checks first (structure and static values); JAX checks shapes and dtypes of the
+        # values the executable takes, this call those of the ones it does not. Anything off is
+        # explained by the full check.
+        if treedef != self._plain_treedef or (self._statics and any(
+                _static_key(leaves[i]) != key for i, key in self._statics)):
             self._check(args, kwargs)
             raise SignatureMismatchError(f"{self.traced.fn_name} was compiled for structure "
                                          f"{self._plain_treedef}, called with {treedef}")
-        linear = [leaves[i] for i in self._linear_pos]
+        linear = leaves if self._leaves_linear else [leaves[i] for i in self._linear_pos]
         if self._layout.layout_deps and not layouts_hold(self._layout.layout_deps, linear):
             raise SignatureMismatchError(self._layout_mismatch(linear))
-        if self._layout.writeback:
+        for i, shape, dtype in self._unused:
+            value = linear[i]
+            if getattr(value, "shape", None) != shape or getattr(value, "dtype", None) != dtype:
+                self._check(args, kwargs)  # raises on a real mismatch (a Python number may pass)
+                break
+        if self._targets:
             self._check_targets(linear)
         try:
             with backend.x64_scope(self._x64):
@@ -146,29 +182,34 @@ class Compiled:
             self._check(args, kwargs)
             raise
         result = self._rebuild(linear, outs)
-        if self._layout.writeback:
+        if self._targets:
             self._write_back(linear, outs)
         return result
 
     def _check_targets(self, linear: list[Any]) -> None:
         """Every updated argument must be a writable NumPy array sharing no element with
         another argument."""
-        for arg, _ in self._layout.writeback:
-            target, path = linear[arg], self.traced.linear_args[arg].path
+        for arg in self._targets:
+            target = linear[arg]
             if not isinstance(target, np.ndarray) or not target.flags.writeable:
+                path = self._paths[arg]
                 raise UnsupportedArgumentError(
                     f"{path} must be a writable NumPy array: {self.traced.fn_name} updates it in "
                     f"place, and a {type(target).__name__} cannot be. Pass a writable NumPy "
                     "array (e.g. np.array(x)).", path, type(target))
-        check_independent(linear, [a.path for a in self.traced.linear_args],
-                          [arg for arg, _ in self._layout.writeback])
+        check_independent(linear, self._paths, self._targets)
 
     def _write_back(self, linear: list[Any], outs: list[Any]) -> None:
         """Copy each updated argument's new value into the caller's array, in place; every
-        result is fetched first, so a failure leaves all of them untouched."""
-        hosts = [np.asarray(outs[k]) for _, k in self._layout.writeback]
-        for (arg, _), host in zip(self._layout.writeback, hosts, strict=True):
-            np.copyto(linear[arg], host, casting="no")
+        result is fetched and its dtype checked first, so a failure leaves all of them untouched.
+        (Assignment, not np.copyto: the same copy without NumPy's function dispatch.)"""
+        copies = [(linear[arg], np.asarray(outs[k])) for arg, k in self._layout.writeback]
+        for target, host in copies:
+            if host.dtype != target.dtype:  # never a silent cast into the caller's array
+                raise TypeError(f"{self.traced.fn_name}'s new value of an updated argument is "
+                                f"{host.dtype}, the caller's array {target.dtype}")
+        for target, host in copies:
+            target[...] = host
 
     def _captured(self) -> dict[str, Any] | None:
         """The current values of the arrays the function reads from outside, if it reads any."""
@@ -204,7 +245,7 @@ class Compiled:
         return flat
 
     def _rebuild(self, linear: list[Any], outs: list[Any]) -> Any:
-        to_host = _to_numpy if self._layout.numpy_out else (lambda a, _: a)
+        to_host = self._to_host
         leaves = []
         for slot in self._layout.out_slots:
             if isinstance(slot, Computed):
@@ -220,6 +261,8 @@ class Compiled:
                 leaves.append(view)
             else:
                 leaves.append(slot.value)
+        if self._one_leaf:
+            return leaves[0]
         return jax.tree_util.tree_unflatten(self._layout.out_treedef, leaves)
 
     def _forward(self, value: Any, slot: Forwarded) -> Any:
@@ -350,9 +393,9 @@ def _layout_name(layout: Any) -> str:
 
 def _to_numpy(value: Any, scalar: bool) -> Any:
     """A writable NumPy copy of a result, or a NumPy scalar where NumPy gives one (``a.sum()``
-    is an ``np.float64``; ``a[0, ...]`` a 0-d array): the trace says which (Computed.scalar)."""
-    host = np.array(value)
-    return host[()] if scalar else host
+    is an ``np.float64``; ``a[0, ...]`` a 0-d array): the trace says which (Computed.scalar).
+    A scalar is a new object whatever it is read from, so it needs no copy first."""
+    return np.asarray(value)[()] if scalar else np.array(value)
 
 
 def _layout_signature(traced: Traced) -> tuple[Hashable, ...]:

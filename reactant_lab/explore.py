@@ -13,7 +13,6 @@ from types import MappingProxyType
 from typing import Any
 
 import jax
-import numpy as np
 
 from reactant_lab import backend
 from reactant_lab.analysis.provenance import LineOps, function_code, main_file, op_source_sets
@@ -363,16 +362,16 @@ class JitFunction:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        kinds = tuple((type(x), x.strides) if isinstance(x, np.ndarray) else type(x)
-                      for x in jax.tree_util.tree_leaves((args, kwargs)))
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        kinds = tuple(map(type, leaves))
         last = self.last
         if last is not None and last.compiled is not None and kinds == self._kinds:
             # The common case, a call like the last one: with the same kinds of values (NumPy
-            # arrays of the same strides, JAX arrays, Python numbers), the compiled function's
-            # own checks (structure, static values, then JAX's shapes and dtypes) tell its
-            # signature from any other without flattening the call twice.
+            # arrays, JAX arrays, Python numbers), the compiled function's own checks
+            # (structure, static values, the memory layouts its trace depends on, then JAX's
+            # shapes and dtypes) tell its signature from any other, on the leaves flattened here.
             try:
-                return last.compiled(*args, **kwargs)
+                return last.compiled.call_flattened(args, kwargs, leaves, treedef)
             except SignatureMismatchError:
                 pass
         flat = flatten_for(self.fn, args, kwargs, trace_scalars=self.options.trace_scalars,
