@@ -729,6 +729,10 @@ CAUSES: dict[str, str] = {
                           "lands at the same ratio), and the 32 MB A is copied in on every call",
     "power_iteration": "as conjugate_gradient: 20 f64 matvecs on 2000x2000 in a while loop, XLA:CPU's "
                        "dot no faster than OpenBLAS's gemv, and the 32 MB A copied in per call",
+    "gemm": "one f64 500^3 dot: XLA:CPU's dot (the jax.jit port's too, 0.8x) is slower than "
+            "OpenBLAS's dgemm on NumPy's 2 threads when the machine is quiet (on a loaded one "
+            "NumPy's threads lose, and rl.jit leads 2x)",
+    "k3mm": "three f64 400^3 dots, as gemm: XLA:CPU's dots against OpenBLAS's threaded dgemm",
     "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate and "
                    "XLA:CPU's dots are no faster than OpenBLAS's dgemm on NumPy's 2 threads (the "
                    "jax.jit port lands at the same ratio); the bias, ReLU and softmax fuse",
@@ -791,8 +795,8 @@ CAUSES: dict[str, str] = {
                      "network (24 exchanges for 9, one fusion), equal to NumPy's to the bit: ~9x",
     "spearman": "argsort along axis 0 of 2000x100 is an XLA sort carrying an index operand, "
                 "several times slower on XLA:CPU than NumPy's argsort; the second argsort (the "
-                "ranks) is now the inverse permutation, one scatter, as in the jax.jit port "
-                "(0.51x before; ~1.5x measured alone, near 1x in a loaded run)",
+                "ranks) is now the inverse permutation, one scatter, as in the jax.jit port, "
+                "which lands at the same ratio",
     "winsorize": "np.percentile is a full XLA sort of each 20,000-row column (comparator sort, "
                  "O(n log n)) where NumPy partitions (introselect, O(n)); jnp.percentile in the "
                  "jax.jit port sorts too",
