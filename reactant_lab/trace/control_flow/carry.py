@@ -90,14 +90,26 @@ def attempt(make: Callable[[list[carry.Root]], Carry],
             run: Callable[[Carry], list[Any]], numpy: bool, mark: int
             ) -> tuple[Carry, list[Any]]:
     """Find the carry by tracing the loop abstractly (``jax.eval_shape``: nothing reaches the
-    module) until the body writes no array it does not carry, then trace it for real. Every
-    array is put back as it was after each trace; ``Carry.finish`` then updates them."""
+    module): the arrays the body writes without carrying them are carried next time. Once
+    they are, the loop is traced for real; should that trace still write an array it does not
+    carry (carrying one changed what the body writes), the search goes on abstractly and the
+    loop traced then is left unused (the passes' dead-code removal drops it). A body is thus
+    traced twice, whether it writes outside arrays or not (three times before): nested loops
+    trace their inner loops on every trace of the outer body, so this compounds with depth.
+    Every array is put back as it was after each trace; ``Carry.finish`` then updates them."""
     roots: list[carry.Root] = []
+    abstract = True
     for _ in range(8):
         state = make(roots)
-        missing = _trace(state, lambda s: jax.eval_shape(lambda: run(s)), numpy, mark)[1]
-        if not missing:
-            return state, _trace(state, run, numpy, mark)[0]
+        if abstract:
+            missing = _trace(state, lambda s: jax.eval_shape(lambda: run(s)), numpy, mark)[1]
+            if not missing:
+                return state, _trace(state, run, numpy, mark)[0]
+        else:
+            final, missing = _trace(state, run, numpy, mark)
+            if not missing:
+                return state, final
+        abstract = not abstract
         roots = roots + missing
     raise CannotRoll("the arrays the body writes kept changing between attempts")
 
