@@ -485,3 +485,28 @@ def test_return_in_a_traced_loop_names_the_line_and_the_rewrite(rng: Any) -> Non
                        match=r"test_control_flow_more.py:\d+ in return_in_loop(.|\n)*`return` "
                              r"at line \d+(.|\n)*result variable"):
         trace(return_in_loop, rng.random(3) + 0.1, loops="auto")
+
+
+_BODY_TRACES: list[int] = []
+
+
+def _count_trace() -> None:
+    _BODY_TRACES.append(1)
+
+
+def test_nested_rolled_loops_trace_each_body_twice(rng: np.random.Generator) -> None:
+    """A rolled loop's body is traced once abstractly (to find the arrays it writes) and once
+    for real: two nested loops trace the inner body 2 x 2 times (3 x 3 before), and the result
+    is NumPy's."""
+    def kernel(a, n):
+        for i in range(n):
+            for j in range(1, n):
+                _count_trace()
+                a[i, j] += a[i, j - 1] * 0.5
+        return a
+
+    _BODY_TRACES.clear()
+    traced = rl.trace(kernel, np.zeros((12, 12)), 12)
+    assert traced.ir.count("stablehlo.while") == 2 and len(_BODY_TRACES) == 4, len(_BODY_TRACES)
+    a = rng.random((12, 12))
+    np.testing.assert_allclose(rl.jit(kernel)(a.copy(), 12), kernel(a.copy(), 12), rtol=1e-12)
