@@ -371,6 +371,13 @@ class Compiled:
         found = {d for s in self._layout.shardings if s is not None for d in s.device_set}
         return tuple(sorted(found, key=lambda d: d.id)) if found else (self.device,)
 
+    @property
+    def placement(self) -> str:
+        """Where it runs, in words: its device (``cpu:0``), or ``8 devices (cpu:0 to cpu:7)``."""
+        devices = self.devices
+        return (str(devices[0]) if len(devices) == 1 else
+                f"{len(devices)} devices ({devices[0]} to {devices[-1]})")
+
     def collectives(self) -> CollectiveReport:
         """The collectives of XLA's per-device (partitioned) HLO: each all-reduce, all-gather,
         reduce-scatter, collective-permute and all-to-all with its shape, bytes and devices,

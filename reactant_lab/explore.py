@@ -165,7 +165,8 @@ class Exploration:
 
     def summary(self) -> str:
         """Plain-text summary: signature, stage table (with the verification's columns when
-        ``verification`` is set), compile and run times."""
+        ``verification`` is set), compile and run times; for a call partitioned over several
+        devices, its collectives and memory per device."""
         if isinstance(self.traced, ModuleSource):
             head = (f"Module text, optimize={self.stages.optimize}, granularity="
                     f"{self.stages.granularity}")
@@ -174,7 +175,9 @@ class Exploration:
         parts = [head, "", self.stages.table(self.verification)]
         if self.compiled is not None:
             parts.append(f"\nXLA compile: {self.compiled.compile_seconds * 1e3:.1f} ms "
-                         f"on {self.compiled.device}")
+                         f"on {self.compiled.placement}")
+            if len(self.compiled.devices) > 1:
+                parts.append(self.compiled.collectives().table())
         if self.run_seconds is not None:
             parts.append(f"first run:   {self.run_seconds * 1e3:.2f} ms")
         return "\n".join(parts)

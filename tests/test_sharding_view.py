@@ -191,6 +191,10 @@ def test_explorer_payload_of_a_sharded_call() -> None:
     marked = [n for n in nodes if n.get("collectives")]
     assert any(n["op"] == "stablehlo.dot_general" and "all-reduce" in " ".join(n["collectives"])
                for n in marked), marked
+    assert p["xla"]["device"] == "8 devices (cpu:0 to cpu:7)", p["xla"]["device"]
+    summary = e.summary()
+    assert "on 8 devices (cpu:0 to cpu:7)" in summary and "8 partition(s)" in summary, summary
+    assert "all-reduce" in summary and "memory per device" in summary, summary
     html = report_html(p, script=False)
     assert "Partitioned over 8 devices" in html and "all-reduce" in html
     assert "memory per device" in html
@@ -198,5 +202,6 @@ def test_explorer_payload_of_a_sharded_call() -> None:
     plain = rl.explore(chain, *(np.asarray(a) for a in args))
     q = build_payload(plain.stages, traced=plain.traced, compiled=plain.compiled)
     assert "sharding" not in q["xla"] and "mesh" not in q["graphs"][-1]["model"]
+    assert q["xla"]["device"] == "cpu:0" and "partition" not in plain.summary()
     assert not any("sharding" in n or "collectives" in n for n in q["graphs"][-1]["model"]["nodes"])
     """)

@@ -290,10 +290,7 @@ def _xla(compiled: Compiled | None, texts: TextStore, report: CollectiveReport |
          mesh: str = "") -> dict[str, Any] | None:
     if compiled is None:
         return None
-    devices = compiled.devices
-    where = str(devices[0]) if len(devices) == 1 else \
-        f"{len(devices)} devices ({devices[0]} to {devices[-1]})"
-    entry = {"stage": compiled.stage, "device": where,
+    entry = {"stage": compiled.stage, "device": compiled.placement,
             "compile_seconds": compiled.compile_seconds, "donate": any(compiled.donated_args),
             "hlo": texts.add(compiled.hlo_text()),
             "cost": {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
