@@ -104,13 +104,16 @@ def kernels_table(names: list[str], min_time: float) -> list[str]:
 # -- re-measuring the table's entries -----------------------------------------------------------
 
 def _evidence_fn(entry: dict[str, Any]) -> tuple[Any, tuple]:
-    """The function and inputs an entry's evidence names (a lambda over lax/jnp/np, or a kernel
-    of benchmarks/numpy_kernels.py by name)."""
+    """The function and inputs an entry's evidence names (a lambda over lax/jnp/np, a kernel
+    of benchmarks/numpy_kernels.py by name, or a case of benchmarks/enzyme_grad.py (its
+    gradient) or benchmarks/numpy_speed.py)."""
     ev = entry["evidence"]
     if "benchmark" in ev:  # 'enzyme_grad:stencil_2d': the gradient of a case of that benchmark
         module, case_name = ev["benchmark"].split(":")
         bench = importlib.import_module(module)
         case = bench.CASES[case_name]
+        if module == "numpy_speed":  # 'numpy_speed:durbin': the NumPy kernel at its size there
+            return bench.KERNELS[case_name].fn, case.make(np.random.default_rng(0))
         args = tuple(jnp.asarray(a) for a in case.make(np.random.default_rng(0)))
         return rle.gradient(case.loss), args
     if "kernel" in ev:
