@@ -72,7 +72,7 @@ HLO = """\
 HloModule jit_f, is_scheduled=true, num_partitions=8
 
 FileNames
-1 "/work/project/f.py"
+1 "/src/project/f.py"
 2 "/usr/lib/python3/site-packages/jax/_src/numpy/lax_numpy.py"
 
 FunctionNames
@@ -94,7 +94,7 @@ ENTRY %main (p: f32[4,4]) -> f32[4,4] {
   %p = f32[4,4]{1,0} parameter(0)
   %all-reduce = f32[4,4]{1,0} all-reduce(%p), channel_id=1, replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add, metadata={op_name="jit(f)/dot_general" stack_frame_id=2}
   %all-gather = f32[4,16]{1,0} all-gather(%all-reduce), channel_id=2, replica_groups=[2,4]<=[8], dimensions={1}, metadata={op_name="jit(f)/concatenate" stack_frame_id=3}
-  %collective-permute = f32[4,4]{1,0} collective-permute(%p), channel_id=3, source_target_pairs={{0,1}}, metadata={op_name="jit(f)/pad" source_file="/work/project/g.py" source_line=12}
+  %collective-permute = f32[4,4]{1,0} collective-permute(%p), channel_id=3, source_target_pairs={{0,1}}, metadata={op_name="jit(f)/pad" source_file="/src/project/g.py" source_line=12}
   ROOT %all-to-all = f32[4,4]{1,0} all-to-all(%p), channel_id=4, dimensions={0}
 }
 """
@@ -107,10 +107,10 @@ def test_collectives_are_traced_back_to_their_op() -> None:
     found = {c.name: c for c in collectives(HLO)}
     reduce = found["all-reduce"]
     assert reduce.op_name == "jit(f)/dot_general"
-    assert reduce.frames == (("/work/project/f.py", 3, 8), ("/work/project/f.py", 9, 0))
+    assert reduce.frames == (("/src/project/f.py", 3, 8), ("/src/project/f.py", 9, 0))
     # The gather's innermost frame is in JAX; its caller's is the user's.
     assert found["all-gather"].frames[0][0].endswith("lax_numpy.py")
-    assert found["collective-permute"].frames == (("/work/project/g.py", 12, 0),)
+    assert found["collective-permute"].frames == (("/src/project/g.py", 12, 0),)
     assert found["all-to-all"].frames == () and found["all-to-all"].op_name == ""
     model = graph_model(MODULE)
     assert model is not None
