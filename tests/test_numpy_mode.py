@@ -874,3 +874,18 @@ def test_half_integer_powers_are_square_roots(rng: np.random.Generator, dtype, e
     np.testing.assert_array_equal(got_s, want_s)
     signed = ~np.isnan(want_s)
     np.testing.assert_array_equal(np.signbit(got_s[signed]), np.signbit(want_s[signed]))
+
+
+@pytest.mark.parametrize("e", [np.inf, -np.inf, np.nan, 1e300, 3.0, -2])
+def test_static_exponents_that_are_no_small_integer_take_numpys_power(e, rng) -> None:
+    """``x ** e`` for a static exponent outside the rewrites (infinite, NaN, huge, or a small
+    integer written as a float) traces and equals NumPy's (a small integer one by multiplies,
+    within an ulp); an infinite or NaN one used to stop the trace with Python's error
+    converting it to an int."""
+    def kernel(x):
+        return x ** e
+
+    x = np.concatenate([rng.random(6) * 3, [0.0, 1.0, -1.5]])
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(rl.jit(kernel)(x.copy()), kernel(x.copy()), rtol=4e-16,
+                                   atol=0)

@@ -87,14 +87,23 @@ def _small_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
                     in_dtypes: tuple[np.dtype, ...]) -> int | None:
     """The exponent of ``x ** n`` for a static integral ``n`` in [-4, 4] (not negative for
     integers), else None."""
-    if ufunc is not np.power or in_dtypes[0].kind not in "iufc":
-        return None
-    n = inputs[1]
-    if not isinstance(n, int | float | np.integer | np.floating) or isinstance(n, bool):
-        return None
-    if float(n) != int(n) or not -4 <= int(n) <= 4 or (in_dtypes[0].kind in "iu" and n < 0):
+    n = _static_exponent(ufunc, inputs, in_dtypes, "iufc")
+    if n is None or not n.is_integer() or not -4 <= n <= 4 or (
+            in_dtypes[0].kind in "iu" and n < 0):
         return None
     return int(n)
+
+
+def _static_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...], in_dtypes: tuple[np.dtype, ...],
+                     kinds: str) -> float | None:
+    """The exponent of ``x ** e`` for ``x`` of a dtype kind in ``kinds`` and a static real
+    ``e`` (a Python or NumPy number, not a bool), as a float; else None."""
+    if ufunc is not np.power or in_dtypes[0].kind not in kinds:
+        return None
+    e = inputs[1]
+    if not isinstance(e, int | float | np.integer | np.floating) or isinstance(e, bool):
+        return None
+    return float(e)
 
 
 _HALVES = (-1.5, -0.5, 0.5, 1.5)
@@ -104,12 +113,8 @@ def _half_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
                    in_dtypes: tuple[np.dtype, ...]) -> float | None:
     """The exponent of ``x ** e`` for a real floating ``x`` and a static ``e`` in _HALVES, else
     None."""
-    if ufunc is not np.power or in_dtypes[0].kind != "f":
-        return None
-    e = inputs[1]
-    if not isinstance(e, int | float | np.integer | np.floating) or isinstance(e, bool):
-        return None
-    return float(e) if float(e) in _HALVES else None
+    e = _static_exponent(ufunc, inputs, in_dtypes, "f")
+    return e if e in _HALVES else None
 
 
 def _sqrt_power(x: Any, e: float) -> Any:
