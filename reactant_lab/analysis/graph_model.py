@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from reactant_lab.analysis.collectives import Collective
@@ -91,7 +91,7 @@ def graph_model(text: str, signature: Signature | None = None, *,
     _add_callees(text, nodes, stripped, sources, len(meshes))
     model: dict[str, Any] = {"ops": len(func.ops), "nodes": nodes}
     if meshes:
-        model["mesh"] = mesh_of("\n".join(stripped))
+        model["mesh"] = _mesh_text(meshes)
     return model
 
 
@@ -132,7 +132,10 @@ def collective_source(c: Collective) -> str | None:
 def mesh_of(text: str) -> str:
     """The mesh of module ``text`` as the model's ``mesh`` writes it (``data=2, model=4``;
     ``name: ...`` per mesh when there are several), '' when it has none."""
-    meshes = _meshes(text.splitlines())
+    return _mesh_text(_meshes(text.splitlines()))
+
+
+def _mesh_text(meshes: dict[str, str]) -> str:
     return "; ".join(axes if len(meshes) == 1 else f"{name}: {axes}"
                      for name, axes in meshes.items())
 
@@ -199,9 +202,9 @@ def _one_sharding(text: str, meshes: int) -> str:
     return f"{name}: {body}" if name and meshes > 1 else body
 
 
-def _bracketed(text: str, start: int) -> str:
-    """The text from the ``<`` at ``start`` to its matching ``>`` (``[]``, ``{}``, ``()`` and
-    strings inside skipped)."""
+def _scan(text: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, bracket depth after it) of each character of ``text`` from ``start``
+    outside strings (``<>``, ``[]``, ``{}`` and ``()`` all count)."""
     depth, quoted = 0, False
     for i in range(start, len(text)):
         ch = text[i]
@@ -209,32 +212,23 @@ def _bracketed(text: str, start: int) -> str:
             quoted = ch != '"' or text[i - 1] == "\\"
         elif ch == '"':
             quoted = True
-        elif ch in "<[{(":
-            depth += 1
-        elif ch in ">]})":
-            depth -= 1
-            if depth == 0:
-                return text[start:i + 1]
-    return text[start:]
+        else:
+            depth += (ch in "<[{(") - (ch in ">]})")
+            yield i, ch, depth
+
+
+def _bracketed(text: str, start: int) -> str:
+    """The text from the ``<`` at ``start`` to its matching ``>`` (``[]``, ``{}``, ``()`` and
+    strings inside skipped)."""
+    end = next((i for i, ch, depth in _scan(text, start) if depth == 0 and ch in ">]})"), None)
+    return text[start:] if end is None else text[start:end + 1]
 
 
 def _split_top(text: str) -> list[str]:
     """``text`` split at its commas outside brackets and strings."""
-    parts, depth, quoted, begin = [], 0, False, 0
-    for i, ch in enumerate(text):
-        if quoted:
-            quoted = ch != '"' or text[i - 1] == "\\"
-        elif ch == '"':
-            quoted = True
-        elif ch in "<[{(":
-            depth += 1
-        elif ch in ">]})":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[begin:i])
-            begin = i + 1
-    tail = text[begin:]
-    return [p.strip() for p in parts + ([tail] if tail.strip() else [])]
+    cuts = [i for i, ch, depth in _scan(text) if ch == "," and depth == 0]
+    parts = [text[a + 1:b] for a, b in zip([-1, *cuts], [*cuts, len(text)], strict=True)]
+    return [p.strip() for p in (parts if parts[-1].strip() else parts[:-1])]
 
 
 def _result_attrs(lines: list[str]) -> list[str]:
