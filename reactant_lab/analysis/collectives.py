@@ -154,14 +154,14 @@ def collectives(hlo: str) -> tuple[Collective, ...]:
         shapes = _arrays(match["shape"])
         if start and op != "all-reduce" and len(shapes) >= 2:
             shapes = shapes[1:2]  # (operand, result, ...): the value it produces
-        attrs = line[match.end():]
+        attrs, meta = line[match.end():], _metadata(raw)
         found.append(Collective(
             op=op, name=match["name"], shape=_shape_text(match["shape"]),
             bytes=sum(_bytes(d, dims) for d, dims in shapes),
             replica_groups=_replica_groups(attrs), groups_text=_groups_text(attrs),
             source_target_pairs=_pairs_of(attrs),
             dimensions=_dimensions(attrs), asynchronous=start, computation=computation,
-            op_name=_metadata_str(raw, "op_name"), frames=_op_frames(raw, stack),
+            op_name=meta.get("op_name", ""), frames=_op_frames(meta, stack),
             line=line.strip()))
     return tuple(found)
 
@@ -211,23 +211,33 @@ def _stack_frames(hlo: str) -> dict[int, tuple[tuple[str, int, int], ...]]:
     return chains
 
 
-def _metadata_str(line: str, key: str) -> str:
-    match = re.search(r"\bmetadata=\{[^}]*?\b" + key + r'="((?:[^"\\]|\\.)*)"', line)
-    return match.group(1) if match else ""
+_METADATA = re.compile(r"\bmetadata=\{")
+_METADATA_FIELD = re.compile(r'\s*(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]*)')
 
 
-def _op_frames(line: str, stack: dict[int, tuple[tuple[str, int, int], ...]]
+def _metadata(line: str) -> dict[str, str]:
+    """An HLO instruction's ``metadata={op_name="..." stack_frame_id=4 ...}`` as key -> value
+    (quotes dropped); {} when it has none."""
+    start = _METADATA.search(line)
+    fields: dict[str, str] = {}
+    pos = start.end() if start else len(line)
+    while (field := _METADATA_FIELD.match(line, pos)) is not None and field.group(2):
+        value = field.group(2)
+        fields[field.group(1)] = value[1:-1] if value.startswith('"') else value
+        pos = field.end()
+    return fields
+
+
+def _op_frames(meta: dict[str, str], stack: dict[int, tuple[tuple[str, int, int], ...]]
                ) -> tuple[tuple[str, int, int], ...]:
     """The Python frames of a collective's metadata: its stack frame's chain, else its
     ``source_file`` and ``source_line`` (older XLA), else none."""
-    frame = re.search(r"\bmetadata=\{[^}]*?\bstack_frame_id=(\d+)", line)
-    if frame is not None and int(frame.group(1)) in stack:
-        return stack[int(frame.group(1))]
-    file = _metadata_str(line, "source_file")
-    row = re.search(r"\bmetadata=\{[^}]*?\bsource_line=(\d+)", line)
-    col = re.search(r"\bmetadata=\{[^}]*?\bsource_column=(\d+)", line)
-    if file and row is not None:
-        return ((file, int(row.group(1)), int(col.group(1)) if col else 0),)
+    frame = meta.get("stack_frame_id", "")
+    if frame.isdigit() and int(frame) in stack:
+        return stack[int(frame)]
+    row, col = meta.get("source_line", ""), meta.get("source_column", "")
+    if meta.get("source_file") and row.isdigit():
+        return ((meta["source_file"], int(row), int(col) if col.isdigit() else 0),)
     return ()
 
 
