@@ -795,13 +795,16 @@ CAUSES: dict[str, str] = {
                      "the stacked axis (260k comparator sorts of 9 values); NumPy mode now takes "
                      "the median of an axis of at most 32 values through a min/max selection "
                      "network (24 exchanges for 9, one fusion), equal to NumPy's to the bit: ~9x",
-    "spearman": "argsort along axis 0 of 2000x100 is an XLA sort carrying an index operand, "
-                "several times slower on XLA:CPU than NumPy's argsort; the second argsort (the "
-                "ranks) is now the inverse permutation, one scatter, as in the jax.jit port, "
-                "which lands at the same ratio",
-    "winsorize": "np.percentile is a full XLA sort of each 20,000-row column (comparator sort, "
-                 "O(n log n)) where NumPy partitions (introselect, O(n)); jnp.percentile in the "
-                 "jax.jit port sorts too",
+    "spearman": "was 0.26-0.33x: argsort along axis 0 of 2000x100 was an XLA sort carrying an "
+                "index operand (XLA:CPU's comparator path); NumPy mode now packs each 64-bit "
+                "key above its index and sorts single int64 operands in two passes (low then "
+                "high 32 bits, stable), ~3x faster and 2.4x the jax.jit port; the ranks are "
+                "the inverse permutation, one scatter. NumPy's SIMD argsort stays ahead",
+    "winsorize": "was 0.16x: np.percentile sorted each 20,000-row column with the float "
+                 "total-order comparator (175 ms); NumPy mode now sorts integer keys of the "
+                 "floats (35 ms, NaN last) and takes NumPy's interpolation, one sort for both "
+                 "percentiles (CSE), 5x the jax.jit port; NumPy partitions (introselect, O(n)) "
+                 "instead of sorting",
 }
 """Kernel -> why rl.jit (default preset) is slower than NumPy eager there, diagnosed from the final
 IR (``rl.explore(fn, *args).stages[-1].ir``), XLA's optimized HLO (``compiled.hlo_text()``:

@@ -1,11 +1,14 @@
-"""np.median along a short axis in NumPy mode (reactant_lab/trace/numpy_mode/order.py): a
-min / max selection network instead of a sort, equal to NumPy's median to the last bit, NaN
-slices included."""
+"""Order statistics in NumPy mode (reactant_lab/trace/numpy_mode/order.py): np.median along a
+short axis by a min / max selection network instead of a sort, equal to NumPy's median to the
+last bit, NaN slices included; np.sort, np.percentile, np.quantile, long medians and np.argsort by
+sorts of single integer operands, equal to NumPy's with NaN, signed zeros, infinities and ties."""
 
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,8 +77,13 @@ def test_ranks_take_one_sort_and_a_scatter(shape, axis, rng: np.random.Generator
         order = np.argsort(x, axis=axis)
         return np.argsort(order, axis=axis), order, np.argsort(order + 0, axis=axis)
 
-    traced = rl.trace(kernel, np.zeros(shape))
-    assert traced.ir.count("stablehlo.sort") == 2, "ranks sorted again"  # the last is no argsort result
+    def without_ranks(x):
+        order = np.argsort(x, axis=axis)
+        return order, np.argsort(order + 0, axis=axis)
+
+    sorts = rl.trace(kernel, np.zeros(shape)).ir.count("stablehlo.sort")
+    assert sorts == rl.trace(without_ranks, np.zeros(shape)).ir.count("stablehlo.sort"), \
+        "ranks sorted again"  # order + 0 is no argsort result: that one sorts
     x = rng.standard_normal(shape)
     for g, w in zip(rl.jit(kernel)(x.copy()), kernel(x.copy()), strict=True):
         assert g.dtype == w.dtype
@@ -84,3 +92,80 @@ def test_ranks_take_one_sort_and_a_scatter(shape, axis, rng: np.random.Generator
     stable = np.argsort(x, axis=axis, kind="stable")
     np.testing.assert_array_equal(rl.jit(kernel)(x.copy())[0],
                                   np.argsort(stable, axis=axis, kind="stable"))
+
+
+def _sort_operands(ir: str) -> list[list[str]]:
+    """The element types each stablehlo.sort in ``ir`` compares (its comparator's arguments)."""
+    return [re.findall(r"tensor<(\w+)>", args)
+            for args in re.findall(r'"stablehlo\.sort".*?\^bb0\((.*?)\):', ir, re.DOTALL)]
+
+
+def _awkward(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> list[np.ndarray]:
+    """Fresh values of ``dtype``; then with NaN, -0.0 beside 0.0 and infinities; then with ties."""
+    x = rng.standard_normal(shape).astype(dtype)
+    odd = x.copy()
+    odd.flat[::7] = np.nan
+    odd.flat[1::5], odd.flat[2::5] = -0.0, 0.0
+    odd.flat[3], odd.flat[4] = np.inf, -np.inf
+    return [x, odd, np.round(x * 2).astype(dtype)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(70,), (41, 7), (6, 40, 3)])
+def test_sort_percentile_quantile_median_equal_numpys(dtype, shape,
+                                                      rng: np.random.Generator) -> None:
+    """Sorted by integer keys (no float comparator in the module), with NumPy's own
+    interpolation: NumPy's dtype and shape, its values to rounding (NaN slices NaN)."""
+    def kernel(x):
+        out = []
+        for axis in (None, 0, -1):
+            out += [np.sort(x, axis=axis), np.median(x, axis=axis),
+                    np.median(x, axis=axis, keepdims=True), np.quantile(x, 0.3, axis=axis),
+                    np.percentile(x, 5.0, axis=axis), np.percentile(x, 100, axis=axis),
+                    np.percentile(x, [0.0, 95.0], axis=axis, keepdims=True)]
+        return out
+
+    ir = rl.trace(kernel, np.zeros(shape, dtype)).ir
+    assert _sort_operands(ir) and all(t in (["i16"] * 2, ["i32"] * 2, ["i64"] * 2)
+                                      for t in _sort_operands(ir))
+    tol = {np.float64: 1e-12, np.float32: 1e-6, np.float16: 1e-3}[dtype]
+    for x in _awkward(rng, shape, dtype):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want, got = kernel(x.copy()), rl.jit(kernel)(x.copy())
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert (g.dtype, g.shape) == (w.dtype, w.shape), i
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"result {i}")
+
+
+def test_a_percentile_out_of_range_is_numpys_error(rng: np.random.Generator) -> None:
+    with pytest.raises(ValueError, match=r"Percentiles must be in the range \[0, 100\]"):
+        rl.jit(lambda x: np.percentile(x, 120.0))(rng.standard_normal(40))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int64, np.int32,
+                                   np.uint64, np.uint32, np.int8, np.uint8, np.bool_])
+@pytest.mark.parametrize("shape", [(50,), (41, 7), (6, 40, 3)])
+def test_argsort_by_packed_keys_equals_numpys_stable(dtype, shape,
+                                                     rng: np.random.Generator) -> None:
+    """Keys packed above their indices in int64 (64-bit keys in two passes, low half first):
+    NumPy's stable order, ties (and NaN, -0.0 beside 0.0) in index order, every dtype's range."""
+    if np.dtype(dtype).kind == "f":
+        xs = _awkward(rng, shape, dtype)
+    elif dtype is np.bool_:
+        xs = [rng.random(shape) < 0.5]
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+        xs = [x, (x % 5).astype(dtype)]
+
+    def kernel(x):
+        return np.argsort(x), np.argsort(x, axis=0), np.argsort(x, axis=None)
+
+    assert all(t == ["i64"] * 2 for t in _sort_operands(rl.trace(kernel, xs[0]).ir))
+    for x in xs:
+        for g, w in zip(rl.jit(kernel)(x.copy()), (np.argsort(x, kind="stable"),
+                        np.argsort(x, axis=0, kind="stable"),
+                        np.argsort(x, axis=None, kind="stable")), strict=True):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)

@@ -90,6 +90,8 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
     np.median: Entry(order.median, promote=True), np.argsort: Entry(order.argsort),
+    np.sort: Entry(order.sort), np.percentile: Entry(order.percentile, promote=True),
+    np.quantile: Entry(order.quantile, promote=True),
     **{f: Entry(fn, proxy=True) for f, fn in {**VIEWS, **INPLACE, **LIKE}.items()},
     **{f: Entry(fn, proxy=True, eager=True) for f, fn in BINNING.items()},
 }

@@ -7,6 +7,13 @@ slice several times slower than NumPy's partition:
 - np.argsort of an unchanged np.argsort result along the same axis (ranks: ``argsort(argsort(x))``)
   is the inverse permutation, one scatter instead of a second sort.
 
+- np.sort, np.percentile, np.quantile and np.median of real floats along a long axis through a
+  sort of integer keys: XLA:CPU sorts one integer operand with its plain comparison, several times
+  faster than with the total-order float comparator jax.numpy's sort builds (1M float64 values in
+  2000-row slices: 35 ms against 175 ms; NumPy's sort 31 ms). A float's bits, with the negative
+  ones' magnitude bits flipped, order as integers the way the floats do; every NaN is given the
+  positive quiet NaN's key, so NaN sorts last as in NumPy.
+
 The network is Batcher's odd-even merge sort for the next power of two, cut to the axis length
 (the missing values would be +inf at the end: their exchanges change nothing) and pruned to the
 exchanges the middle outputs depend on. min / max propagate NaN to both outputs, and every input
@@ -19,6 +26,7 @@ import functools
 import operator
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -31,19 +39,179 @@ NETWORK_MAX = 32
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     """np.median of a traced array (cast to NumPy's result dtype already): the network along
-    one axis of at most NETWORK_MAX values, else jax.numpy's sort-based median."""
+    one axis of at most NETWORK_MAX values, the key sort for a longer one of real floats, else
+    jax.numpy's sort-based median."""
     a = jnp.asarray(a)
     n = _axis_length(a, axis)
+    if out is None and _keyed(a) and (int(a.size) if axis is None else n or 0) > NETWORK_MAX:
+        ax = 0 if axis is None else operator.index(axis) % a.ndim
+        last = _key_sort(a.ravel() if axis is None else a, ax)
+        # NumPy: the mean of the middle one or two of the partitioned slice, NaN if it holds one
+        count = last.shape[-1]
+        lo, hi = last[..., (count - 1) // 2], last[..., count // 2]
+        mid = jnp.where(jnp.isnan(last[..., -1]), last[..., -1], (lo + hi) / 2)
+        return _keep(mid, a.ndim, ax, keepdims, axis is None)
     if out is not None or n is None or not 0 < n <= NETWORK_MAX or a.dtype.kind not in "fiub":
         return jnp.median(a, axis=axis, out=out, overwrite_input=overwrite_input,
                           keepdims=keepdims)
-    ax = operator.index(axis) % a.ndim
+    ax = 0 if axis is None else operator.index(axis) % a.ndim  # None: a is 1-D here
     wires = list(jnp.moveaxis(a, ax, 0))
     lo, hi = (n - 1) // 2, n // 2
     for i, j in _median_network(n):
         wires[i], wires[j] = jnp.minimum(wires[i], wires[j]), jnp.maximum(wires[i], wires[j])
     mid = wires[lo] if lo == hi else (wires[lo] + wires[hi]) / 2
     return jnp.expand_dims(mid, ax) if keepdims else mid
+
+
+def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+         stable: Any = None) -> Any:
+    """np.sort of a traced array: real floats by the key sort (any kind: equal floats are
+    indistinguishable, but for -0.0 and 0.0, which it orders -0.0 first), else jax.numpy's."""
+    a = jnp.asarray(a)
+    if order is None and _keyed(a) and (axis is None or a.ndim):
+        if axis is None:
+            return _key_sort(a.ravel(), 0, move=False)
+        return _key_sort(a, operator.index(axis) % a.ndim, move=False)
+    return jnp.sort(a, axis=axis, kind=kind, order=order, stable=True if stable is None
+                    else stable)
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+             interpolation: Any = None) -> Any:
+    """np.quantile of a traced array (cast to NumPy's result dtype already): for real floats, a
+    concrete ``q`` and the linear method along one axis or all, the key sort and NumPy's own
+    interpolation (its indices and its two-sided lerp); else jax.numpy's quantile."""
+    return _quantile(a, q, 1.0, axis, out, overwrite_input, method, keepdims, weights,
+                     interpolation)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+               interpolation: Any = None) -> Any:
+    """np.percentile: ``quantile`` of ``q / 100``."""
+    return _quantile(a, q, 100.0, axis, out, overwrite_input, method, keepdims, weights,
+                     interpolation)
+
+
+def _quantile(a: Any, q: Any, scale: float, axis: Any, out: Any, overwrite_input: bool,
+              method: str, keepdims: bool, weights: Any, interpolation: Any) -> Any:
+    a = jnp.asarray(a)
+    try:
+        qs: np.ndarray[Any, Any] | None = np.asarray(q)
+    except jax.errors.TracerArrayConversionError:  # a traced q: jax.numpy's quantile
+        qs = None
+    n = _axis_length(a, axis) if axis is not None else int(a.size)
+    if (out is not None or weights is not None or interpolation is not None
+            or method != "linear" or qs is None or qs.dtype.kind not in "fiu" or n is None
+            or n == 0 or not _keyed(a)):
+        fallback = jnp.percentile if scale == 100.0 else jnp.quantile
+        given = {k: v for k, v in (("weights", weights), ("interpolation", interpolation))
+                 if v is not None}  # keywords jax.numpy has in some versions only
+        return fallback(a, q, axis=axis, out=out, overwrite_input=overwrite_input,
+                        method=method, keepdims=keepdims, **given)
+    qf = qs.astype(np.float64) / scale
+    if np.any((qf < 0) | (qf > 1)) or np.any(np.isnan(qf)):
+        raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100.0 else
+                         "Quantiles must be in the range [0, 1]")
+    ax = 0 if axis is None else operator.index(axis) % a.ndim
+    last = _key_sort(a.ravel() if axis is None else a, ax)
+    # NumPy's linear method: virtual index (n - 1) q, its floor and the next one, clamped;
+    # above the last index both are the last and gamma is taken from index -1, as NumPy does.
+    virtual = (n - 1) * qf
+    above = virtual >= n - 1
+    prev = np.where(above, -1.0, np.floor(virtual))
+    nxt = np.where(above, -1.0, prev + 1)
+    gamma = virtual - prev  # float64, and so is 1 - gamma before either meets the values
+    lo = jnp.moveaxis(jnp.take(last, prev.astype(np.int64).ravel() % n, axis=-1), -1, 0)
+    hi = jnp.moveaxis(jnp.take(last, nxt.astype(np.int64).ravel() % n, axis=-1), -1, 0)
+    col = (-1,) + (1,) * (lo.ndim - 1)
+    t = jnp.asarray(gamma.ravel().astype(a.dtype)).reshape(col)
+    rest = jnp.asarray((1 - gamma).ravel().astype(a.dtype)).reshape(col)
+    diff = hi - lo
+    res = jnp.where(jnp.asarray(gamma.ravel() >= 0.5).reshape(col), hi - diff * rest,
+                    lo + diff * t)
+    res = jnp.where(jnp.isnan(last[..., -1]), last[..., -1], res)  # a NaN in the slice: NaN
+    res = res.reshape(qs.shape + res.shape[1:])
+    if keepdims:
+        kept = (1,) * a.ndim if axis is None else (*a.shape[:ax], 1, *a.shape[ax + 1:])
+        res = res.reshape(qs.shape + kept)
+    return res
+
+
+def _keyed(a: Any) -> bool:
+    """Whether ``a`` sorts by integer keys: real floats of 16, 32 or 64 bits."""
+    return a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8)
+
+
+def _key_sort(a: Any, axis: int, move: bool = True) -> Any:
+    """``a`` sorted along ``axis`` (NaN last), by a sort of integer keys; with ``move`` that axis
+    comes last in the result (XLA:CPU sorts the minor axis faster), else it stays in place."""
+    bits = jnp.dtype(f"int{a.dtype.itemsize * 8}")
+    flip = np.array(np.iinfo(bits).max, bits)
+    nan_key = np.array(np.array(np.nan, a.dtype).view(bits))
+    b = jax.lax.bitcast_convert_type(a, bits)
+    key = jnp.where(jnp.isnan(a), nan_key, jnp.where(b < 0, b ^ flip, b))
+    key = jnp.moveaxis(key, axis, -1)
+    key = jax.lax.sort(key, dimension=key.ndim - 1)
+    out = jax.lax.bitcast_convert_type(jnp.where(key < 0, key ^ flip, key), a.dtype)
+    return out if move else jnp.moveaxis(out, -1, axis)
+
+
+def _argkeyed(a: Any) -> bool:
+    """Whether np.argsort of ``a`` packs its keys with indices into 64-bit integers: real numbers
+    of up to 64 bits under 64-bit types, fewer than 2**31 along the axis."""
+    return (bool(jax.config.jax_enable_x64) and a.dtype.kind in "fiub"  # type: ignore[attr-defined]  # JAX adds each flag to Config at run time
+            and a.dtype.itemsize <= 8 and max(a.shape, default=0) < 2**31)
+
+
+def _order_key(a: Any) -> Any:
+    """int64 keys that order as ``a`` does with equal values equal: -0.0 and 0.0 one key, every
+    NaN the largest; those of values up to 32 bits within the signed 32-bit range."""
+    if a.dtype.kind == "u" and a.dtype.itemsize == 4:  # into the signed 32-bit range
+        return a.astype(jnp.int64) - np.int64(1 << 31)
+    if a.dtype.kind == "b" or (a.dtype.kind in "iu" and a.dtype.itemsize < 8):
+        return a.astype(jnp.int64)
+    if a.dtype.kind == "u":  # uint64: shift the range down by 2**63, keeping the order
+        return jax.lax.bitcast_convert_type(a ^ np.uint64(1 << 63), jnp.int64)
+    if a.dtype.kind == "i":
+        return a
+    bits = jnp.dtype(f"int{a.dtype.itemsize * 8}")
+    b = jax.lax.bitcast_convert_type(a, bits)
+    key = jnp.where(b < 0, b ^ np.array(np.iinfo(bits).max, bits), b)
+    nan_key = np.array(np.array(np.nan, a.dtype).view(bits))
+    key = jnp.where(jnp.isnan(a), nan_key, jnp.where(a == 0, np.array(0, bits), key))
+    return key.astype(jnp.int64)
+
+
+def _key_argsort(a: Any, axis: int) -> Any:
+    """Stable np.argsort along ``axis`` by sorts of single int64 operands (XLA:CPU's plain
+    integer comparison; a sort carrying the indices as a second operand takes the slow
+    comparator path): a key of up to 32 bits shifted above the index, one sort; a 64-bit key in
+    two passes, least significant 32 bits first (an LSD radix sort of two digits, each pass
+    stable because its index breaks ties)."""
+    key = jnp.moveaxis(_order_key(a), axis, -1)
+    index = jax.lax.broadcasted_iota(jnp.int64, key.shape, key.ndim - 1)
+    low = np.int64(0xFFFFFFFF)
+
+    def by(digit: Any) -> Any:  # the stable order of a signed 32-bit digit (held in int64)
+        return jax.lax.sort((digit << 32) | index, dimension=key.ndim - 1) & low
+
+    wide = a.dtype.itemsize == 8 and a.dtype.kind != "b"
+    if not wide:
+        perm = by(key)
+    else:
+        first = by((key & low) - np.int64(1 << 31))  # low digit, unsigned, moved to signed
+        high = jnp.take_along_axis(key >> 32, first, axis=-1)
+        perm = jnp.take_along_axis(first, by(high), axis=-1)
+    return jnp.moveaxis(perm, -1, axis)
+
+
+def _keep(value: Any, ndim: int, axis: int, keepdims: bool, flat: bool) -> Any:
+    """A reduction's result with the reduced axis (every axis when ``flat``) kept as length 1."""
+    if not keepdims:
+        return value
+    return value.reshape((1,) * ndim) if flat else jnp.expand_dims(value, axis)
 
 
 def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
@@ -60,8 +228,12 @@ def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
             [-1 if d == ax else 1 for d in range(a.ndim)])
         return jnp.put_along_axis(jnp.zeros_like(a), a, jnp.broadcast_to(ranks, a.shape),
                                   axis=ax, inplace=False)
-    out = jnp.argsort(a, axis=axis, kind=kind, order=order, stable=True if stable is None
-                      else stable)
+    if order is None and a.ndim and _argkeyed(a):
+        out = (_key_argsort(a.ravel(), 0) if axis is None
+               else _key_argsort(a, operator.index(axis) % a.ndim))
+    else:
+        out = jnp.argsort(a, axis=axis, kind=kind, order=order, stable=True if stable is None
+                          else stable)
     if axis is not None and a.ndim:
         # The result stays referenced, so its id cannot be reused within the trace.
         context.memo()[("permutation", id(out))] = (out, operator.index(axis) % a.ndim)
