@@ -6,7 +6,8 @@ kernels of benchmarks/numpy_kernels.py, as ratios measured side by side in one r
 Then each entry of the table (reactant_lab/stages/pattern_exclusions.json) is re-measured from its
 evidence: a 'wrong' entry must still give the wrong value with the pattern, a 'slow' entry must
 still be more than 2x slower with it. An entry that no longer holds is printed as STALE: drop it
-when enzyme-ad fixes the pattern.
+when enzyme-ad fixes the pattern. So is each addition (reactant_lab/stages/pattern_additions.json):
+the default list must still be faster than its faster_than with it than without it.
 
     .venv/bin/python benchmarks/pattern_exclusions.py [--min-time S] [--only NAME ...]
                                                        [--no-kernels] [--no-recheck] [--bisect]
@@ -199,21 +200,41 @@ def recheck(min_time: float) -> int:
             bar = float(entry.get("slower_than", 2.0))
             listed = patterns.pattern_list(no_nan=False, target=target)
             back = [p for p in patterns.reactant_patterns(no_nan=False) if p not in
-                    listed.missing and (p not in listed.excluded or p in group)]
-            vs = [Variant(n, rl.jit(fn, **kw), [], _fresh((tuple(args), {}), np.array))
-                  for n, kw in (("with", {"patterns": back}), ("without", {}))]
-            for v in vs:
-                v.call(*v.inputs(0)[0])
-            per = [warm_up(v, 3) for v in vs]
-            samples = round_robin(vs, plan_rounds(per, min_time, None))
-            w, wo = (timing.median(s) for s in samples)
+                    listed.missing and (p not in listed.excluded or p in group)] + list(
+                listed.added)
+            w, wo = _side_by_side(fn, args, {"patterns": back}, {}, min_time)
             holds = w > bar * wo
             print(f"{' + '.join(sorted(group))} (slow on {', '.join(entry['targets'])}): with "
                   f"{'them' if len(group) > 1 else 'it'} {w * 1e3:.2f} ms, without "
                   f"{wo * 1e3:.2f} ms ({w / wo:.2f}x): "
                   f"{'still slow' if holds else f'STALE: no longer {bar:g}x slower'}")
         stale += not holds
+    for entry in patterns.additions():  # the default list against it without the addition
+        if "*" not in entry["targets"] and target not in entry["targets"]:
+            print(f"{entry['pattern']} (added): not for target {target}, not re-measured")
+            continue
+        fn, args = _evidence_fn(entry)
+        w, wo = _side_by_side(fn, args, {}, {"exclude_patterns": entry["pattern"]}, min_time)
+        bar = float(entry["faster_than"])
+        holds = wo > bar * w
+        print(f"{entry['pattern']} (added on {', '.join(entry['targets'])}): with it "
+              f"{w * 1e3:.2f} ms, without {wo * 1e3:.2f} ms ({wo / w:.2f}x): "
+              f"{'still faster' if holds else f'STALE: no longer {bar:g}x faster'}")
+        stale += not holds
     return stale
+
+
+def _side_by_side(fn: Any, args: tuple, with_kw: dict[str, Any], without_kw: dict[str, Any],
+                  min_time: float) -> tuple[float, float]:
+    """Median seconds of rl.jit(fn, **with_kw) and rl.jit(fn, **without_kw), sampled in turn."""
+    vs = [Variant(n, rl.jit(fn, **kw), [], _fresh((tuple(args), {}), np.array))
+          for n, kw in (("with", with_kw), ("without", without_kw))]
+    for v in vs:
+        v.call(*v.inputs(0)[0])
+    per = [warm_up(v, 3) for v in vs]
+    samples = round_robin(vs, plan_rounds(per, min_time, None))
+    w, wo = (timing.median(s) for s in samples)
+    return w, wo
 
 
 def main() -> None:

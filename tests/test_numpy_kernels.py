@@ -15,7 +15,7 @@ import reactant_lab as rl
 from tests.numpy_kernels import KERNELS, Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from numpy_speed import CASES
+from numpy_speed import CASES, CAUSES, Case
 
 
 def assert_same(got, want, tol: float, what: str) -> None:
@@ -49,6 +49,10 @@ def test_every_benchmarked_kernel_is_in_the_suite():
     function, checked here against NumPy including its in-place effects)."""
     assert len(CASES) >= 40
     assert set(CASES) <= {k.name for k in KERNELS}
+    bad = [name for name, case in CASES.items()
+           if not (isinstance(case, Case) and callable(case.make) and callable(case.port))]
+    assert not bad, f"not a benchmark case (a port and its inputs): {bad}"
+    assert set(CAUSES) <= set(CASES), "a diagnosed cause names no benchmarked kernel"
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=[k.name for k in KERNELS])

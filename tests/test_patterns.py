@@ -3,6 +3,8 @@ the patterns it lacks named in the stage notes, and scatter updates that compile
 
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
 import pytest
@@ -53,7 +55,8 @@ def test_the_shipped_list_is_reactants():
 
 @needs_enzyme
 @pytest.mark.parametrize("no_nan", [False, True])
-def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_excluded(no_nan, rng):
+def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_excluded_plus_additions(
+        no_nan, rng):
     st = rl.trace(lambda x: jax.numpy.sin(x) * 2, rng.random(4)).stages("all", no_nan=no_nan)
     wanted = patterns.reactant_patterns(no_nan=no_nan)
     listed = patterns.pattern_list(no_nan=no_nan)
@@ -65,8 +68,10 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
     assert excluded <= set(wanted)
     runs = td_patterns(st.pipeline)
     assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
+    assert listed.added == ("factor_scalars_in_dot_general",)
     for run in runs:
-        assert run == [p for p in wanted if p not in missing and p not in excluded]
+        assert run == [p for p in wanted if p not in missing and p not in excluded] + list(
+            listed.added)
     head = f"{len(missing)} of Reactant's {len(wanted)} enzyme-hlo patterns"
     for name in ("optimize+sroa", "optimize", "optimize (after AD)"):
         note = st[name].unavailable
@@ -76,10 +81,40 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
                                "slice_of_dynamic_update<1>, slice_elementwise<1>, slice_pad<1>, "
                                "slice_reshape_elementwise<1>, reduce_pad<1>, "
                                "scatter_update_computation_const_prop (the evidence")
-        assert head in note
+        assert head in note and ("added after Reactant's list, from its later lists, as "
+                                 "measured faster here: factor_scalars_in_dot_general") in note
         assert set(note.split("left out: ", 1)[1].split(", ")) == missing
     assert st["batch"].unavailable is None
     assert st.table().count(head) == 1  # shared note
+
+
+def test_every_addition_is_new_to_reactants_list_and_has_its_evidence():
+    listed = set(patterns.reactant_patterns(no_nan=False))
+    for entry in patterns.additions():
+        assert entry["pattern"] not in listed and entry["targets"] and entry["why"]
+        assert entry["faster_than"] > 1 and entry["evidence"]["benchmark"].startswith(
+            "numpy_speed:")
+
+
+@needs_enzyme
+def test_an_addition_runs_by_default_and_exact_or_exclude_patterns_leave_it_out(rng):
+    """gesummv's scaled matrices: with factor_scalars_in_dot_general the scalars move onto the
+    matvecs' results (no 2000x2000 multiply left); exact=True and exclude_patterns keep NumPy's
+    order; every variant equals NumPy's result."""
+    def gesummv(alpha, beta, A, B, x):
+        return alpha * A @ x + beta * B @ x
+
+    args = (1.5, 1.2, rng.standard_normal((60, 60)), rng.standard_normal((60, 60)),
+            rng.standard_normal(60))
+    want = gesummv(*args)
+    big_multiply = re.compile(r"stablehlo\.multiply .*tensor<60x60xf64>")
+    for kw, scaled in (({}, False), ({"exact": True}, True),
+                       ({"exclude_patterns": "factor_scalars_in_dot_general"}, True)):
+        jf = rl.jit(gesummv, **kw)
+        np.testing.assert_allclose(jf(*args), want, rtol=1e-12)
+        assert bool(big_multiply.search(jf.last.compiled.as_text())) == scaled, kw
+    exact = rl.explore(gesummv, *args, exact=True).stages["optimize"].unavailable or ""
+    assert "factor_scalars_in_dot_general" not in exact
 
 
 def test_every_exclusion_names_a_reactant_pattern_and_its_evidence():

@@ -2,8 +2,10 @@
 enzyme-ad: the ``${patterns}`` of the optimize stages and the note naming what was left out.
 
 Patterns measured to give wrong results, or to be much slower on a target, are left out (the
-table with its evidence is data: ``pattern_exclusions.json``). A ``PatternChoice`` changes that
-per call: ``exact=True`` runs Reactant's list untouched, ``exclude`` leaves more patterns out,
+table with its evidence is data: ``pattern_exclusions.json``); patterns of Reactant's later lists
+measured to make kernels faster here run after Reactant's list (``pattern_additions.json``). A
+``PatternChoice`` changes that per call: ``exact=True`` runs Reactant's list untouched (no
+exclusions, no additions), ``exclude`` leaves more patterns out,
 ``replace`` runs a list of the user's own. ``REACTANT_LAB_PATTERNS=reactant-exact`` makes exact the
 process default; ``REACTANT_LAB_PATTERNS=enzyme-ad`` uses the installed enzyme-ad's own (longer)
 default list instead, as reactant_lab did before.
@@ -26,6 +28,7 @@ from reactant_lab.errors import PipelineError
 
 _DATA = Path(__file__).with_name("reactant_patterns.txt")
 _EXCLUSIONS = Path(__file__).with_name("pattern_exclusions.json")
+_ADDITIONS = Path(__file__).with_name("pattern_additions.json")
 _NO_NAN = ("no_nan", "no_nan_self_sub_simplify", "no_nan_add_sub_simplify(1)")
 _WITH_NAN = ("no_nan_add_sub_simplify(0)",)
 
@@ -111,6 +114,8 @@ class PatternList:
     """Reactant's patterns left out because the exclusion table says so (see ``exclusions``)."""
     user_excluded: tuple[str, ...] = ()
     """Patterns left out because the call asked (``exclude_patterns=``)."""
+    added: tuple[str, ...] = ()
+    """Patterns run after Reactant's list because the addition table says so (``additions``)."""
 
     @property
     def text(self) -> str:
@@ -133,6 +138,10 @@ class PatternList:
                          f"{named} "
                          "(the evidence is in reactant_lab/stages/pattern_exclusions.json; "
                          "exact=True runs them)")
+        if self.added:
+            notes.append(f"added after Reactant's list, from its later lists, as measured faster "
+                         f"here: {', '.join(self.added)} (the evidence is in "
+                         "reactant_lab/stages/pattern_additions.json; exact=True leaves them out)")
         if self.missing:
             notes.append(f"{len(self.missing)} of Reactant's {self.wanted} enzyme-hlo patterns "
                          f"are not in the installed enzyme-ad ({backend.versions()['enzyme-ad']}) "
@@ -151,6 +160,18 @@ def reactant_patterns(*, no_nan: bool) -> tuple[str, ...]:
 def exclusions() -> tuple[dict[str, Any], ...]:
     """The exclusion table: pattern, targets ('*' for all), kind, why, evidence."""
     return tuple(json.loads(_EXCLUSIONS.read_text(encoding="utf-8"))["exclusions"])
+
+
+@functools.cache
+def additions() -> tuple[dict[str, Any], ...]:
+    """The addition table: pattern, targets ('*' for all), faster_than, why, evidence."""
+    return tuple(json.loads(_ADDITIONS.read_text(encoding="utf-8"))["additions"])
+
+
+def added_for(target: str) -> tuple[str, ...]:
+    """The patterns the addition table runs after Reactant's list on ``target``, in order."""
+    return tuple(e["pattern"] for e in additions()
+                 if "*" in e["targets"] or target in e["targets"])
 
 
 def excluded_for(target: str) -> frozenset[str]:
@@ -181,21 +202,26 @@ def pattern_list(*, no_nan: bool, target: str = "cpu",
                                 "benefit, e.g. 'add_simplify<16>').")
         missing: set[str] = set()
         left_out: frozenset[str] = frozenset()
+        extra: tuple[str, ...] = ()
         source = "enzyme-ad" if env == "enzyme-ad" else "user"
     else:
         wanted = reactant_patterns(no_nan=no_nan)
         exact = choice.exact or env == "reactant-exact"
         left_out = frozenset() if exact else excluded_for(target)
-        missing = set(unparsable_patterns(wanted)) if backend.enzyme_available() else set()
+        extra = () if exact else tuple(p for p in added_for(target) if p not in wanted)
+        missing = (set(unparsable_patterns(wanted + extra)) if backend.enzyme_available()
+                   else set())
         source = "reactant-exact" if exact else "reactant"
-    asked, unknown = _match(wanted, choice.exclude)
+    asked, unknown = _match(wanted + extra, choice.exclude)
     if unknown:
-        raise PipelineError(_unknown_exclusions(unknown, wanted))
+        raise PipelineError(_unknown_exclusions(unknown, wanted + extra))
     return PatternList(
-        tuple(p for p in wanted if p not in missing and p not in left_out and p not in asked),
+        tuple(p for p in wanted + extra
+              if p not in missing and p not in left_out and p not in asked),
         tuple(dict.fromkeys(p for p in wanted if p in missing)), len(wanted), source,
         tuple(p for p in wanted if p in left_out and p not in asked),
-        tuple(p for p in wanted if p in asked))
+        tuple(p for p in wanted + extra if p in asked),
+        tuple(p for p in extra if p not in missing and p not in asked))
 
 
 def _unknown_exclusions(unknown: list[str], wanted: tuple[str, ...]) -> str:
