@@ -5,14 +5,15 @@ slice several times slower than NumPy's partition:
   steps: a few dozen elementwise ops that fuse into one pass (a 3x3 median filter's median of 9
   stacked windows: 24 exchanges);
 - np.argsort of an unchanged np.argsort result along the same axis (ranks: ``argsort(argsort(x))``)
-  is the inverse permutation, one scatter instead of a second sort.
-
+  is the inverse permutation, one scatter instead of a second sort;
 - np.sort, np.percentile, np.quantile and np.median of real floats along a long axis through a
   sort of integer keys: XLA:CPU sorts one integer operand with its plain comparison, several times
   faster than with the total-order float comparator jax.numpy's sort builds (1M float64 values in
   2000-row slices: 35 ms against 175 ms; NumPy's sort 31 ms). A float's bits, with the negative
   ones' magnitude bits flipped, order as integers the way the floats do; every NaN is given the
-  positive quiet NaN's key, so NaN sorts last as in NumPy.
+  positive quiet NaN's key, so NaN sorts last as in NumPy;
+- np.argsort of real numbers through sorts of single int64 operands, each key shifted above its
+  index (a sort carrying the indices as a second operand takes the comparator path too).
 
 The network is Batcher's odd-even merge sort for the next power of two, cut to the axis length
 (the missing values would be +inf at the end: their exchanges change nothing) and pruned to the
@@ -160,9 +161,9 @@ def _key_sort(a: Any, axis: int, move: bool = True) -> Any:
 
 def _argkeyed(a: Any) -> bool:
     """Whether np.argsort of ``a`` packs its keys with indices into 64-bit integers: real numbers
-    of up to 64 bits under 64-bit types, fewer than 2**31 along the axis."""
+    of up to 64 bits under 64-bit types, fewer than 2**31 of them (indices fit 32 bits)."""
     return (bool(jax.config.jax_enable_x64) and a.dtype.kind in "fiub"  # type: ignore[attr-defined]  # JAX adds each flag to Config at run time
-            and a.dtype.itemsize <= 8 and max(a.shape, default=0) < 2**31)
+            and a.dtype.itemsize <= 8 and a.size < 2**31)
 
 
 def _order_key(a: Any) -> Any:
