@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import math
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -89,11 +91,17 @@ def take_sample(variant: Variant) -> float:
     n = variant.calls_per_sample
     prepared = [variant.inputs(i) for i in range(n)]
     results = []
-    start = time.perf_counter()
-    for args, kwargs in prepared:
-        results.append(variant.call(*args, **kwargs))
-    jax.block_until_ready(results)  # every call, not just the last: the device may overlap them
-    return (time.perf_counter() - start) / n
+    collecting = gc.isenabled()
+    gc.disable()  # as timeit does: no collection of another variant's garbage inside this sample
+    try:
+        start = time.perf_counter()
+        for args, kwargs in prepared:
+            results.append(variant.call(*args, **kwargs))
+        jax.block_until_ready(results)  # every call, not just the last: the device may overlap
+        return (time.perf_counter() - start) / n
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def plan_rounds(sample_seconds: Sequence[float], min_time: float,
@@ -108,11 +116,18 @@ def plan_rounds(sample_seconds: Sequence[float], min_time: float,
 
 def round_robin(variants: Sequence[Variant], rounds: int,
                 progress: Callable[[int], None] | None = None) -> list[list[float]]:
-    """Samples of each variant, interleaved so that drift of the machine hits all alike."""
+    """Samples of each variant, interleaved so that drift of the machine hits all alike; each
+    round in its own order (shuffled, seeded: the same from run to run), so that no variant
+    mostly follows the same one. What runs just before a sample shows in it: after NumPy's
+    eager loops a compiled call measures up to 1.5x its time after another compiled call, and a
+    fixed order gave that to the variant listed after NumPy alone."""
     samples: list[list[float]] = [[] for _ in variants]
+    order = list(range(len(variants)))
+    shuffle = random.Random(0).shuffle
     for _ in range(rounds):
-        for i, variant in enumerate(variants):
-            samples[i].append(take_sample(variant))
+        shuffle(order)
+        for i in order:
+            samples[i].append(take_sample(variants[i]))
             if progress is not None:
                 progress(1)
     return samples
