@@ -735,6 +735,8 @@ CAUSES: dict[str, str] = {
     "gemm": "one f64 500^3 dot: XLA:CPU's dot (the jax.jit port's too, 0.8x) is slower than "
             "OpenBLAS's dgemm on NumPy's 2 threads when the machine is quiet (on a loaded one "
             "NumPy's threads lose, and rl.jit leads 2x)",
+    "k2mm": "two f64 400^3 dots, as gemm: XLA:CPU's dots against OpenBLAS's threaded dgemm "
+            "(0.97-1.35x from run to run; the jax.jit port lands at the same ratio)",
     "k3mm": "three f64 400^3 dots, as gemm: XLA:CPU's dots against OpenBLAS's threaded dgemm",
     "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate and "
                    "XLA:CPU's dots are no faster than OpenBLAS's dgemm on NumPy's 2 threads (the "

@@ -42,7 +42,7 @@ def module_text(source: object) -> str:
 
 
 _OPEN, _CLOSE = b"{[(<", b"}])>"
-_STEP = np.zeros(256, np.int32)
+_STEP = np.zeros(256, np.int8)
 _STEP[list(_OPEN)], _STEP[list(_CLOSE)] = 1, -1
 
 
@@ -56,14 +56,15 @@ def deepest_nesting(text: str, limit: int) -> tuple[int, int] | None:
     if sum(text.count(c) for c in "{[(<") <= limit:
         return None
     codes = np.frombuffer(text.encode("ascii", "replace"), np.uint8)
-    step = _STEP[codes]
-    step[1:][(codes[1:] == ord(">")) & (codes[:-1] == ord("-"))] = 0
+    where = np.flatnonzero(_STEP[codes])  # the brackets alone: a module is mostly other text
+    step = _STEP[codes[where]].astype(np.int32)
+    step[(codes[where] == ord(">")) & (where > 0) & (codes[where - 1] == ord("-"))] = 0
     total = np.cumsum(step)
     depth = total - np.minimum.accumulate(np.minimum(total, 0))  # a running sum floored at 0
-    at = int(depth.argmax())
-    if depth[at] <= limit:
+    deepest = int(depth.argmax())
+    if depth[deepest] <= limit:
         return None
-    return int(depth[at]), text.count("\n", 0, at) + 1
+    return int(depth[deepest]), text.count("\n", 0, int(where[deepest])) + 1
 
 
 # An op line as analysis.ops counts them (the layering keeps backend from importing it).

@@ -373,3 +373,27 @@ def test_a_bad_pass_time_limit_is_refused_saying_what_to_set(monkeypatch, value)
     monkeypatch.setenv(backend.PASS_TIME_LIMIT_VAR, value)
     with pytest.raises(rl.PipelineError, match=r"REACTANT_LAB_PASS_TIMEOUT=.*seconds"):
         rl.run_pipeline(SMALL, "canonicalize")
+
+
+def test_nesting_depth_and_line_agree_with_a_plain_scan(rng):
+    """Random bracket soup (arrows, stray closers, text between): the depth and line of the
+    deepest point are the ones a character-by-character scan finds."""
+    def plain(text: str, limit: int) -> tuple[int, int] | None:
+        depth = best = 0
+        line = best_line = 1
+        for i, ch in enumerate(text):
+            if ch in "{[(<":
+                depth += 1
+            elif ch in "}])>" and not (ch == ">" and i and text[i - 1] == "-"):
+                depth = max(depth - 1, 0)
+            elif ch == "\n":
+                line += 1
+            if depth > best:
+                best, best_line = depth, line
+        return (best, best_line) if best > limit else None
+
+    alphabet = [*"{[(<}])>-\nab ", "->"]
+    for _ in range(200):
+        text = "".join(rng.choice(alphabet, size=int(rng.integers(1, 400))))
+        for limit in (0, 3, 20):
+            assert backend._deepest_nesting(text, limit) == plain(text, limit), text
