@@ -118,9 +118,9 @@ def round_robin(variants: Sequence[Variant], rounds: int,
                 progress: Callable[[int], None] | None = None) -> list[list[float]]:
     """Samples of each variant, interleaved so that drift of the machine hits all alike; each
     round in its own order (shuffled, seeded: the same from run to run), so that no variant
-    mostly follows the same one. What runs just before a sample shows in it: after NumPy's
-    eager loops a compiled call measures up to 1.5x its time after another compiled call, and a
-    fixed order gave that to the variant listed after NumPy alone."""
+    mostly follows the same one. What runs just before a sample shows in it: right after
+    NumPy's eager loops a compiled call measured up to twice its time after another compiled
+    call here, and a fixed order gave that to the variant listed after NumPy alone."""
     samples: list[list[float]] = [[] for _ in variants]
     order = list(range(len(variants)))
     shuffle = random.Random(0).shuffle
