@@ -48,6 +48,7 @@ from reactant_lab._backend_jax import (
 from reactant_lab._backend_text import (
     MAX_NESTING,
     compile_message,
+    hex_bool_constants,
     module_size,
     module_text,
     parse_error_message,
@@ -270,8 +271,10 @@ def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True,
     if out.status != "ok":
         raise _failure(out, mode, text, pipeline)
     # enzyme-ad renames @main to a private @main_<n>; make it the public entry point again or
-    # the next stage's inliner / symbol-dce deletes it.
-    return restore_main(out.text, out.entry)
+    # the next stage's inliner / symbol-dce deletes it. Its MLIR prints boolean constants as
+    # lists: back to hex, as jaxlib writes them.
+    restored = restore_main(out.text, out.entry)
+    return hex_bool_constants(restored) if mode == "enzyme" else restored
 
 
 def _failure(out: _pass_worker.Outcome, mode: str, text: str, pipeline: str) -> Exception:
