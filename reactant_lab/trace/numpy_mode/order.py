@@ -45,12 +45,10 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
     a = jnp.asarray(a)
     n = _axis_length(a, axis)
     if out is None and _keyed(a) and (int(a.size) if axis is None else n or 0) > NETWORK_MAX:
-        ax = 0 if axis is None else operator.index(axis) % a.ndim
-        last = _key_sort(a.ravel() if axis is None else a, ax)
+        last, ax = _sorted_last(a, axis)
         # NumPy: the mean of the middle one or two of the partitioned slice, NaN if it holds one
         count = last.shape[-1]
-        lo, hi = last[..., (count - 1) // 2], last[..., count // 2]
-        mid = jnp.where(jnp.isnan(last[..., -1]), last[..., -1], (lo + hi) / 2)
+        mid = _nan_if_any(last, (last[..., (count - 1) // 2] + last[..., count // 2]) / 2)
         return _keep(mid, a.ndim, ax, keepdims, axis is None)
     if out is not None or n is None or not 0 < n <= NETWORK_MAX or a.dtype.kind not in "fiub":
         return jnp.median(a, axis=axis, out=out, overwrite_input=overwrite_input,
@@ -115,8 +113,7 @@ def _quantile(a: Any, q: Any, scale: float, axis: Any, out: Any, overwrite_input
     if np.any((qf < 0) | (qf > 1)) or np.any(np.isnan(qf)):
         raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100.0 else
                          "Quantiles must be in the range [0, 1]")
-    ax = 0 if axis is None else operator.index(axis) % a.ndim
-    last = _key_sort(a.ravel() if axis is None else a, ax)
+    last, ax = _sorted_last(a, axis)
     # NumPy's linear method: virtual index (n - 1) q, its floor and the next one, clamped;
     # above the last index both are the last and gamma is taken from index -1, as NumPy does.
     virtual = (n - 1) * qf
@@ -132,7 +129,7 @@ def _quantile(a: Any, q: Any, scale: float, axis: Any, out: Any, overwrite_input
     diff = hi - lo
     res = jnp.where(jnp.asarray(gamma.ravel() >= 0.5).reshape(col), hi - diff * rest,
                     lo + diff * t)
-    res = jnp.where(jnp.isnan(last[..., -1]), last[..., -1], res)  # a NaN in the slice: NaN
+    res = _nan_if_any(last, res)
     res = res.reshape(qs.shape + res.shape[1:])
     if keepdims:
         kept = (1,) * a.ndim if axis is None else (*a.shape[:ax], 1, *a.shape[ax + 1:])
@@ -145,18 +142,43 @@ def _keyed(a: Any) -> bool:
     return a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8)
 
 
+def _float_key(a: Any, zeros_equal: bool = False) -> Any:
+    """Integer keys of real floats, of their width, that order as the floats do: a float's bits
+    with the negative ones' magnitude bits flipped (``_flip`` undoes it); every NaN the largest
+    key, the positive quiet NaN's; with ``zeros_equal`` -0.0 and 0.0 one key."""
+    bits = jnp.dtype(f"int{a.dtype.itemsize * 8}")
+    b = jax.lax.bitcast_convert_type(a, bits)
+    key = _flip(b)
+    if zeros_equal:
+        key = jnp.where(a == 0, np.array(0, bits), key)
+    return jnp.where(jnp.isnan(a), np.array(np.array(np.nan, a.dtype).view(bits)), key)
+
+
+def _flip(b: Any) -> Any:
+    """Signed integers with the negative ones' magnitude bits flipped (its own inverse)."""
+    return jnp.where(b < 0, b ^ np.array(np.iinfo(b.dtype).max, b.dtype), b)
+
+
 def _key_sort(a: Any, axis: int, move: bool = True) -> Any:
     """``a`` sorted along ``axis`` (NaN last), by a sort of integer keys; with ``move`` that axis
     comes last in the result (XLA:CPU sorts the minor axis faster), else it stays in place."""
-    bits = jnp.dtype(f"int{a.dtype.itemsize * 8}")
-    flip = np.array(np.iinfo(bits).max, bits)
-    nan_key = np.array(np.array(np.nan, a.dtype).view(bits))
-    b = jax.lax.bitcast_convert_type(a, bits)
-    key = jnp.where(jnp.isnan(a), nan_key, jnp.where(b < 0, b ^ flip, b))
-    key = jnp.moveaxis(key, axis, -1)
+    key = jnp.moveaxis(_float_key(a), axis, -1)
     key = jax.lax.sort(key, dimension=key.ndim - 1)
-    out = jax.lax.bitcast_convert_type(jnp.where(key < 0, key ^ flip, key), a.dtype)
+    out = jax.lax.bitcast_convert_type(_flip(key), a.dtype)
     return out if move else jnp.moveaxis(out, -1, axis)
+
+
+def _sorted_last(a: Any, axis: Any) -> tuple[Any, int]:
+    """``a`` sorted by ``_key_sort`` along ``axis`` (all of it, flattened, when None) with that
+    axis last, and the axis's index."""
+    ax = 0 if axis is None else operator.index(axis) % a.ndim
+    return _key_sort(a.ravel() if axis is None else a, ax), ax
+
+
+def _nan_if_any(last: Any, value: Any) -> Any:
+    """``value`` per slice of ``last`` (sorted, NaN last), NaN where the slice holds one, as
+    NumPy's median and quantiles give."""
+    return jnp.where(jnp.isnan(last[..., -1]), last[..., -1], value)
 
 
 def _argkeyed(a: Any) -> bool:
@@ -177,12 +199,7 @@ def _order_key(a: Any) -> Any:
         return jax.lax.bitcast_convert_type(a ^ np.uint64(1 << 63), jnp.int64)
     if a.dtype.kind == "i":
         return a
-    bits = jnp.dtype(f"int{a.dtype.itemsize * 8}")
-    b = jax.lax.bitcast_convert_type(a, bits)
-    key = jnp.where(b < 0, b ^ np.array(np.iinfo(bits).max, bits), b)
-    nan_key = np.array(np.array(np.nan, a.dtype).view(bits))
-    key = jnp.where(jnp.isnan(a), nan_key, jnp.where(a == 0, np.array(0, bits), key))
-    return key.astype(jnp.int64)
+    return _float_key(a, zeros_equal=True).astype(jnp.int64)
 
 
 def _key_argsort(a: Any, axis: int) -> Any:
