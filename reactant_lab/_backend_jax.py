@@ -44,6 +44,13 @@ Structure = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 _UNCHANGED = contextlib.nullcontext()
 
 
+def x64_on() -> contextlib.AbstractContextManager[Any]:
+    """64-bit types on for the ``with`` block (already on, it changes nothing): a compiled
+    64-bit call's per-call path, spared ``x64_scope``'s look at the global flag."""
+    scope: contextlib.AbstractContextManager[Any] = jax.enable_x64(True)
+    return scope
+
+
 def x64_scope(enabled: bool) -> contextlib.AbstractContextManager[Any]:
     """Trace / run with 64-bit types on when ``enabled`` (leaves the global flag alone otherwise).
     A plain function, not a generator: it wraps every compiled call."""
@@ -115,6 +122,9 @@ class Executable:
         """True when ``fast_call`` takes the user's own ``(*args, **kwargs)`` pytree."""
         self.note: str | None = None
         """How XLA was worked around to compile it (after a crash in the compile worker)."""
+        self._dispatch: Callable[..., Any] | None = None
+        """JAX's C++ call of ``jax_compiled``, once made (its first call makes it): called
+        directly, it spares a NumPy kernel's per-call path the Python wrapper around it."""
 
     @property
     def fast_call(self) -> Callable[..., Any] | None:
@@ -125,7 +135,11 @@ class Executable:
         """Run on linear argument values; return the module's results as JAX arrays."""
         try:
             if self._compiled is not None:
-                return list(self._compiled(*values))
+                if self._dispatch is None:  # JAX's Compiled makes its C++ call on the first
+                    out = self._compiled(*values)
+                    self._dispatch = getattr(self._compiled, "_call", None)
+                    return list(out)
+                return list(self._dispatch(*values))
             bufs = [jax.device_put(v, self.device) for v in values]
             results = self._raw.execute_sharded(bufs)
             return [a[0] for a in results.disassemble_into_single_device_arrays()]

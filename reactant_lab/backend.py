@@ -43,6 +43,7 @@ from reactant_lab._backend_jax import (
     abstract_value,
     compile_module,
     lower,
+    x64_on,
     x64_scope,
 )
 from reactant_lab._backend_text import (
@@ -113,6 +114,7 @@ __all__ = [
     "upstream_pass_available",
     "versions",
     "worker_pid",
+    "x64_on",
     "x64_scope",
 ]
 

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 import jax
+import numpy as np
 
 from reactant_lab import backend
 from reactant_lab.analysis.provenance import LineOps, function_code, main_file, op_source_sets
@@ -362,12 +363,23 @@ class JitFunction:
         self._cache = SignatureCache[Exploration](lambda e: e.traced_call)
         self._kinds: tuple[Any, ...] = ()
         """The types of the last call's leaves (see ``__call__``)."""
+        self._arrays: tuple[type, ...] | None = None
+        """``(np.ndarray,) * n`` when the last call was n positional NumPy arrays and its
+        executable takes such calls on a lean path (``call_arrays``, kept as ``_lean``), else
+        None."""
+        self._lean: Callable[[tuple[Any, ...]], Any] = lambda args: self(*args)
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and tuple(map(type, args)) == self._arrays:
+            # A NumPy kernel called again on NumPy arrays, as last time: the lean path.
+            try:
+                return self._lean(args)
+            except SignatureMismatchError:
+                pass
+        last = self.last
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         kinds = tuple(map(type, leaves))
-        last = self.last
         if last is not None and last.compiled is not None and kinds == self._kinds:
             # The common case, a call like the last one: with the same kinds of values (NumPy
             # arrays, JAX arrays, Python numbers), the compiled function's own checks
@@ -384,8 +396,12 @@ class JitFunction:
             entry = build(self.fn, args, kwargs, self.options)
             self._cache.add(flat, entry)
         self.last, self._kinds = entry, kinds
-        assert entry.compiled is not None  # built from a trace
-        return entry.compiled(*args, **kwargs)
+        compiled = entry.compiled
+        assert compiled is not None  # built from a trace
+        self._arrays = kinds if (compiled.array_args == len(args) and not kwargs
+                                 and kinds == (np.ndarray,) * len(args)) else None
+        self._lean = compiled.call_arrays
+        return compiled(*args, **kwargs)
 
     @property
     def cache_size(self) -> int:

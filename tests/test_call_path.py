@@ -50,3 +50,84 @@ def test_a_compiled_kernel_refuses_an_overwritten_array_of_another_dtype(rng):
                                                         r"called with int64\[8\]"):
         compiled(x, y)
     np.testing.assert_array_equal(y, np.zeros(8, np.int64))
+
+
+def axpy(a, x, y):
+    y += a * x
+    return y.max()
+
+
+def test_later_calls_on_fresh_arrays_give_numpys_results(rng):
+    """Every later call of a jit kernel on NumPy arrays takes the per-call path (no flattening,
+    the checks inlined): results and in-place effects stay NumPy's, on fresh inputs each time,
+    whether the arrays own their memory or are views of another array."""
+    jitted = rl.jit(axpy)
+    for k in range(4):
+        a, x = rng.random(6), rng.random(6)
+        if k % 2:  # views that share no element, of one array
+            m = rng.random((2, 6))
+            x, y = m[0], m[1]
+        else:
+            y = rng.random(6)
+        want_y = y.copy()
+        want = axpy(a, x, want_y)
+        got = jitted(a, x, y)
+        np.testing.assert_allclose(y, want_y, rtol=1e-12)
+        assert type(got) is np.float64 and got == pytest.approx(want)
+    assert jitted.cache_size == 1
+
+
+def test_the_same_array_twice_on_a_later_call_is_refused(rng):
+    """Two arrays that each own their memory are apart unless they are the same array."""
+    jitted = rl.jit(axpy)
+    jitted(rng.random(6), rng.random(6), rng.random(6))
+    y = rng.random(6)
+    before = y.copy()
+    with pytest.raises(rl.UnsupportedArgumentError, match=r"args\[2\] is updated in place and "
+                                                          r"shares memory with args\[1\]"):
+        jitted(rng.random(6), y, y)
+    np.testing.assert_array_equal(y, before)
+
+
+def test_a_later_call_with_a_read_only_updated_array_is_refused(rng):
+    jitted = rl.jit(axpy)
+    jitted(rng.random(6), rng.random(6), rng.random(6))
+    y = rng.random(6)
+    y.flags.writeable = False
+    with pytest.raises(rl.UnsupportedArgumentError, match=r"args\[2\] must be a writable NumPy"):
+        jitted(rng.random(6), rng.random(6), y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_a_later_call_with_another_dtype_or_shape_traces_again(dtype, rng):
+    jitted = rl.jit(axpy)
+    jitted(rng.random(6), rng.random(6), rng.random(6))
+    a, x, y = ((rng.random(9) * 10).astype(dtype) for _ in range(3))
+    want_y = y.copy()
+    want = axpy(a, x, want_y)
+    got = jitted(a, x, y)
+    assert jitted.cache_size == 2
+    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    assert got == pytest.approx(want, rel=1e-6)
+    a, x, y = rng.random(6), rng.random(6), rng.random(6)  # back to the first signature
+    want_y = y.copy()
+    want = axpy(a, x, want_y)
+    assert jitted(a, x, y) == pytest.approx(want)
+    np.testing.assert_allclose(y, want_y, rtol=1e-12)
+    assert jitted.cache_size == 2
+
+
+def test_a_later_call_in_another_memory_layout_traces_again(rng):
+    """A kernel whose views depend on the layout (a ravel) is traced per layout."""
+    def flat_update(m, out):
+        out[:] = m.ravel()[: out.size] * 2.0
+
+    jitted = rl.jit(flat_update)
+    m = rng.random((3, 4))
+    jitted(m, np.zeros(5))
+    for arr in (np.asfortranarray(rng.random((3, 4))), rng.random((3, 4))):
+        out, want = np.zeros(5), np.zeros(5)
+        flat_update(arr, want)
+        jitted(arr, out)
+        np.testing.assert_array_equal(out, want)
+    assert jitted.cache_size == 2
