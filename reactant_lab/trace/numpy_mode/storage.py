@@ -262,6 +262,10 @@ class Index:
         return indexed_shape(shape, self.idx), dtype
 
     def get(self, x: Any) -> Any:
+        if not self.static:
+            block = get_block(x, self.idx)
+            if block is not None:
+                return block
         # With ``...`` an integer per axis still makes a view of a NumPy array (a 0-d one), not
         # a scalar: replaying the op on the caller's array gives what NumPy gave.
         return x[self.idx if any(i is Ellipsis for i in self.idx) else (*self.idx, Ellipsis)]
@@ -411,21 +415,76 @@ def read_element(root: Root, key: tuple[Any, ...]) -> Any:
     else the element of the value before that write (see ``write_window``)."""
     last = _last_write(root)
     if last is None:
-        return root.value[key]
+        return _element(root.value, key)
     _, before, idx, new = last
     if same_key(idx, key):
         return new
     if len(idx) != len(key) or not all(is_traced(i) or isinstance(i, int | np.integer) for i in idx):
-        return root.value[key]
-    hits = [_wrapped(a, n) == _wrapped(b, n) for a, b, n in zip(idx, key, root.shape, strict=True)]
+        return _element(root.value, key)
+    hits = [_same_index(a, b, n) for a, b, n in zip(idx, key, root.shape, strict=True)]
     if any(h is False for h in hits):
-        return before[key]
-    return jnp.where(jnp.all(jnp.array(hits)), new, before[key])
+        return _element(before, key)
+    traced = [h for h in hits if h is not True]
+    if not traced:  # the same element, counted from the other end
+        return new
+    hit = traced[0]
+    for h in traced[1:]:
+        hit = lax.bitwise_and(hit, h)
+    old = _element(before, key)
+    return lax.select(hit, lax.convert_element_type(new, old.dtype), old) if (
+        jnp.shape(new) == ()) else jnp.where(hit, new, old)
 
 
-def _wrapped(i: Any, n: int) -> Any:
-    """Index ``i`` of an axis of length ``n``, negative ones counted from the end."""
-    return jnp.where(i < 0, i + n, i) if is_traced(i) else int(i) % n
+def _element(x: Any, key: tuple[Any, ...]) -> Any:
+    """``x[key]`` (an integer per axis), by ``get_block`` where an index is traced."""
+    if any(is_traced(i) for i in key):
+        block = get_block(x, key)
+        if block is not None:
+            return block
+    return x[key]
+
+
+def _same_index(a: Any, b: Any, n: int) -> Any:
+    """Whether indices ``a`` and ``b`` of an axis of length ``n`` name the same element: a
+    bool when both are static, else a traced one."""
+    if not is_traced(a) and not is_traced(b):
+        return int(a) % n == int(b) % n
+    wa, wb = (wrap_index(i, n) if is_traced(i) else int(i) % n for i in (a, b))
+    if not is_traced(wa):
+        wa, wb = wb, wa
+    return lax.eq(wa, lax.convert_element_type(wb, wa.dtype))
+
+
+def wrap_index(index: Any, dim: int) -> Any:
+    """A traced integer index of an axis of length ``dim``, a negative one counted from the end
+    (NumPy's rule). In lax's primitives: jax.numpy's comparison, addition and ``where`` are
+    each a jitted function, a costly call while tracing, and a rolled loop's body makes many."""
+    zero, size = np.zeros((), index.dtype), np.asarray(dim, index.dtype)
+    return lax.select(lax.lt(index, zero), lax.add(index, size), index)
+
+
+def get_block(x: Any, idx: tuple[Any, ...]) -> Any | None:
+    """``x[idx]`` for basic indices with a traced integer among them, as one dynamic_slice of
+    the block (an integer index's axis dropped), in lax's primitives (see ``wrap_index``);
+    None when ``idx`` is not such an index (a step, ``None``): jax.numpy's indexing then."""
+    shape = tuple(jnp.shape(x))
+    block = _block(idx, shape)
+    if block is None:
+        return None
+    starts, sizes, dropped = block
+    out = lax.dynamic_slice(x, _one_index_type(starts), sizes, allow_negative_indices=False)
+    return lax.reshape(out, tuple(n for k, n in enumerate(sizes) if k not in dropped)) if (
+        dropped) else out
+
+
+def _one_index_type(starts: list[Any]) -> list[Any]:
+    """The start indices of a dynamic slice in one integer type (XLA's rule): the widest of
+    the traced ones."""
+    traced = [i for i in starts if is_traced(i)]
+    kind = np.dtype(np.int64) if any(i.dtype == np.int64 for i in traced) else (
+        np.dtype(traced[0].dtype) if traced else np.dtype(np.int32))
+    return [lax.convert_element_type(i, kind) if is_traced(i) else np.asarray(i, kind)
+            for i in starts]
 
 
 def same_key(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -467,28 +526,38 @@ def set_basic(parent: Any, idx: tuple[Any, ...], new: Any) -> Any:
     block = _block(idx, tuple(parent.shape))
     if block is None:
         return parent.at[idx].set(new)
-    starts, sizes = block
+    starts, sizes, _ = block
     new = jnp.reshape(new, sizes)
     if any(is_traced(i) for i in starts):
         # A row at a traced index: written in place; out of range, the write is dropped (as
-        # a scatter drops it) by writing back what the clamped window already holds.
-        inside = jnp.all(jnp.array([(i >= 0) & (i < n) for i, n in zip(
-            starts, parent.shape, strict=True) if is_traced(i)]))
-        kind = jnp.int64 if any(jnp.result_type(i) == jnp.int64 for i in starts) else jnp.int32
-        starts = [jnp.asarray(i).astype(kind) for i in starts]  # one index type (XLA's rule)
-        new = jnp.where(inside, new, lax.dynamic_slice(parent, starts, sizes))
+        # a scatter drops it) by writing back what the clamped window already holds. In lax's
+        # primitives (see wrap_index); the starts are wrapped already.
+        checks = [lax.bitwise_and(lax.ge(i, np.zeros((), i.dtype)),
+                                  lax.lt(i, np.asarray(n, i.dtype)))
+                  for i, n in zip(starts, parent.shape, strict=True) if is_traced(i)]
+        inside = checks[0]
+        for check in checks[1:]:
+            inside = lax.bitwise_and(inside, check)
+        starts = _one_index_type(starts)
+        window = lax.dynamic_slice(parent, starts, sizes, allow_negative_indices=False)
+        new = lax.select(inside, lax.convert_element_type(new, parent.dtype), window)
+        return lax.dynamic_update_slice(parent, new, starts, allow_negative_indices=False)
     return lax.dynamic_update_slice(parent, new, starts)
 
 
-def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[Any], list[int]] | None:
-    """(starts, sizes) when ``idx`` is ints (static, or traced integer scalars: a loop's row
-    ``A[i] = v``) and unit-step slices; else None. A traced index wraps as NumPy's negative
-    indices do; one past the bounds (an IndexError in NumPy) is clamped, as XLA does."""
-    if any(i is None or (is_traced(i) and not _traced_int(i)) for i in idx) or sum(
-            i is Ellipsis for i in idx) > 1:
-        return None
-    if Ellipsis in idx:
-        at = idx.index(Ellipsis)
+def _block(idx: tuple[Any, ...],
+           shape: tuple[int, ...]) -> tuple[list[Any], list[int], tuple[int, ...]] | None:
+    """(starts, sizes, the axes of integer indices) when ``idx`` is ints (static, or traced
+    integer scalars: a loop's row ``A[i] = v``) and unit-step slices; else None. A traced index
+    wraps as NumPy's negative indices do; one past the bounds (an IndexError in NumPy) is
+    clamped, as XLA does."""
+    ellipses = [k for k, i in enumerate(idx) if i is Ellipsis]  # `in` would compare tracers
+    if len(ellipses) > 1 or len(idx) - len(ellipses) > len(shape) or any(
+            i is None or (is_traced(i) and not _traced_int(i)) or (isinstance(i, slice) and any(
+                is_traced(b) for b in (i.start, i.stop, i.step))) for i in idx):
+        return None  # jax.numpy's indexing: its result, or its error
+    if ellipses:
+        at = ellipses[0]
         idx = idx[:at] + (slice(None),) * (len(shape) - len(idx) + 1) + idx[at + 1:]
     idx = idx + (slice(None),) * (len(shape) - len(idx))
     starts: list[Any] = []
@@ -501,8 +570,7 @@ def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[Any], lis
             starts.append(start)
             sizes.append(max(0, stop - start))
         elif is_traced(item):
-            index = jnp.asarray(item)
-            starts.append(jnp.where(index < 0, index + dim, index))
+            starts.append(wrap_index(item, dim))
             sizes.append(1)
         else:
             i = int(item)
@@ -510,7 +578,8 @@ def _block(idx: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[list[Any], lis
                 raise IndexError(f"index {i} is out of bounds for axis {len(starts)} with size {dim}")
             starts.append(i % dim)
             sizes.append(1)
-    return starts, sizes
+    dropped = tuple(k for k, item in enumerate(idx) if not isinstance(item, slice))
+    return starts, sizes, dropped
 
 
 def _traced_int(i: Any) -> bool:

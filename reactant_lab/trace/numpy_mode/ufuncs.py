@@ -67,7 +67,9 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     elif half is not None:
         result = _sqrt_power(jnp.asarray(values[0]), half)
     else:
-        result = UFUNCS[ufunc](*values)
+        result = _lax_arithmetic(ufunc, values, in_dtypes)
+        if result is None:
+            result = UFUNCS[ufunc](*values)
     results: Sequence[Any] = result if ufunc.nout > 1 else (result,)
     if ufunc in _INT_DIVISION and in_dtypes[1].kind in "iub":
         # NumPy gives 0 for an integer division by zero; XLA does not.
@@ -81,6 +83,25 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
         # The input values stay referenced, so their ids cannot be reused within the trace.
         context.memo()[key] = (results[0], [unwrap(x) for x in inputs])
     return _deliver(results, outs, where, sel, inputs)
+
+
+_LAX_ARITHMETIC = {np.add: lax.add, np.subtract: lax.sub, np.multiply: lax.mul,
+                   np.true_divide: lax.div}
+
+
+def _lax_arithmetic(ufunc: np.ufunc, values: list[Any],
+                    in_dtypes: tuple[np.dtype, ...]) -> Any | None:
+    """``ufunc(*values)`` as lax's primitive, broadcast as NumPy does, for +, -, * and a float
+    division of numbers of one dtype (NumPy resolved it, and ``values`` are cast to it);
+    None otherwise. jax.numpy's functions are jitted ones (their promotion, then this
+    primitive): each a costly call while tracing, and a rolled loop's body makes many."""
+    op = _LAX_ARITHMETIC.get(ufunc)
+    if op is None or in_dtypes[0] != in_dtypes[1] or in_dtypes[0].kind not in (
+            "fc" if ufunc is np.true_divide else "iufc"):
+        return None
+    shape = np.broadcast_shapes(*(np.shape(v) for v in values))
+    return op(*(v if np.shape(v) == shape else lax.broadcast_in_dim(
+        v, shape, tuple(range(len(shape) - np.ndim(v), len(shape)))) for v in values))
 
 
 def _small_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
