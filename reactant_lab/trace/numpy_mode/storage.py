@@ -449,10 +449,9 @@ def _same_index(a: Any, b: Any, n: int) -> Any:
     bool when both are static, else a traced one."""
     if not is_traced(a) and not is_traced(b):
         return int(a) % n == int(b) % n
-    wa, wb = (wrap_index(i, n) if is_traced(i) else int(i) % n for i in (a, b))
-    if not is_traced(wa):
-        wa, wb = wb, wa
-    return lax.eq(wa, lax.convert_element_type(wb, wa.dtype))
+    wrapped: list[Any] = [wrap_index(i, n) if is_traced(i) else int(i) % n for i in (a, b)]
+    traced, other = wrapped if is_traced(wrapped[0]) else wrapped[::-1]
+    return lax.eq(traced, lax.convert_element_type(other, traced.dtype))
 
 
 def wrap_index(index: Any, dim: int) -> Any:

@@ -85,8 +85,8 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     return _deliver(results, outs, where, sel, inputs)
 
 
-_LAX_ARITHMETIC = {np.add: lax.add, np.subtract: lax.sub, np.multiply: lax.mul,
-                   np.true_divide: lax.div}
+_LAX_ARITHMETIC: dict[np.ufunc, Callable[[Any, Any], Any]] = {
+    np.add: lax.add, np.subtract: lax.sub, np.multiply: lax.mul, np.true_divide: lax.div}
 
 
 def _lax_arithmetic(ufunc: np.ufunc, values: list[Any],
