@@ -131,3 +131,28 @@ def test_a_later_call_in_another_memory_layout_traces_again(rng):
         jitted(arr, out)
         np.testing.assert_array_equal(out, want)
     assert jitted.cache_size == 2
+
+
+def two_updates(A, u, v):
+    A += np.outer(u, v)
+    u *= 2.0
+    return A.sum(axis=0), u.max(), A[0]
+
+
+def test_later_calls_updating_two_arrays_and_returning_several_results(rng):
+    """The per-call path's general rebuild and write-back: two arrays updated in place, a
+    tuple of an array, a scalar and a row that is, as in NumPy, a view of the caller's A."""
+    jitted = rl.jit(two_updates)
+    for _ in range(3):
+        A, u, v = rng.random((5, 4)), rng.random(5), rng.random(4)
+        wA, wu = A.copy(), u.copy()
+        want = two_updates(wA, wu, v.copy())
+        got = jitted(A, u, v)
+        np.testing.assert_allclose(A, wA, rtol=1e-12)
+        np.testing.assert_allclose(u, wu, rtol=1e-12)
+        assert isinstance(got, tuple) and len(got) == 3
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+        assert type(got[1]) is np.float64
+        assert np.shares_memory(got[2], A)
+    assert jitted.cache_size == 1
