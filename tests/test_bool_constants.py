@@ -58,6 +58,34 @@ def test_small_and_malformed_lists_are_left_alone(rng):
     assert _backend_text.hex_bool_constants(short) == short
 
 
+def test_every_large_list_among_other_literals_is_rewritten_and_the_module_stays(rng):
+    """Two boolean lists (2-D and 3-D) around a large float list and a small boolean one: the
+    boolean lists become hex, the rest stays as written, and jaxlib reads the same module."""
+    a, b = rng.random((40, 30)) < 0.5, rng.random((6, 20, 40)) < 0.2
+    floats = ", ".join(f"{v:.3f}" for v in rng.random(1200))
+
+    def lit(m: np.ndarray) -> str:
+        return str(m.tolist()).replace("True", "true").replace("False", "false")
+
+    text = ("module {\n  func.func @main() -> (tensor<40x30xi1>, tensor<1200xf32>, "
+            "tensor<6x20x40xi1>, tensor<2xi1>) {\n"
+            f"    %a = stablehlo.constant dense<{lit(a)}> : tensor<40x30xi1>\n"
+            f"    %f = stablehlo.constant dense<[{floats}]> : tensor<1200xf32>\n"
+            f"    %b = stablehlo.constant dense<{lit(b)}> : tensor<6x20x40xi1>\n"
+            "    %s = stablehlo.constant dense<[true, false]> : tensor<2xi1>\n"
+            "    return %a, %f, %b, %s : tensor<40x30xi1>, tensor<1200xf32>, tensor<6x20x40xi1>, "
+            "tensor<2xi1>\n  }\n}\n")
+    out = _backend_text.hex_bool_constants(text)
+    assert _jaxlib_text(out) == _jaxlib_text(text)
+    payloads = _payloads(out)
+    assert len(payloads) == 2 and f"[{floats}]" in out and "dense<[true, false]>" in out
+    for hexed, mask in zip(payloads, (a, b), strict=True):
+        np.testing.assert_array_equal(
+            np.frombuffer(bytes.fromhex(hexed[2:]), np.uint8).reshape(mask.shape), mask)
+    broken = text.replace("true", "ture", 1)  # not a list of true / false: left alone
+    assert _payloads(_backend_text.hex_bool_constants(broken)) == payloads[1:]
+
+
 @needs_enzyme
 def test_enzyme_stage_output_keeps_boolean_constants_as_hex(rng):
     """Through enzyme-ad's pass worker: the output has the hex literal, and a NumPy kernel with
