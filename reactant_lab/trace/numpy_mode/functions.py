@@ -32,7 +32,7 @@ from reactant_lab.trace.numpy_mode.proxy import (
     new_scalar,
     unwrap,
 )
-from reactant_lab.trace.numpy_mode.storage import is_traced, no_memory
+from reactant_lab.trace.numpy_mode.storage import FACTORED_MIN, is_traced, no_memory, to_jax
 from reactant_lab.trace.numpy_mode.views import VIEWS
 
 _PROMOTE = (
@@ -220,6 +220,8 @@ def _call(func: Callable[..., Any], entry: Entry, args: tuple[Any, ...],
         if where is not True:
             kwargs["where"] = where
     values = _map(unwrap, (args, kwargs))
+    if func is np.where and len(values[0]) == 3 and _static_mask(values[0][0]):
+        values = ((to_jax(values[0][0]), *values[0][1:]), values[1])  # a factored mask?
     result = entry.fn(*values[0], **values[1])
     leaves, tree = jax.tree_util.tree_flatten(result)
     if dtypes and len(dtypes) == len(leaves):
@@ -232,6 +234,11 @@ def _call(func: Callable[..., Any], entry: Entry, args: tuple[Any, ...],
         out.write(result)
         return out
     return tuple(result) if func in _TUPLE_RESULTS and isinstance(result, list) else result
+
+
+def _static_mask(x: Any) -> bool:
+    """A large boolean NumPy array (``to_jax`` may write it as one vector per axis)."""
+    return isinstance(x, np.ndarray) and x.dtype == np.bool_ and x.size >= FACTORED_MIN
 
 
 def _wrap(r: Any, scalar: bool) -> Any:

@@ -28,6 +28,7 @@ from reactant_lab.trace.numpy_mode.storage import (
     is_traced,
     read_element,
     same_key,
+    to_jax,
     write_concrete,
 )
 
@@ -102,7 +103,7 @@ def setitem(proxy: ProxyArray, key: Any, value: Any) -> None:
         # a[mask] = scalar with a mask known at trace time: a select, not a scatter of every
         # selected element's (constant) coordinates
         fill = jnp.asarray(unwrap(value)).astype(proxy.dtype)
-        proxy.write(jnp.where(known, fill, proxy.value))
+        proxy.write(jnp.where(to_jax(known), fill, proxy.value))
         return
     new = fit(jnp.asarray(unwrap(value)).astype(proxy.dtype), shape)
     proxy.write(proxy.value.at[key].set(new))

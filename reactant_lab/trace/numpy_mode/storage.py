@@ -46,13 +46,44 @@ def is_traced(x: Any) -> bool:
 
 
 def to_jax(concrete: np.ndarray) -> jax.Array:
-    """A traced constant for concrete data; a uniform array becomes a broadcast scalar, not a
-    dense constant in the module."""
+    """A traced constant for concrete data; a uniform array becomes a broadcast scalar, and a
+    large boolean mask that is the OR (or the AND) of one vector per axis (``(fy > keep) |
+    (fx > keep)``) those vectors broadcast and combined, not a dense constant in the module."""
     flat = concrete.reshape(-1)
     if flat.size > 1 and (flat == flat[0]).all():
         return jnp.full(concrete.shape, flat[0], concrete.dtype)
+    if concrete.dtype == np.bool_ and concrete.ndim > 1 and concrete.size >= FACTORED_MIN:
+        factored = _factored_mask(concrete)
+        if factored is not None:
+            return factored
     # A copy: JAX keeps a reference to the buffer, which NumPy may update in place later.
     return jnp.asarray(concrete.copy())
+
+
+FACTORED_MIN = 1 << 16
+"""Elements of a boolean mask from which ``to_jax`` looks for one vector per axis: below it
+the dense constant is small."""
+
+
+def _factored_mask(mask: np.ndarray) -> jax.Array | None:
+    """``mask`` computed from one vector per axis when it is their OR or their AND (checked
+    element for element, so exactly), else None. Each vector is the mask reduced over the
+    other axes: ``all`` for the OR (a row set whole is set by its row vector), ``any`` for
+    the AND."""
+    axes = range(mask.ndim)
+    for reduce, combine in ((np.all, np.logical_or), (np.any, np.logical_and)):
+        vectors = [reduce(mask, axis=tuple(a for a in axes if a != k), keepdims=True)
+                   for k in axes]
+        rebuilt = vectors[0]
+        for v in vectors[1:]:
+            rebuilt = combine(rebuilt, v)
+        if np.array_equal(np.broadcast_to(rebuilt, mask.shape), mask):
+            out = jnp.asarray(vectors[0])
+            for v in vectors[1:]:
+                out = (jnp.logical_or if combine is np.logical_or else jnp.logical_and)(
+                    out, jnp.asarray(v))
+            return jnp.broadcast_to(out, mask.shape)
+    return None
 
 
 class Root:

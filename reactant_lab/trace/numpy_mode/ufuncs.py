@@ -24,7 +24,13 @@ from reactant_lab.trace.numpy_mode.proxy import (
     new_result,
     unwrap,
 )
-from reactant_lab.trace.numpy_mode.storage import IMMUTABLE, Root, indexed_shape
+from reactant_lab.trace.numpy_mode.storage import (
+    FACTORED_MIN,
+    IMMUTABLE,
+    Root,
+    indexed_shape,
+    to_jax,
+)
 
 # Every NumPy ufunc with a jax.numpy function of the same name (all but np.isnat).
 UFUNCS: dict[np.ufunc, Any] = {
@@ -245,6 +251,10 @@ def cast(x: Any, dtype: np.dtype) -> Any:
     value = unwrap(x) if isinstance(x, ProxyArray) else x
     if not hasattr(value, "dtype") or isinstance(value, np.ndarray):
         value = np.array(value)  # a copy: the constant must not follow later NumPy updates
+        if value.size >= FACTORED_MIN:  # a large static operand: uniform or a factored mask?
+            if value.dtype == np.bool_:  # cast in the module (exact): the mask stays a mask
+                return lax.convert_element_type(to_jax(value), dtype)
+            return to_jax(value if value.dtype == dtype else value.astype(dtype))
     return value if np.dtype(value.dtype) == dtype else value.astype(dtype)
 
 
