@@ -22,7 +22,7 @@ from reactant_lab.compile import Compiled
 from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset, check_shardy_passes
-from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_on_text
+from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_deferred, run_on_text
 from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, sharding, trace
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.user_fn import check_traceable
@@ -221,11 +221,21 @@ class Exploration:
         return self.summary()
 
 
-def build_from_trace(traced: Traced, options: ExploreOptions) -> Exploration:
-    """Stage ``traced`` with ``options`` and compile the last stage."""
-    stages = traced.stages(options.optimize, options.granularity, pipeline=options.pipeline,
-                           no_nan=options.no_nan, device=options.device,
-                           shardy_passes=options.shardy_passes, **options.pattern_kwargs)
+def build_from_trace(traced: Traced, options: ExploreOptions, *,
+                     defer: bool = False) -> Exploration:
+    """Stage ``traced`` with ``options`` and compile the last stage; ``defer=True`` compiles the
+    module of one run of all the passes and runs the stages one by one only when they are
+    first looked at (``run_deferred``: ``rl.jit``'s first call)."""
+    if defer:
+        stages = run_deferred(traced, optimize=options.optimize,
+                              granularity=options.granularity, pipeline=options.pipeline,
+                              no_nan=options.no_nan, device=options.device,
+                              shardy_passes=options.shardy_passes, **options.pattern_kwargs)
+    else:
+        stages = traced.stages(options.optimize, options.granularity,
+                               pipeline=options.pipeline, no_nan=options.no_nan,
+                               device=options.device, shardy_passes=options.shardy_passes,
+                               **options.pattern_kwargs)
     compiled = stages.compile(device=options.device, donate=options.donate)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
@@ -247,13 +257,14 @@ def _versions() -> Mapping[str, str]:
 
 
 def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
-          options: ExploreOptions, *, run: bool = False) -> Exploration:
+          options: ExploreOptions, *, run: bool = False, defer: bool = False) -> Exploration:
     """Trace ``fn(*args, **kwargs)``, stage, compile, (``options.verify``) verify every stage on
     copies of the arguments and (``run=True``) run it once: the one sequence every entry point
-    uses (a NumPy kernel's arguments are then updated in place)."""
+    uses (a NumPy kernel's arguments are then updated in place). ``defer`` as in
+    ``build_from_trace`` (not with ``verify``, which runs every stage)."""
     traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode,
                    loops=options.loops, **options.sharding_kwargs, **kwargs)
-    ex = build_from_trace(traced, options)
+    ex = build_from_trace(traced, options, defer=defer and not options.verify)
     if options.verify:
         ex = verified(ex, args, kwargs)
     return ran(ex, args, kwargs) if run else ex
@@ -393,7 +404,7 @@ class JitFunction:
                            **self.options.sharding_kwargs)
         entry = self._cache.get(flat)
         if entry is None:
-            entry = build(self.fn, args, kwargs, self.options)
+            entry = build(self.fn, args, kwargs, self.options, defer=True)
             self._cache.add(flat, entry)
         self.last, self._kinds = entry, kinds
         compiled = entry.compiled

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from reactant_lab import backend
 from reactant_lab.examples import EXAMPLES, heat_loop, mlp
 
 
@@ -70,3 +71,30 @@ def test_code_hlo_and_code_xla(rng):
     assert "HloModule" in xla and "ENTRY" in xla
     with pytest.raises(rl.TraceError, match="original function"):
         rl.code_hlo(rl.jit(mlp), *args)
+
+
+@pytest.mark.skipif(not backend.enzyme_available(), reason="the one-shot run needs enzyme-ad")
+def test_jit_compiles_one_run_of_all_passes_and_runs_the_stages_when_looked_at(rng):
+    """rl.jit's first call runs the preset's passes once and compiles that module; the stages
+    run one by one only when ``last.stages`` is read, and end in that module, as explore's do
+    (same names, same final text)."""
+    args = EXAMPLES[0].make_args(rng)
+    jf = rl.jit(mlp)
+    np.testing.assert_allclose(jf(*args), jax.jit(mlp)(*args), rtol=2e-5, atol=2e-5)
+    stages = jf.last.stages
+    assert stages.is_deferred and stages.one_shot is not None
+    assert "enzyme-hlo patterns" in repr(jf.last)  # the summary runs them
+    assert not stages.is_deferred
+    ex = rl.explore(mlp, *args, run=False)
+    assert ex.stages.one_shot is None and not ex.stages.is_deferred
+    assert [s.name for s in stages.stages] == [s.name for s in ex.stages.stages]
+    assert stages.final.ir == stages.one_shot  # text for text, locations included
+    assert stages.final.as_text() == ex.stages.final.as_text()  # traced from another line
+
+
+def test_jit_with_a_custom_pipeline_or_no_passes_runs_stages_as_before(rng):
+    x = rng.standard_normal(6).astype(np.float32)
+    for jf in (rl.jit(lambda x: x * 2 + 1, pipeline="canonicalize,cse"),
+               rl.jit(lambda x: x * 2 + 1, optimize="none")):
+        np.testing.assert_allclose(jf(x), x * 2 + 1, rtol=1e-6)
+        assert jf.last.stages.one_shot is None and not jf.last.stages.is_deferred

@@ -71,6 +71,13 @@ def test_kernel_matches_numpy(kernel: Kernel, rng):
         assert [id(a) for a in args] == before
         assert_same(got, want, kernel.tol, "result")
         assert_same(args, expected_args, kernel.tol, "arguments after the call")
+    # rl.jit compiled the module of one run of all the passes; its stages, run one by one
+    # when looked at, end in the same module, text for text.
+    stages = jf.last.stages
+    assert stages.is_deferred or stages.one_shot is None
+    if stages.one_shot is not None:
+        assert stages.final.ir == stages.one_shot
+        assert not stages.is_deferred
 
 
 @pytest.mark.parametrize("kernel", [k for k in KERNELS if k.mutates][:6],

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from reactant_lab import backend
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
-from reactant_lab.errors import PipelineError, UnknownStageError
+from reactant_lab.errors import PipelineError, ReactantLabError, UnknownStageError
 from reactant_lab.stages.failures import check_parses, interrupted, pass_failed
 from reactant_lab.stages.patterns import (
     DEFAULT_CHOICE,
@@ -97,6 +97,48 @@ class StageTrace:
     sharded: bool = False
     """Whether the module is sharded over a mesh (it has an ``sdy.mesh``)."""
 
+    @classmethod
+    def deferred(cls, compute: Callable[[], StageTrace], final: tuple[str, str, float],
+                 **fields: Any) -> StageTrace:
+        """A StageTrace whose ``stages`` are run on first use (``compute()``), which knows its
+        final module already: ``final`` is (the last stage's name, its module text, seconds),
+        from one run of all the passes (``run_deferred``). ``compile()`` of the last stage
+        needs no more; anything that reads ``stages`` runs them, once."""
+        made = cls.__new__(cls)
+        for name, value in fields.items():
+            object.__setattr__(made, name, value)
+        object.__setattr__(made, "_compute", compute)
+        object.__setattr__(made, "_final", final)
+        return made
+
+    def __getattr__(self, name: str) -> Any:
+        # Reached only for an attribute not set: ``stages`` of a deferred StageTrace.
+        compute = self.__dict__.get("_compute")
+        if name != "stages" or compute is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        stages = compute().stages
+        object.__setattr__(self, "stages", stages)
+        return stages
+
+    @property
+    def is_deferred(self) -> bool:
+        """True while a deferred StageTrace's stages have not been run yet."""
+        return "stages" not in self.__dict__
+
+    @property
+    def one_shot(self) -> str | None:
+        """The final module of the one run of all the passes a deferred StageTrace was made
+        with (what ``rl.jit`` compiled); None for stages run one by one from the start."""
+        final: tuple[str, str, float] | None = self.__dict__.get("_final")
+        return final[1] if final is not None else None
+
+    @property
+    def compile_path_seconds(self) -> float:
+        """Pass time of the run whose module is compiled: the one run of all the passes of a
+        deferred StageTrace (its stages are not run for it), else ``seconds``."""
+        final: tuple[str, str, float] | None = self.__dict__.get("_final")
+        return final[2] if final is not None else self.seconds
+
     def __getitem__(self, key: int | str) -> Stage:
         if isinstance(key, int) and -len(self.stages) <= key < len(self.stages):
             return self.stages[key]
@@ -132,12 +174,16 @@ class StageTrace:
         """Compile one stage's module (default: the last) with XLA for ``device``."""
         from reactant_lab.compile import compile_traced
 
-        chosen = self[stage]
         if self.traced is None:
             raise PipelineError("this StageTrace came from module text, not a traced call; "
                                 "there is no Python signature to run it with")
-        return compile_traced(self.traced, chosen.ir, device=device, donate=donate,
-                              stage_name=chosen.name)
+        final: tuple[str, str, float] | None = self.__dict__.get("_final")
+        if final is not None and stage in (-1, final[0]):
+            name, ir, _ = final  # the one-shot run's module: the stages need not run for it
+        else:
+            chosen = self[stage]
+            name, ir = chosen.name, chosen.ir
+        return compile_traced(self.traced, ir, device=device, donate=donate, stage_name=name)
 
     def verify(self, *args: Any, reference: str = "auto", repeat: int = 5,
                device: Any | None = None, changed_only: bool = True,
@@ -250,6 +296,44 @@ def run_stages(traced: Traced, *, optimize: str = "all", granularity: str = "sta
                        pipeline=pipeline, no_nan=no_nan, device=device, traced=traced,
                        first_seconds=traced.seconds, choice=choice,
                        shardy_passes=shardy_passes, sharded=bool(traced.layout.shardings))
+
+
+def run_deferred(traced: Traced, *, optimize: str = "all", granularity: str = "stage",
+                 pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
+                 exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
+                 shardy_passes: str = "default") -> StageTrace:
+    """``run_stages``' StageTrace with the final module from one run of all the preset's passes
+    in the worker (one parse and print instead of one per stage: about a third of the time),
+    the stages themselves run when first looked at (``StageTrace.deferred``): what ``rl.jit``
+    compiles from. The one-shot module is the stage-by-stage one, text for text (tested over
+    the differential suite). A custom pipeline, a sharded module (whose Shardy stages run on
+    another pass manager) or passes without enzyme-ad run stage by stage, as does a one-shot
+    run that fails (so the failing stage is named)."""
+    kwargs: dict[str, Any] = {
+        "optimize": optimize, "granularity": granularity, "pipeline": pipeline,
+        "no_nan": no_nan, "device": device, "exclude_patterns": exclude_patterns,
+        "patterns": patterns, "exact": exact, "shardy_passes": shardy_passes}
+    if pipeline is not None or traced.layout.shardings or not backend.enzyme_available():
+        return run_stages(traced, **kwargs)
+    choice = PatternChoice.of(exact=exact, exclude_patterns=exclude_patterns, patterns=patterns)
+    target = backend.platform(backend.resolve_device(device))
+    steps = plan(optimize, None, granularity, no_nan=no_nan, target=target, choice=choice,
+                 shardy_passes=shardy_passes)
+    text = backend.module_text(traced.ir)
+    passes = [p for _, _, step in steps for p in split_passes(step)]
+    if not steps:
+        return run_stages(traced, **kwargs)
+    start = time.perf_counter()
+    try:
+        final = backend.run_pipeline(text, ",".join(passes), on_wait=StageProgress(
+            f"{steps[0][0]} to {steps[-1][0]}", None)) if passes else text
+    except (backend.PassRunFailure, ReactantLabError):
+        return run_stages(traced, **kwargs)  # stage by stage: it names the stage that fails
+    seconds = time.perf_counter() - start
+    return StageTrace.deferred(
+        lambda: run_stages(traced, **kwargs), (steps[-1][0], final, seconds), traced=traced,
+        optimize=optimize, granularity=granularity, no_nan=no_nan, target=target,
+        pattern_choice=choice, shardy_passes=shardy_passes, sharded=False)
 
 
 def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
