@@ -98,3 +98,42 @@ def test_jit_with_a_custom_pipeline_or_no_passes_runs_stages_as_before(rng):
                rl.jit(lambda x: x * 2 + 1, optimize="none")):
         np.testing.assert_allclose(jf(x), x * 2 + 1, rtol=1e-6)
         assert jf.last.stages.one_shot is None and not jf.last.stages.is_deferred
+
+
+def _failing_one_shot(real, fail):
+    """backend.run_pipeline, except that the one run of all the passes (the longest pipeline
+    string) raises ``fail()``."""
+    longest = {"n": 0}
+
+    def run(text, pipeline, **kwargs):
+        if pipeline.count(",") > 40 and pipeline.count(",") >= longest["n"]:
+            longest["n"] = pipeline.count(",")
+            raise fail()
+        return real(text, pipeline, **kwargs)
+    return run
+
+
+@pytest.mark.skipif(not backend.enzyme_available(), reason="the one-shot run needs enzyme-ad")
+def test_a_failing_one_shot_run_falls_back_to_the_stages(monkeypatch, rng):
+    """A one-shot run that fails is run stage by stage (which names a failing stage); here the
+    stages succeed, so rl.jit gives the right result from them."""
+    from reactant_lab.stages import runner
+
+    monkeypatch.setattr(runner.backend, "run_pipeline", _failing_one_shot(
+        backend.run_pipeline, lambda: backend.PassRunFailure("a pass failed", "")))
+    x = rng.standard_normal(6).astype(np.float32)
+    jf = rl.jit(lambda x: jax.numpy.tanh(x) * 2)
+    np.testing.assert_allclose(jf(x), np.tanh(x) * 2, rtol=1e-6)
+    assert jf.last.stages.one_shot is None and len(jf.last.stages) > 5
+
+
+@pytest.mark.skipif(not backend.enzyme_available(), reason="the one-shot run needs enzyme-ad")
+def test_ctrl_c_during_the_one_shot_run_is_reactant_labs_interruption(monkeypatch, rng):
+    from reactant_lab.stages import runner
+
+    monkeypatch.setattr(runner.backend, "run_pipeline", _failing_one_shot(
+        backend.run_pipeline, KeyboardInterrupt))
+    jf = rl.jit(lambda x: x * 2)
+    with pytest.raises(rl.PassInterruptedError, match=r"stage 'optimize\+sroa to jit lowering' "
+                                                      r"was interrupted after"):
+        jf(rng.standard_normal(4).astype(np.float32))

@@ -77,7 +77,8 @@ def or_but_one(x):
 @pytest.mark.parametrize("kernel", [checkerboard, or_but_one])
 def test_a_mask_of_no_such_form_stays_dense_and_right(kernel, rng):
     x = rng.standard_normal((300, 256))
-    np.testing.assert_allclose(rl.jit(kernel)(x), kernel(x), rtol=1e-12)
+    # column sums of 300 signed values: XLA adds in another order than NumPy's pairwise sum
+    np.testing.assert_allclose(rl.jit(kernel)(x), kernel(x), rtol=1e-10, atol=1e-12)
     assert _module_bytes(kernel, x) > x.size  # the dense constant: at least a byte each
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -105,8 +106,14 @@ class StageTrace:
         from one run of all the passes (``run_deferred``). ``compile()`` of the last stage
         needs no more; anything that reads ``stages`` runs them, once."""
         made = cls.__new__(cls)
-        for name, value in fields.items():
-            object.__setattr__(made, name, value)
+        for f in dataclasses.fields(cls):
+            if f.name != "stages":  # every other field given, or its default
+                value = fields.pop(f.name) if f.name in fields else f.default
+                if value is dataclasses.MISSING:
+                    raise TypeError(f"StageTrace.deferred needs {f.name}=")
+                object.__setattr__(made, f.name, value)
+        if fields:
+            raise TypeError(f"StageTrace has no fields {sorted(fields)}")
         object.__setattr__(made, "_compute", compute)
         object.__setattr__(made, "_final", final)
         return made
@@ -319,16 +326,18 @@ def run_deferred(traced: Traced, *, optimize: str = "all", granularity: str = "s
     target = backend.platform(backend.resolve_device(device))
     steps = plan(optimize, None, granularity, no_nan=no_nan, target=target, choice=choice,
                  shardy_passes=shardy_passes)
-    text = backend.module_text(traced.ir)
-    passes = [p for _, _, step in steps for p in split_passes(step)]
     if not steps:
         return run_stages(traced, **kwargs)
-    start = time.perf_counter()
+    text = backend.module_text(traced.ir)
+    passes = [p for _, _, step in steps for p in split_passes(step)]
+    start, span = time.perf_counter(), f"{steps[0][0]} to {steps[-1][0]}"
     try:
         final = backend.run_pipeline(text, ",".join(passes), on_wait=StageProgress(
-            f"{steps[0][0]} to {steps[-1][0]}", None)) if passes else text
+            span, None)) if passes else text
     except (backend.PassRunFailure, ReactantLabError):
         return run_stages(traced, **kwargs)  # stage by stage: it names the stage that fails
+    except KeyboardInterrupt:
+        raise interrupted(span, time.perf_counter() - start, None) from None
     seconds = time.perf_counter() - start
     return StageTrace.deferred(
         lambda: run_stages(traced, **kwargs), (steps[-1][0], final, seconds), traced=traced,
