@@ -212,15 +212,15 @@ def pattern_list(*, no_nan: bool, target: str = "cpu",
         missing = (set(unparsable_patterns(wanted + extra)) if backend.enzyme_available()
                    else set())
         source = "reactant-exact" if exact else "reactant"
-    asked, unknown = _match(wanted + extra, choice.exclude)
+    listed = wanted + extra
+    asked, unknown = _match(listed, choice.exclude)
     if unknown:
-        raise PipelineError(_unknown_exclusions(unknown, wanted + extra))
+        raise PipelineError(_unknown_exclusions(unknown, listed))
     return PatternList(
-        tuple(p for p in wanted + extra
-              if p not in missing and p not in left_out and p not in asked),
+        tuple(p for p in listed if p not in missing and p not in left_out and p not in asked),
         tuple(dict.fromkeys(p for p in wanted if p in missing)), len(wanted), source,
         tuple(p for p in wanted if p in left_out and p not in asked),
-        tuple(p for p in wanted + extra if p in asked),
+        tuple(p for p in listed if p in asked),
         tuple(p for p in extra if p not in missing and p not in asked))
 
 

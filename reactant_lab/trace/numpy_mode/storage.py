@@ -9,6 +9,7 @@ until a traced value is written into it, so Python can still loop over it or ind
 
 from __future__ import annotations
 
+import functools
 import math
 import traceback
 from collections.abc import Callable
@@ -71,17 +72,13 @@ def _factored_mask(mask: np.ndarray) -> jax.Array | None:
     other axes: ``all`` for the OR (a row set whole is set by its row vector), ``any`` for
     the AND."""
     axes = range(mask.ndim)
-    for reduce, combine in ((np.all, np.logical_or), (np.any, np.logical_and)):
+    for reduce, combine, traced_combine in ((np.all, np.logical_or, jnp.logical_or),
+                                            (np.any, np.logical_and, jnp.logical_and)):
         vectors = [reduce(mask, axis=tuple(a for a in axes if a != k), keepdims=True)
                    for k in axes]
-        rebuilt = vectors[0]
-        for v in vectors[1:]:
-            rebuilt = combine(rebuilt, v)
+        rebuilt = functools.reduce(combine, vectors)
         if np.array_equal(np.broadcast_to(rebuilt, mask.shape), mask):
-            out = jnp.asarray(vectors[0])
-            for v in vectors[1:]:
-                out = (jnp.logical_or if combine is np.logical_or else jnp.logical_and)(
-                    out, jnp.asarray(v))
+            out = functools.reduce(traced_combine, map(jnp.asarray, vectors))
             return jnp.broadcast_to(out, mask.shape)
     return None
 
@@ -458,9 +455,7 @@ def read_element(root: Root, key: tuple[Any, ...]) -> Any:
     traced = [h for h in hits if h is not True]
     if not traced:  # the same element, counted from the other end
         return new
-    hit = traced[0]
-    for h in traced[1:]:
-        hit = lax.bitwise_and(hit, h)
+    hit = functools.reduce(lax.bitwise_and, traced)
     old = _element(before, key)
     return lax.select(hit, lax.convert_element_type(new, old.dtype), old) if (
         jnp.shape(new) == ()) else jnp.where(hit, new, old)
@@ -562,12 +557,9 @@ def set_basic(parent: Any, idx: tuple[Any, ...], new: Any) -> Any:
         # A row at a traced index: written in place; out of range, the write is dropped (as
         # a scatter drops it) by writing back what the clamped window already holds. In lax's
         # primitives (see wrap_index); the starts are wrapped already.
-        checks = [lax.bitwise_and(lax.ge(i, np.zeros((), i.dtype)),
-                                  lax.lt(i, np.asarray(n, i.dtype)))
-                  for i, n in zip(starts, parent.shape, strict=True) if is_traced(i)]
-        inside = checks[0]
-        for check in checks[1:]:
-            inside = lax.bitwise_and(inside, check)
+        inside = functools.reduce(lax.bitwise_and, [
+            lax.bitwise_and(lax.ge(i, np.zeros((), i.dtype)), lax.lt(i, np.asarray(n, i.dtype)))
+            for i, n in zip(starts, parent.shape, strict=True) if is_traced(i)])
         starts = _one_index_type(starts)
         window = lax.dynamic_slice(parent, starts, sizes, allow_negative_indices=False)
         new = lax.select(inside, lax.convert_element_type(new, parent.dtype), window)
