@@ -26,10 +26,12 @@ from tests.numpy_kernels import Kernel, jacobi_2d
 @dataclass(frozen=True)
 class LoopKernel(Kernel):
     """A Kernel whose loops must roll: ``rolled`` ops in the module, at least ``whiles``
-    ``stablehlo.while`` ops, and no loop left in ``Traced.loop_notes``."""
+    ``stablehlo.while`` ops, and no loop left unrolled in ``Traced.loop_notes``; with
+    ``batched``, its loop's iterations are independent and run batched (a note says so)."""
 
     rolled: tuple[str, ...] = ("stablehlo.while",)
     whiles: int = 1
+    batched: bool = False
 
 
 def _n(rng: np.random.Generator, lo: int = 8, hi: int = 16) -> int:
@@ -223,6 +225,19 @@ def row_histograms(X, counts):
         h, _ = np.histogram(X[r], bins=10, range=(0.0, 1.0))
         counts[r] = h
     return counts.sum(axis=0)
+
+
+def row_affine(X, W, b, out):
+    """``out[i] = W @ X[i] + b`` row by row: independent iterations, run batched."""
+    for i in range(X.shape[0]):
+        out[i] = W @ X[i] + b
+    return out.max()
+
+
+def _mk_row_affine(rng):
+    n = _n(rng, 9, 40)
+    return (rng.standard_normal((n, 6)), rng.standard_normal((4, 6)), rng.standard_normal(4),
+            rng.standard_normal((n, 4)))
 
 
 def byte_frequencies(blocks, totals):
@@ -423,6 +438,8 @@ LOOP_KERNELS: tuple[LoopKernel, ...] = (
     LoopKernel("knapsack", knapsack, _mk_knapsack, tol=0, whiles=2),
     LoopKernel("knapsack_ufuncs", knapsack_ufuncs, _mk_knapsack, tol=0, whiles=2),
     LoopKernel("row_histograms", row_histograms, _mk_histograms, ("args[1]",), tol=0),
+    LoopKernel("row_affine", row_affine, _mk_row_affine, ("args[3]",), tol=1e-12, rolled=(),
+               whiles=0, batched=True),
     LoopKernel("byte_frequencies", byte_frequencies, _mk_bytes, ("args[1]",), tol=0),
     LoopKernel("digitized_counts", digitized_counts, _mk_digitize, tol=0),
     LoopKernel("digitized_bincount", digitized_bincount, _mk_digitize, tol=0),

@@ -114,9 +114,13 @@ def loop_in_branch(a: np.ndarray) -> Any:
                                       (nested, (9, 10)), (loop_in_branch, (4,))])
 def test_numpy_kernels_roll(rng: Any, fn: Any, shape: tuple[int, ...]) -> None:
     for sign in (1, -1):
-        traced = check(fn, sign * rng.random(shape))
+        traced = check(fn, sign * rng.random(shape), loops="roll")
         assert "stablehlo.while" in traced.ir or "stablehlo.case" in traced.ir
         assert not traced.loop_notes
+        if fn is nested:  # its inner loop's iterations are independent: batched under 'auto'
+            auto = check(fn, sign * rng.random(shape), loops="auto")
+            assert auto.ir.count("stablehlo.while") == 1
+            assert [" batched (" in n for n in auto.loop_notes] == [True]
 
 
 def branch(x: Any) -> Any:

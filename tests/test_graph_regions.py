@@ -183,7 +183,7 @@ def nested(a: np.ndarray, n: int) -> np.ndarray:
 
 
 def test_nested_loops_are_labelled_each_with_its_own_statement() -> None:
-    t = trace(nested, np.random.default_rng().random(12), 9, loops="auto")
+    t = trace(nested, np.random.default_rng().random(12), 9, loops="roll")  # not batched
     g = dataflow(t.stages("all").final.ir, signature_of(t))
     outer = line_of(nested, "for i in range(n)")
     by_label = {c.label: c for c in g.clusters}

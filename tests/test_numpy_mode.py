@@ -769,9 +769,12 @@ def test_a_row_updated_in_place_in_a_rolled_loop_is_one_in_place_update(rng):
     """``A[i] /= x`` writes the row once, as a dynamic_update_slice: no scatter, and no second
     write of the view onto itself (which kept XLA from updating A in place: 400x slower)."""
     a0 = rng.random((40, 7)) + 0.1
-    traced = rl.trace(_normalize_rows, a0.copy())
+    traced = rl.trace(_normalize_rows, a0.copy(), loops="roll")
     assert "stablehlo.while" in traced.ir and "scatter" not in traced.ir
     assert traced.ir.count("stablehlo.dynamic_update_slice") == 1
+    # under loops='auto' its iterations, each on its own row, run batched: no loop at all
+    batched = rl.trace(_normalize_rows, a0.copy())
+    assert "stablehlo.while" not in batched.ir and "scatter" not in batched.ir
     a, want = a0.copy(), a0.copy()
     np.testing.assert_allclose(rl.jit(_normalize_rows)(a), _normalize_rows(want), rtol=1e-12)
     np.testing.assert_allclose(a, want, rtol=1e-12)

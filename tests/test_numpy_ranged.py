@@ -16,17 +16,27 @@ from tests.test_numpy_mode import _while_bodies
 
 
 def _check(fn, *args, tol=1e-10, rolled=True):
-    """fn through rl.jit(loops='auto') against NumPy eager: results and arguments after."""
+    """fn through rl.jit(loops='auto') against NumPy eager: results and arguments after; with
+    ``rolled``, its loops roll under loops='roll' (and give the same), and under 'auto' each
+    either rolls or runs batched (its iterations independent), none unrolled."""
     want_args = copy.deepcopy(args)
     want = fn(*want_args)
+    if rolled:
+        again = copy.deepcopy(args)
+        jf = rl.jit(fn, loops="roll")
+        assert_same(jf(*again), want, tol, "result (loops='roll')")
+        assert_same(again, want_args, tol, "arguments after the call (loops='roll')")
+        assert "stablehlo.while" in jf.last.traced.ir
+        assert jf.last.traced.loop_notes == (), jf.last.traced.loop_notes
     jf = rl.jit(fn, loops="auto")
     got = jf(*args)
     assert_same(got, want, tol, "result")
     assert_same(args, want_args, tol, "arguments after the call")
     traced = jf.last.traced
     if rolled:
-        assert "stablehlo.while" in traced.ir
-        assert traced.loop_notes == (), traced.loop_notes
+        unrolled = [n for n in traced.loop_notes if " batched (" not in n]
+        assert unrolled == [], unrolled
+        assert "stablehlo.while" in traced.ir or traced.loop_notes
     return traced
 
 

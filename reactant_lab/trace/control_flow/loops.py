@@ -1,7 +1,9 @@
 """Converted ``for`` and ``while`` statements. A ``for`` over a static ``range`` of at least
 ``ROLL_THRESHOLD`` iterations becomes one ``lax.fori_loop`` (a ``stablehlo.while``), a ``while``
 whose condition is traced one ``lax.while_loop``; anything else runs as Python. A ``for`` that
-cannot roll is unrolled (``loops='auto'``, with a note) or refused (``loops='roll'``)."""
+cannot roll is unrolled (``loops='auto'``, with a note) or refused (``loops='roll'``). In NumPy
+mode under ``loops='auto'``, a rolled ``for`` whose iterations are independent runs batched
+(see batched)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from reactant_lab.errors import ControlFlowError
+from reactant_lab.trace.control_flow import batched
 from reactant_lab.trace.control_flow import names as labels
 from reactant_lab.trace.control_flow.carry import Carry, attempt
 from reactant_lab.trace.control_flow.session import GIVE_UP_AFTER, ROLL_THRESHOLD, Session, current
@@ -186,7 +190,7 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
             with labels.at(site):
                 if period == 1:
                     return _rolled(it, body, target, state, names, done, numpy, mark, force,
-                                   brk)
+                                   brk, site, session)
                 assert isinstance(it, range)
                 count = (len(it) - done) // period
                 state = _rolled_by(it, period, count, body, target, state, names, done, numpy,
@@ -258,9 +262,11 @@ def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
 
 def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | None,
             state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool, mark: int,
-            force: set[str], brk: str | None = None) -> tuple[Any, ...]:
+            force: set[str], brk: str | None = None, site: Site | None = None,
+            session: Session | None = None) -> tuple[Any, ...]:
     """Iterations ``done`` .. end of ``it`` as one lax.fori_loop; with a break flag ``brk``
-    one lax.while_loop that also ends when the flag is set."""
+    one lax.while_loop that also ends when the flag is set. In NumPy mode under loops='auto',
+    a loop over a static range whose iterations are independent runs batched (see batched)."""
     if brk is not None:
         return _rolled_until(it, body, target, state, names, done, numpy, mark, force, brk)
     start, step = it.start, it.step
@@ -271,18 +277,61 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
     def make(roots: list[carry.Root]) -> Carry:
         return Carry(names, state, skip=target, numpy=numpy, mark=mark, force=force, roots=roots)
 
+    batch = numpy and session is not None and session.loops == "auto"
+    runs: list[bool] = []
+    # Known before the body's trace, which starts with a memo of its own.
+    span = _envelope(it) if batch and isinstance(it, TracedRange) else None
+
     def run(c: Carry) -> list[Any]:
         def step_fn(k: Any, flat: list[Any]) -> list[Any]:
             i = _index(start + k * step, numpy, it[done:] if isinstance(it, range) else None)
             return c.leave(body(i, c.enter(list(flat), i)))
 
-        upper = jnp.maximum(n, 0) if isinstance(it, TracedRange) else n
-        with labels.region(None, labels.fori, c, target, isinstance(it, range)):
-            return list(lax.fori_loop(done, upper, step_fn, list(c.init)))
+        if isinstance(it, TracedRange):
+            with labels.region(None, labels.fori, c, target, False):
+                if span is None:
+                    return list(lax.fori_loop(done, jnp.maximum(n, 0), step_fn, list(c.init)))
+
+                def at_value(v: Any, flat: list[Any]) -> list[Any]:
+                    i = _index(v, numpy, range(*span))
+                    return c.leave(body(i, c.enter(list(flat), i)))
+
+                final, was = batched.fori_between(span, it.start, it.stop, n, at_value,
+                                                  list(c.init))
+            runs.append(was)
+            return final
+        with labels.region(None, labels.fori, c, target, True):
+            final, was = batched.fori(done, n, step_fn, list(c.init), batch)
+        runs.append(was)
+        return final
 
     c, final = attempt(make, run, numpy, mark)
+    if runs and runs[-1] and site is not None and session is not None:
+        count = f"{n - done}" if span is None else f"up to {span[1] - span[0]}"
+        session.note(f"{where(site)}: `{site[2]}` batched ({count} iterations): each one "
+                     "reads and writes only its own slot of the arrays it updates, so they run "
+                     "at once")
     last: Any = it[-1] if isinstance(it, range) else _index(start + (n - 1) * step, numpy)
     return c.finish(final, last)
+
+
+def _envelope(it: TracedRange) -> tuple[int, int] | None:
+    """The static values ``lo .. hi - 1`` that every iteration's index of ``it`` (step 1) lies
+    in, from its bounds' known ranges (``range(k + 1, n)`` inside a loop over k); None when a
+    bound's range is not known or the envelope is shorter than a rolled loop."""
+    if it.step != 1:
+        return None
+
+    def bounds(x: Any) -> tuple[int, int] | None:
+        if isinstance(x, int | np.integer):
+            return int(x), int(x)
+        known = affine.of(x)
+        return None if known is None else (known[2] + known[1], known[3] + known[1])
+
+    start, stop = bounds(it.start), bounds(it.stop)
+    if start is None or stop is None or stop[1] - start[0] < ROLL_THRESHOLD:
+        return None
+    return start[0], stop[1]
 
 
 def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str | None,

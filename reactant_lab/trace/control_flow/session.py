@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from reactant_lab.errors import TraceError
 
 LOOPS = ("auto", "roll", "unroll")
-"""``loops=`` values: roll what can be rolled and unroll the rest ('auto'), roll or fail ('roll'),
+"""``loops=`` values: roll what can be rolled (in NumPy mode, batch a loop whose iterations are
+independent: see batched) and unroll the rest ('auto'), roll or fail ('roll'),
 or run every loop as Python, unrolled into the trace ('unroll', the behaviour before loops were
 converted)."""
 

@@ -1,0 +1,402 @@
+"""Rolled loops whose iterations are independent, run as one batched computation.
+
+A ``for`` over a static range whose body touches each array it updates only at the current
+iteration's slot (``out[i] = f(x[i])``, ``A[r, :, :] = A[r] @ C``: one row, column or plane, at
+the loop index plus a constant, on one axis) cannot see another iteration's writes, so its
+iterations commute: the loop is the body run once over all the slots at once (``jax.vmap``), its
+slabs put back in one ``dynamic_update_slice``, instead of a ``stablehlo.while`` that runs them
+one after the other. The body is traced once (``jax.make_jaxpr``) and checked on that jaxpr,
+where every use of a carried array is an equation: an updated array may only be read with
+``dynamic_slice`` and written with ``dynamic_update_slice`` at its slot (index ``step * k + c``
+on the slot axis, proven inside the axis for every iteration, size 1 there); arrays the body does
+not update may be read in any way. Anything else (a scalar accumulator, a read of the previous
+row, a masked or scattered write) keeps the loop rolled, the same jaxpr run by
+``lax.fori_loop``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend import core as jcore
+
+MAX_BATCHED_BYTES = 256 << 20
+"""A loop is batched only when the values its body computes, times the trip count, fit here:
+the batched body holds every iteration's intermediates at once, ..."""
+
+MAX_GROWTH = 32
+"""... and only when they are at most this many times the slots one iteration updates: a body
+that reduces much more than it writes (``res[i] = data[mask_i].mean()`` over 200,000 values) is
+faster as a loop, whose iterations XLA fuses without holding their temporaries."""
+
+@dataclass(frozen=True)
+class _Sym:
+    """An integer scalar known as ``coef * k + const`` (``k``: the loop counter)."""
+
+    coef: int
+    const: int
+
+
+@dataclass(frozen=True)
+class _Bool:
+    value: bool
+
+
+Value = _Sym | _Bool | None
+"""What the index analysis knows of a scalar: affine in k, a known boolean, or nothing."""
+
+
+def _span(s: _Sym, lo: int, hi: int) -> tuple[int, int]:
+    """The least and greatest value of ``s`` for k in ``lo .. hi``."""
+    a, b = s.coef * lo + s.const, s.coef * hi + s.const
+    return min(a, b), max(a, b)
+
+
+def _literal(v: Any) -> Value:
+    """What is known of a literal or a concrete constant (a traced one: nothing)."""
+    raw = v.val if isinstance(v, jcore.Literal) else v
+    if isinstance(raw, jax.core.Tracer) or np.shape(raw) != ():
+        return None
+    val = np.asarray(raw)
+    if val.dtype == np.bool_:
+        return _Bool(bool(val))
+    if np.issubdtype(val.dtype, np.integer):
+        return _Sym(0, int(val))
+    return None
+
+
+def _sum(a: _Sym, b: _Sym, sign: int) -> _Sym:
+    return _Sym(a.coef + sign * b.coef, a.const + sign * b.const)
+
+
+def _product(a: _Sym, b: _Sym) -> Value:
+    if a.coef == 0:
+        return _Sym(b.coef * a.const, b.const * a.const)
+    return _Sym(a.coef * b.const, a.const * b.const) if b.coef == 0 else None
+
+
+def _pick(pred: Value, *cases: Value) -> Value:
+    """``select_n``: the case its known predicate picks."""
+    if isinstance(pred, _Sym) and pred.coef == 0 and 0 <= pred.const < len(cases):
+        return cases[pred.const]
+    return cases[int(pred.value)] if isinstance(pred, _Bool) and len(cases) == 2 else None
+
+
+_COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+
+
+class _Indices:
+    """Symbolic evaluation of a jaxpr's integer scalar arithmetic over the loop counter k,
+    which runs ``lo .. hi``: sums and constant multiples of k, and the comparisons, selects
+    and clamps NumPy mode's index checks make of them (decided when they hold for every k)."""
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi = lo, hi
+
+    def compare(self, name: str, a: Value, b: Value) -> Value:
+        if not (isinstance(a, _Sym) and isinstance(b, _Sym)):
+            return None
+        least, most = _span(_sum(a, b, -1), self.lo, self.hi)
+        true, false = {"lt": (most < 0, least >= 0), "le": (most <= 0, least > 0),
+                       "gt": (least > 0, most <= 0), "ge": (least >= 0, most < 0),
+                       "eq": (least == most == 0, least > 0 or most < 0),
+                       "ne": (least > 0 or most < 0, least == most == 0)}[name]
+        return _Bool(True) if true else _Bool(False) if false else None
+
+    def extreme(self, pick_max: bool, a: Value, b: Value) -> Value:
+        if not (isinstance(a, _Sym) and isinstance(b, _Sym)):
+            return None
+        (a_lo, a_hi), (b_lo, b_hi) = _span(a, self.lo, self.hi), _span(b, self.lo, self.hi)
+        if a_lo >= b_hi:
+            return a if pick_max else b
+        if b_lo >= a_hi:
+            return b if pick_max else a
+        return None
+
+    def scalar(self, name: str, params: Any, ins: list[Value]) -> Value:
+        """One equation with one result: what is known of it."""
+        a, b = [*ins, None, None][:2]
+        syms = isinstance(a, _Sym) and isinstance(b, _Sym)
+        bools = isinstance(a, _Bool) and isinstance(b, _Bool)
+        if name in ("add", "sub") and syms:
+            return _sum(a, b, 1 if name == "add" else -1)  # type: ignore[arg-type]
+        if name == "mul" and syms:
+            return _product(a, b)  # type: ignore[arg-type]
+        if name == "neg" and isinstance(a, _Sym):
+            return _Sym(-a.coef, -a.const)
+        if name == "convert_element_type":
+            integer = np.issubdtype(np.dtype(params["new_dtype"]), np.integer)
+            return a if isinstance(a, _Sym) and integer else None
+        if name == "select_n":
+            return _pick(a, *ins[1:])
+        if name in ("and", "or") and bools:
+            x, y = a.value, b.value  # type: ignore[union-attr]
+            return _Bool(x and y if name == "and" else x or y)
+        if name == "not" and isinstance(a, _Bool):
+            return _Bool(not a.value)
+        if name in _COMPARE:
+            return self.compare(name, a, b)
+        if name in ("max", "min"):
+            return self.extreme(name == "max", a, b)
+        if name == "clamp" and len(ins) == 3:
+            inner = self.extreme(True, ins[0], ins[1])
+            return self.extreme(False, inner, ins[2]) if inner is not None else None
+        return None
+
+    def eqn(self, eqn: Any, ins: list[Value]) -> list[Value]:
+        inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
+        if eqn.primitive.name in ("pjit", "closed_call", "core_call") and inner is not None:
+            return self.run(getattr(inner, "jaxpr", inner),
+                            [_literal(c) for c in getattr(inner, "consts", [])], ins)
+        if len(eqn.outvars) != 1:
+            return [None] * len(eqn.outvars)
+        return [self.scalar(eqn.primitive.name, eqn.params, ins)]
+
+    def run(self, jaxpr: Any, consts: list[Value], args: list[Value]) -> list[Value]:
+        env: dict[Any, Value] = dict(zip(jaxpr.constvars, consts, strict=True))
+        env.update(zip(jaxpr.invars, args, strict=True))
+
+        def read(v: Any) -> Value:
+            return _literal(v) if isinstance(v, jcore.Literal) else env.get(v)
+
+        for eqn in jaxpr.eqns:
+            env.update(zip(eqn.outvars, self.eqn(eqn, [read(v) for v in eqn.invars]),
+                           strict=True))
+        return [read(v) for v in jaxpr.outvars]
+
+
+@dataclass
+class _Slot:
+    """Where the body touches one array it updates: index ``at`` (of k) on ``axis``."""
+
+    axis: int | None = None
+    at: _Sym | None = None
+
+    def fits(self, starts: Sequence[Value], sizes: Sequence[int], shape: Sequence[int],
+             lo: int, hi: int) -> bool:
+        """Whether a dynamic_slice / dynamic_update_slice at ``starts`` (window ``sizes``) of
+        the array touches only this slot, inside the axis for every k (the first use fixes
+        the slot: the one axis indexed by a multiple of k plus a constant, with size 1)."""
+        if self.axis is None:
+            found = [d for d, v in enumerate(starts)
+                     if isinstance(v, _Sym) and v.coef != 0 and sizes[d] == 1]
+            if len(found) != 1:
+                return False
+            self.axis, self.at = found[0], starts[found[0]]  # type: ignore[assignment]
+        at = starts[self.axis]
+        if not isinstance(at, _Sym) or at != self.at or sizes[self.axis] != 1:
+            return False
+        least, most = _span(at, lo, hi)
+        return least >= 0 and most < shape[self.axis]
+
+
+@dataclass
+class _Plan:
+    slots: dict[int, _Slot]
+    """Carried position -> the slot of an array the body updates."""
+    known: dict[Any, _Sym | _Bool]
+    """Scalars of the body known for every iteration (a bounds check that always holds)."""
+
+
+def _bytes(aval: Any) -> int:
+    return int(np.prod(aval.shape)) * int(np.dtype(aval.dtype).itemsize)
+
+
+_WINDOWS = ("dynamic_slice", "dynamic_update_slice")
+
+
+def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
+    """The batching plan of a loop body ``jaxpr`` (invars: the counter, then the carried values;
+    outvars: the carried values), k running ``lo .. hi`` inclusive; None when its iterations may
+    depend on each other (or the check cannot tell), or batching would hold too much."""
+    carried = jaxpr.invars[1:]
+    if len(jaxpr.outvars) != len(carried) or jaxpr.effects:
+        return None
+    indices = _Indices(lo, hi)
+    env: dict[Any, Value] = {jaxpr.invars[0]: _Sym(1, 0)}
+    env.update((v, _literal(c)) for v, c in zip(jaxpr.constvars, consts, strict=True))
+    # a var holding (a version of) an array the body updates -> the array's position
+    version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
+               if out is not v}
+    slots = {pos: _Slot() for pos in set(version.values())}
+    held = 0  # bytes one iteration computes, slabs aside
+
+    def read(v: Any) -> Value:
+        return _literal(v) if isinstance(v, jcore.Literal) else env.get(v)
+
+    for eqn in jaxpr.eqns:
+        ins = [read(v) for v in eqn.invars]
+        touched = [i for i, v in enumerate(eqn.invars)
+                   if not isinstance(v, jcore.Literal) and v in version]
+        if touched:
+            if touched != [0] or eqn.primitive.name not in _WINDOWS:
+                return None  # any other use may read another iteration's slot
+            pos = version[eqn.invars[0]]
+            if eqn.primitive.name == "dynamic_slice":
+                starts, sizes = ins[1:], eqn.params["slice_sizes"]
+            else:
+                starts, sizes = ins[2:], eqn.invars[1].aval.shape
+                version[eqn.outvars[0]] = pos
+            if not slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, lo, hi):
+                return None
+        env.update(zip(eqn.outvars, indices.eqn(eqn, ins), strict=True))
+        held += sum(_bytes(v.aval) for v in eqn.outvars
+                    if hasattr(v.aval, "shape") and v not in version)
+    for pos, out in enumerate(jaxpr.outvars):
+        owner = None if isinstance(out, jcore.Literal) else version.get(out)
+        if owner != (pos if pos in slots else None):
+            return None  # an updated array left as something else, or as another's result
+    slab = sum(_bytes(carried[pos].aval) // carried[pos].aval.shape[slot.axis]
+               for pos, slot in slots.items() if slot.axis is not None)
+    if not slots or held * (hi - lo + 1) > MAX_BATCHED_BYTES or held > MAX_GROWTH * max(slab, 1):
+        return None
+    known = {v: o for v, o in env.items() if getattr(v.aval, "shape", None) == () and (
+        isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
+    return _Plan(slots, known)
+
+
+def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
+              flat: Sequence[Any]) -> list[Any]:
+    """One iteration of the body with each updated array replaced by its slab (size 1 on the slot
+    axis, the slot's index there becoming 0): the slabs it leaves."""
+    env: dict[Any, Any] = {}
+    version: dict[Any, int] = {}
+    for v, c in zip(jaxpr.constvars, consts, strict=True):
+        env[v] = c
+    env[jaxpr.invars[0]] = k
+    for pos, (v, x) in enumerate(zip(jaxpr.invars[1:], flat, strict=True)):
+        env[v] = x
+        if pos in the_plan.slots:
+            version[v] = pos
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, jcore.Literal) else env[v]
+
+    known = the_plan.known
+    for eqn in jaxpr.eqns:
+        if eqn.outvars and all(v in known for v in eqn.outvars):
+            for v in eqn.outvars:  # the same for every k: a constant, not a computation
+                value = known[v]
+                env[v] = np.asarray(value.value if isinstance(value, _Bool) else value.const,
+                                    v.aval.dtype)
+            continue
+        pred = eqn.invars[0] if eqn.invars else None
+        which = None if pred is None or isinstance(pred, jcore.Literal) else known.get(pred)
+        if eqn.primitive.name == "select_n" and len(eqn.invars) == 3 and isinstance(which,
+                                                                                    _Bool):
+            env[eqn.outvars[0]] = read(eqn.invars[2 if which.value else 1])
+            continue
+        ins = [read(v) for v in eqn.invars]
+        first = eqn.invars[0] if eqn.invars else None
+        if first is not None and not isinstance(first, jcore.Literal) and first in version:
+            pos = version[first]
+            axis = the_plan.slots[pos].axis
+            assert axis is not None
+            update = eqn.primitive.name == "dynamic_update_slice"
+            if update:
+                version[eqn.outvars[0]] = pos
+            whole = eqn.outvars[0].aval.shape if not update else eqn.invars[1].aval.shape
+            if tuple(whole) == tuple(np.shape(ins[0])):  # the whole slab: no op needed
+                env[eqn.outvars[0]] = ins[1] if update else ins[0]
+                continue
+            skip = 2 if update else 1
+            ins[skip + axis] = jnp.zeros((), jnp.asarray(ins[skip + axis]).dtype)
+        ans = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
+        outs = ans if eqn.primitive.multiple_results else [ans]
+        for v, o in zip(eqn.outvars, outs, strict=True):
+            env[v] = o
+    return [read(jaxpr.outvars[pos]) for pos in sorted(the_plan.slots)]
+
+
+def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
+                active: Callable[[Any], Any] | None = None) -> list[Any]:
+    """The loop over k in ``lo .. hi - 1`` as one vmapped body: the carried values after it.
+    ``active(k)``: whether iteration k runs (the slot keeps its value where it does not)."""
+    jaxpr, consts = closed.jaxpr, closed.consts
+    ks = jnp.arange(lo, hi, dtype=jaxpr.invars[0].aval.dtype)
+    order = sorted(the_plan.slots)
+    places: list[np.ndarray] = []
+    slabs: list[Any] = []
+    for pos in order:
+        slot = the_plan.slots[pos]
+        assert slot.axis is not None and slot.at is not None
+        where = slot.at.coef * np.arange(lo, hi) + slot.at.const
+        places.append(where)
+        x = jnp.asarray(flat[pos])
+        taken = (lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
+                 if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
+        slabs.append(jnp.expand_dims(jnp.moveaxis(taken, slot.axis, 0), slot.axis + 1))
+
+    def one(k: Any, own: list[Any]) -> list[Any]:
+        values = list(flat)
+        for pos, slab in zip(order, own, strict=True):
+            values[pos] = slab
+        outs = _slot_run(jaxpr, consts, the_plan, k, values)
+        if active is None:
+            return outs
+        keep = active(k)
+        return [lax.select(jnp.broadcast_to(keep, o.shape), o, jnp.asarray(i).astype(o.dtype))
+                for o, i in zip(outs, own, strict=True)]
+
+    outs = jax.vmap(one, in_axes=(0, 0))(ks, slabs)
+    result = list(flat)
+    for pos, where, out in zip(order, places, outs, strict=True):
+        axis = the_plan.slots[pos].axis
+        assert axis is not None
+        block = jnp.moveaxis(jnp.squeeze(out, axis + 1), 0, axis)
+        x = jnp.asarray(flat[pos])
+        if the_plan.slots[pos].at.coef == 1:  # type: ignore[union-attr]
+            result[pos] = lax.dynamic_update_slice_in_dim(x, block.astype(x.dtype),
+                                                          int(where[0]), axis)
+        else:
+            index = (slice(None),) * axis + (jnp.asarray(where),)
+            result[pos] = x.at[index].set(block.astype(x.dtype), unique_indices=True)
+    return result
+
+
+def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init: list[Any],
+         batch: bool) -> tuple[list[Any], bool]:
+    """``lax.fori_loop(lo, hi, step_fn, init)``, batched when ``batch`` and the body's iterations
+    are independent (see the module): the carried values after it, and whether it was batched."""
+    if not batch or hi <= lo:
+        return list(lax.fori_loop(lo, hi, step_fn, list(init))), False
+    dtype = jnp.asarray(lo).dtype
+    closed = jax.make_jaxpr(step_fn)(jax.ShapeDtypeStruct((), dtype), list(init))
+    the_plan = plan(closed.jaxpr, closed.consts, lo, hi - 1)
+    if the_plan is not None:
+        return run_batched(closed, the_plan, lo, hi, list(init)), True
+
+    def replay(k: Any, flat: list[Any]) -> list[Any]:
+        return list(jcore.jaxpr_as_fun(closed)(lax.convert_element_type(k, dtype), *flat))
+
+    return list(lax.fori_loop(lo, hi, replay, list(init))), False
+
+
+def fori_between(span: tuple[int, int], start: Any, stop: Any, n: Any,
+                 at_value: Callable[[Any, list[Any]], list[Any]], init: list[Any]
+                 ) -> tuple[list[Any], bool]:
+    """A loop over ``range(start, stop)`` with a traced bound whose values all lie in the static
+    ``span`` (lo, hi): batched over the span, each slot kept where its value is outside the
+    range, when its iterations are independent; else one ``lax.fori_loop`` over the ``n``
+    iterations. ``at_value(v, flat)``: the body at index value v."""
+    lo, hi = span
+    dtype = jnp.asarray(0).dtype  # the index type fori_loop counts in
+    closed = jax.make_jaxpr(at_value)(jax.ShapeDtypeStruct((), dtype), list(init))
+    the_plan = plan(closed.jaxpr, closed.consts, lo, hi - 1)
+    if the_plan is not None:
+        def active(k: Any) -> Any:
+            return jnp.logical_and(k >= start, k < stop)
+
+        return run_batched(closed, the_plan, lo, hi, list(init), active), True
+
+    def replay(k: Any, flat: list[Any]) -> list[Any]:
+        return list(jcore.jaxpr_as_fun(closed)(lax.convert_element_type(start + k, dtype),
+                                               *flat))
+
+    return list(lax.fori_loop(0, jnp.maximum(n, 0), replay, list(init))), False

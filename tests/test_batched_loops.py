@@ -1,0 +1,173 @@
+"""Rolled loops whose iterations are independent run batched (trace/control_flow/batched.py):
+each touches only its own slot (row, column, plane) of the arrays it updates. Their results equal
+NumPy eager's on fresh inputs, the module has no stablehlo.while for them, and a loop note says
+so; loops whose iterations may depend on each other stay rolled, and give NumPy's results too."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+import reactant_lab as rl
+from tests.numpy_kernels import gramschmidt
+from tests.test_numpy_kernels import assert_same
+
+
+def _run(fn, *args, loops="auto", tol=1e-10):
+    """fn through rl.jit against NumPy eager (results and arguments after); its trace."""
+    want_args = copy.deepcopy(args)
+    want = fn(*want_args)
+    jf = rl.jit(fn, loops=loops)
+    got = jf(*args)
+    assert_same(got, want, tol, "result")
+    assert_same(args, want_args, tol, "arguments after the call")
+    return jf.last.traced
+
+
+def _batched(traced) -> list[str]:
+    return [n for n in traced.loop_notes if " batched (" in n]
+
+
+def _whiles(traced) -> int:
+    return traced.ir.count("stablehlo.while")
+
+
+def row_products(A, C):
+    for r in range(A.shape[0]):
+        A[r] = A[r] @ C
+
+
+def test_a_loop_over_rows_runs_as_one_batched_product(rng):
+    A, C = rng.standard_normal((int(rng.integers(9, 30)), 6, 5)), rng.standard_normal((5, 5))
+    traced = _run(row_products, A, C)
+    assert _whiles(traced) == 0
+    (note,) = _batched(traced)
+    assert f"for r in range(A.shape[0])` batched ({A.shape[0]} iterations)" in note
+    assert "dot_general" in traced.ir
+
+
+def test_loops_roll_keeps_the_while(rng):
+    A, C = rng.standard_normal((12, 4, 3)), rng.standard_normal((3, 3))
+    traced = _run(row_products, A, C, loops="roll")
+    assert _whiles(traced) == 1 and traced.loop_notes == ()
+
+
+def upper_product(A, B):
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+
+
+def test_an_inner_loop_over_columns_is_batched_inside_the_rolled_outer_one(rng):
+    n, m = int(rng.integers(9, 20)), int(rng.integers(9, 20))
+    traced = _run(upper_product, rng.random((n, n)), rng.random((n, m)))
+    assert _whiles(traced) == 1  # the outer loop reads rows the previous iterations wrote
+    (note,) = _batched(traced)
+    assert "for j in range(B.shape[1])" in note
+
+
+def test_a_loop_with_a_traced_start_is_batched_over_the_values_it_can_take(rng):
+    # gramschmidt's `for j in range(k + 1, n)`: each j updates column j; the iterations before
+    # k + 1 run too, and their slots keep the values they had
+    traced = _run(gramschmidt, rng.standard_normal((int(rng.integers(20, 40)), 12)), tol=1e-9)
+    (note,) = _batched(traced)
+    assert "range(k + 1, A.shape[1])` batched (up to 11 iterations)" in note
+    assert _whiles(traced) == 1
+
+
+def strided_slots(x, out, back):
+    n = x.shape[0]
+    for i in range(n - 1, -1, -1):
+        back[i] = x[i] * 2.0 + x[n - 1 - i]
+    for i in range(0, n - 1, 2):
+        out[i] = x[i] + x[i + 1]
+    for i in range(n - 1):
+        out[i + 1] += x[i] * 3.0
+    return back.sum()
+
+
+def test_slots_at_a_negative_step_a_stride_and_an_offset(rng):
+    n = int(rng.integers(20, 40))
+    traced = _run(strided_slots, rng.standard_normal(n), np.zeros(n), rng.standard_normal(n))
+    assert len(_batched(traced)) == 3 and _whiles(traced) == 0
+
+
+def centre_columns(M):
+    for j in range(M.shape[1]):
+        M[:, j] -= M[:, j].mean()
+        M[:, j] *= 2.0
+
+
+def test_a_column_slot_read_and_written_twice(rng):
+    traced = _run(centre_columns, rng.standard_normal((7, int(rng.integers(9, 20)))))
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 0
+
+
+def recurrence(x):
+    for i in range(1, x.shape[0]):
+        x[i] = x[i - 1] * 0.5 + x[i]
+
+
+def weighted_total(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * i
+    return s
+
+
+def shift_left(x):
+    for i in range(x.shape[0] - 1):
+        x[i] = x[i + 1]
+
+
+def row_and_column(M):
+    for i in range(M.shape[0]):
+        M[i, i:] = M[i:, i] = M[i, i] + 1.0
+
+
+def whole_array(x, y):
+    for i in range(x.shape[0]):
+        y += x[i]
+
+
+def reads_the_whole(out):
+    for i in range(out.shape[0]):
+        out[i] = out.sum() * 0.5
+
+
+def test_loops_whose_iterations_depend_on_each_other_stay_rolled(rng):
+    n = int(rng.integers(12, 30))
+    cases = [(recurrence, (rng.standard_normal(n),)),
+             (weighted_total, (rng.standard_normal(n),)),
+             (shift_left, (rng.standard_normal(n),)),
+             (row_and_column, (rng.standard_normal((n, n)),)),
+             (whole_array, (rng.standard_normal((n, 3)), np.zeros(3))),
+             (reads_the_whole, (rng.standard_normal(n),))]
+    for fn, args in cases:
+        traced = _run(fn, *args)
+        assert _batched(traced) == [] and _whiles(traced) >= 1, fn.__name__
+
+
+def big_temporaries(A, x, out):
+    for i in range(out.shape[0]):
+        out[i] = (A * x[i]).sum()
+
+
+def products(A, X, out):
+    for i in range(out.shape[0]):
+        out[i] = A @ X[i]
+
+
+def test_a_loop_that_reduces_much_more_than_it_writes_stays_rolled(rng):
+    # batched, each iteration's temporary would be held at once: 1,000 of 600x600 float64 is
+    # 2.9 GB; and even small ones are many times the one element each iteration writes, a loop
+    # XLA fuses without holding them
+    traced = rl.trace(big_temporaries, rng.random((600, 600)), rng.random(1000),
+                      np.zeros(1000), loops="auto")
+    assert _batched(traced) == [] and _whiles(traced) == 1
+    small = _run(big_temporaries, rng.random((6, 6)), rng.random(20), np.zeros(20))
+    assert _batched(small) == [] and _whiles(small) == 1
+    n = int(rng.integers(9, 30))
+    rows = _run(products, rng.random((5, 7)), rng.random((n, 7)), np.zeros((n, 5)))
+    assert len(_batched(rows)) == 1 and _whiles(rows) == 0
