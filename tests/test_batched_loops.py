@@ -104,6 +104,29 @@ def test_a_column_slot_read_and_written_twice(rng):
     assert len(_batched(traced)) == 1 and _whiles(traced) == 0
 
 
+def rows_and_columns(A, B, x):
+    for i in range(x.shape[0]):
+        A[i] = A[i] * x[i]
+        B[:, i] = A[i, :3] + B[:, i]  # reads the row just written, in the same iteration
+
+
+def test_two_arrays_each_with_its_own_slot_axis(rng):
+    n = int(rng.integers(9, 20))
+    traced = _run(rows_and_columns, rng.standard_normal((n, 5)), rng.standard_normal((3, n)),
+                  rng.standard_normal(n))
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 0
+
+
+def diagonal(M):
+    for i in range(M.shape[0]):
+        M[i, i] = M[i, i - 1] * 2.0  # row i only: at i = 0, its last element
+
+
+def test_a_slot_read_and_written_anywhere_along_its_other_axes(rng):
+    traced = _run(diagonal, rng.standard_normal((int(rng.integers(9, 20)),) * 2))
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 0
+
+
 def recurrence(x):
     for i in range(1, x.shape[0]):
         x[i] = x[i - 1] * 0.5 + x[i]
@@ -114,6 +137,16 @@ def weighted_total(x):
     for i in range(x.shape[0]):
         s += x[i] * i
     return s
+
+
+def forward_recurrence(x):
+    for i in range(x.shape[0] - 1):
+        x[i + 1] = x[i] * 0.5 + x[i + 1]
+
+
+def mirror(x):
+    for i in range(x.shape[0]):
+        x[i] = x[x.shape[0] - 1 - i] + 1.0  # the second half reads the first half's results
 
 
 def shift_left(x):
@@ -143,7 +176,9 @@ def test_loops_whose_iterations_depend_on_each_other_stay_rolled(rng):
              (shift_left, (rng.standard_normal(n),)),
              (row_and_column, (rng.standard_normal((n, n)),)),
              (whole_array, (rng.standard_normal((n, 3)), np.zeros(3))),
-             (reads_the_whole, (rng.standard_normal(n),))]
+             (reads_the_whole, (rng.standard_normal(n),)),
+             (forward_recurrence, (rng.standard_normal(n),)),
+             (mirror, (rng.standard_normal(n),))]
     for fn, args in cases:
         traced = _run(fn, *args)
         assert _batched(traced) == [] and _whiles(traced) >= 1, fn.__name__
@@ -171,3 +206,42 @@ def test_a_loop_that_reduces_much_more_than_it_writes_stays_rolled(rng):
     n = int(rng.integers(9, 30))
     rows = _run(products, rng.random((5, 7)), rng.random((n, 7)), np.zeros((n, 5)))
     assert len(_batched(rows)) == 1 and _whiles(rows) == 0
+
+
+def offsets(x, out, a, b, s):
+    for i in range(2, x.shape[0] - 2, s):
+        out[i + a] = out[i + b] * 0.5 + x[i]
+
+
+def column_offsets(x, out, a, b, s):
+    for i in range(2, x.shape[0] - 2, s):
+        out[:, i + a] = out[:, i + b] * 0.5 + x[i]
+
+
+def test_random_read_and_write_offsets_give_numpys_result(rng):
+    # batched exactly when the read and the written slot coincide (a == b); any other offset
+    # is a dependence between iterations, and the loop stays rolled
+    for _ in range(12):
+        a, b = (int(v) for v in rng.integers(-2, 3, 2))
+        s = int(rng.choice([1, 1, 2, -1]))
+        n = int(rng.integers(24, 40))
+        fn = column_offsets if rng.random() < 0.5 else offsets
+        out = rng.standard_normal((3, n) if fn is column_offsets else n)
+        if s == -1:
+            fn = _reversed(fn)
+        traced = _run(fn, rng.standard_normal(n), out, a, b, abs(s))
+        assert bool(_batched(traced)) == (a == b), (fn.__name__, a, b, s)
+
+
+def _reversed(fn):
+    return {offsets: offsets_back, column_offsets: column_offsets_back}[fn]
+
+
+def offsets_back(x, out, a, b, s):
+    for i in range(x.shape[0] - 3, 1, -s):
+        out[i + a] = out[i + b] * 0.5 + x[i]
+
+
+def column_offsets_back(x, out, a, b, s):
+    for i in range(x.shape[0] - 3, 1, -s):
+        out[:, i + a] = out[:, i + b] * 0.5 + x[i]

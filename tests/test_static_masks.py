@@ -1,12 +1,14 @@
 """Large boolean masks known at trace time (``(fy > keep) | (fx > keep)``, built by NumPy from
 static coordinate vectors) go into the module as one vector per axis combined (their OR or
 their AND), not as a dense constant of megabytes that every stage prints and parses: the module
-stays small, and results equal NumPy's. A mask that is not such a combination stays dense."""
+stays small, and results equal NumPy's. A mask that is not such a combination stays dense. So
+does a large diagonal matrix (``np.eye(M)``), its diagonal placed by an iota comparison."""
 
 from __future__ import annotations
 
 import re
 
+import jax
 import numpy as np
 import pytest
 
@@ -102,3 +104,45 @@ def test_to_jax_rebuilds_factored_masks_exactly(rng):
         text = str(rl.trace(lambda x, m=mask: x * m, np.ones(shape)).ir)
         payloads = re.findall(r'dense<"0x([0-9A-F]+)"', text)
         assert max(map(len, payloads), default=0) <= 2 * max(shape)  # a vector at most
+
+
+def identity_start(data):
+    corr = np.eye(data.shape[1], dtype=data.dtype)  # correlation's start
+    corr += data.T @ data
+    return corr
+
+
+def scaled_diagonal(x, d):
+    return x @ np.diag(d) + np.eye(x.shape[0], x.shape[1], dtype=np.int32) * 3
+
+
+def test_a_large_diagonal_matrix_is_its_diagonal_placed_by_iota(rng):
+    data = rng.standard_normal((20, 300))
+    np.testing.assert_allclose(rl.jit(identity_start)(data), identity_start(data), rtol=1e-12,
+                               atol=1e-12)  # sums of 20 products: XLA adds in its own order
+    assert _module_bytes(identity_start, data) < 20_000  # np.eye(300) alone: 720 KB of hex
+    x, d = rng.standard_normal((300, 260)), np.linspace(-1.0, 2.0, 260)
+    np.testing.assert_allclose(rl.jit(scaled_diagonal)(x, d), scaled_diagonal(x, d),
+                               rtol=1e-12)
+
+
+def test_to_jax_keeps_diagonal_matrices_bit_for_bit(rng):
+    n, m = (int(v) for v in rng.integers(256, 320, 2))
+    cases = [np.eye(n, m), np.diag(rng.standard_normal(min(n, m)))[:n, :m],
+             np.eye(n, m, dtype=np.int64) * -7, np.eye(n, m, dtype=np.complex128) * (1 - 2j)]
+    signed_zero = np.eye(n, m)
+    signed_zero[1, 4] = -0.0  # zero off the diagonal, but not +0.0: kept as it is
+    off = np.eye(n, m)
+    off[2, 0] = 1e-300  # one element off the diagonal
+    for a in [*cases, signed_zero, off]:
+        with jax.enable_x64(True):  # as in NumPy mode
+            got = np.asarray(to_jax(a))
+        assert got.dtype == a.dtype and got.tobytes() == np.ascontiguousarray(a).tobytes()
+    assert _module_bytes(almost_identity, np.ones((n, m))) > n * m  # the dense constant
+    assert _module_bytes(identity_start, np.ones((3, n))) < 20_000
+
+
+def almost_identity(x):
+    m = np.eye(x.shape[0], x.shape[1])
+    m[2, 0] = 1e-300  # not a diagonal matrix: a dense constant
+    return x + m

@@ -43,8 +43,9 @@ class Traced:
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     """The traced function itself."""
     loop_notes: tuple[str, ...] = field(default=(), compare=False)
-    """Loops that were unrolled although ``loops=`` allowed rolling them, and functions whose
-    control flow could not be converted, each with the reason (``file:line: ...``)."""
+    """Loops that were unrolled although ``loops=`` allowed rolling them, functions whose
+    control flow could not be converted, and loops that run batched (their iterations
+    independent), each with the reason (``file:line: ...``)."""
 
     def as_text(self, debug_info: bool = False) -> str:
         """The StableHLO module. Block arguments always show their paths as locations; op

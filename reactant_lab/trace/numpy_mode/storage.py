@@ -47,9 +47,10 @@ def is_traced(x: Any) -> bool:
 
 
 def to_jax(concrete: np.ndarray) -> jax.Array:
-    """A traced constant for concrete data; a uniform array becomes a broadcast scalar, and a
+    """A traced constant for concrete data; a uniform array becomes a broadcast scalar, a
     large boolean mask that is the OR (or the AND) of one vector per axis (``(fy > keep) |
-    (fx > keep)``) those vectors broadcast and combined, not a dense constant in the module."""
+    (fx > keep)``) those vectors broadcast and combined, and a large diagonal matrix its
+    diagonal placed by an iota comparison, not a dense constant in the module."""
     flat = concrete.reshape(-1)
     if flat.size > 1 and (flat == flat[0]).all():
         return jnp.full(concrete.shape, flat[0], concrete.dtype)
@@ -57,6 +58,10 @@ def to_jax(concrete: np.ndarray) -> jax.Array:
         factored = _factored_mask(concrete)
         if factored is not None:
             return factored
+    if concrete.ndim == 2 and concrete.size >= FACTORED_MIN and concrete.dtype.kind in "biufc":
+        diagonal = _diagonal(concrete)
+        if diagonal is not None:
+            return diagonal
     # A copy: JAX keeps a reference to the buffer, which NumPy may update in place later.
     return jnp.asarray(concrete.copy())
 
@@ -81,6 +86,23 @@ def _factored_mask(mask: np.ndarray) -> jax.Array | None:
             out = functools.reduce(traced_combine, map(jnp.asarray, vectors))
             return jnp.broadcast_to(out, mask.shape)
     return None
+
+
+def _diagonal(a: np.ndarray) -> jax.Array | None:
+    """A large matrix that is zero off its main diagonal (``np.eye(n)``, ``np.diag(v)``, as
+    correlation's ``corr = np.eye(M)`` starts) as an iota comparison selecting its diagonal,
+    bit for bit (a -0.0 off the diagonal keeps it dense), not a dense constant; else None."""
+    if np.count_nonzero(a) > min(a.shape):
+        return None
+    d = np.diagonal(a).copy()
+    rebuilt = np.zeros_like(a)
+    np.fill_diagonal(rebuilt, d)
+    if np.ascontiguousarray(rebuilt).tobytes() != np.ascontiguousarray(a).tobytes():
+        return None
+    n, m = a.shape
+    rows = jnp.concatenate([to_jax(d), jnp.zeros(n - d.size, a.dtype)]) if d.size < n else (
+        to_jax(d))
+    return jnp.where(jnp.eye(n, m, dtype=bool), rows[:, None], jnp.zeros((), a.dtype))
 
 
 class Root:
