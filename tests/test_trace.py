@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import inspect
 import re
 from typing import NamedTuple
@@ -226,3 +227,28 @@ def test_generators_and_async_functions_are_refused_up_front(fn):
         with pytest.raises(rl.TraceError, match=f"{fn.__name__} is an? (generator|async)"):
             entry()
     np.testing.assert_array_equal(x, np.ones(3))
+
+
+def test_the_garbage_collector_is_off_while_tracing_and_restored_after():
+    seen = []
+
+    def kernel(x):
+        seen.append(gc.isenabled())
+        return x * 2.0
+
+    def failing(x):
+        seen.append(gc.isenabled())
+        raise ValueError("the user's own error")
+
+    assert gc.isenabled()
+    rl.trace(kernel, np.ones(3))
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(ValueError, match="the user's own error"):
+        rl.trace(failing, np.ones(3))
+    assert seen[-1] is False and gc.isenabled()
+    gc.disable()  # a user who runs without it keeps it off
+    try:
+        rl.trace(kernel, np.ones(4))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
