@@ -680,7 +680,9 @@ CAUSES: dict[str, str] = {
     "row_normalize": "was 0.00x: `A[i] /= norms[i]` wrote the row, then wrote the updated view "
                      "back onto itself (Python's augmented assignment), and the second write "
                      "kept XLA from updating the carried 4000x200 A in place (a 6.4 MB copy per "
-                     "row); now one in-place row update per step",
+                     "row); then one in-place row update per step; now the loop's iterations, "
+                     "each on its own row, run batched (control_flow.batched): A / norms[:, None], "
+                     "the jax.jit port's form",
     # scalar and triangular loops
     "seidel_2d": "was 0.12-0.16x: `A[i, j] += A[i, j - 1]; A[i, j] /= 9` read A[i, j] back from the "
                  "array just updated, and XLA fused that read with the update, reading the old "
