@@ -5,13 +5,14 @@ iteration's slot (``out[i] = f(x[i])``, ``A[r, :, :] = A[r] @ C``: one row, colu
 the loop index plus a constant, on one axis) cannot see another iteration's writes, so its
 iterations commute: the loop is the body run once over all the slots at once (``jax.vmap``), its
 slabs put back in one ``dynamic_update_slice``, instead of a ``stablehlo.while`` that runs them
-one after the other. The body is traced once (``jax.make_jaxpr``) and checked on that jaxpr,
-where every use of a carried array is an equation: an updated array may only be read with
-``dynamic_slice`` and written with ``dynamic_update_slice`` at its slot (index ``step * k + c``
-on the slot axis, proven inside the axis for every iteration, size 1 there); arrays the body does
-not update may be read in any way. Anything else (a scalar accumulator, a read of the previous
-row, a masked or scattered write) keeps the loop rolled, the same jaxpr run by
-``lax.fori_loop``.
+one after the other. The body is traced once, inside the ``lax.fori_loop`` that would run it
+(``jax.make_jaxpr`` of the loop), and checked on its jaxpr (the loop's scan body), where every
+use of a carried array is an equation: an updated array may only be read with ``dynamic_slice``
+and written with ``dynamic_update_slice`` at its slot (index ``step * k + c`` on the slot axis,
+proven inside the axis for every iteration, size 1 there); arrays the body does not update may
+be read in any way. Anything else (a scalar accumulator, a read of the previous row, a masked or
+scattered write) keeps the loop rolled: the traced loop itself, one equation, goes into the
+module.
 """
 
 from __future__ import annotations
