@@ -440,9 +440,12 @@ def _as_call(closed: Any) -> Callable[..., list[Any]]:
     the loop that runs it unbatched: binding its equations one by one again costs about as
     much as tracing it."""
     jaxpr, consts = closed.jaxpr, list(closed.consts)
-    hoisted = jcore.ClosedJaxpr(jcore.Jaxpr((), [*jaxpr.constvars, *jaxpr.invars],
-                                            jaxpr.outvars, jaxpr.eqns, jaxpr.effects,
-                                            jaxpr.debug_info), [])
+    invars = [*jaxpr.constvars, *jaxpr.invars]
+    names = jcore.DebugInfo("a rolled loop's body", "reactant_lab",
+                            tuple(f"arg[{i}]" for i in range(len(invars))),
+                            tuple(f"carry[{i}]" for i in range(len(jaxpr.outvars))))
+    hoisted = jcore.ClosedJaxpr(jcore.Jaxpr((), invars, jaxpr.outvars, jaxpr.eqns,
+                                            jaxpr.effects, names), [])
     call_p: Any = closed_call_p  # untyped in jax.extend
     params = call_p.get_bind_params({"call_jaxpr": hoisted})
 
