@@ -18,7 +18,7 @@ import pytest
 from jax import lax
 
 import reactant_lab as rl
-from reactant_lab import _compile_isolation, backend
+from reactant_lab import _compile_isolation, _worker_client, backend
 from reactant_lab.errors import CompileCrashedError, CompileError, CompileFallbackWarning
 from reactant_lab.stages import patterns
 from tests.test_pass_safety import alive
@@ -220,13 +220,24 @@ def test_ctrl_c_stops_a_long_compile_in_the_worker(rng, monkeypatch):
     rl.trace(lambda v: v + 1, x).stages("none").compile()  # the compile worker is warm
     monkeypatch.delenv(backend.COMPILE_CHECK_VAR)
     pid = backend._COMPILER.pid
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    timers: list[threading.Timer] = []
+    await_frame = _worker_client._await_frame
+
+    def interrupted_while_waiting(*args, **kwargs):
+        # Ctrl-C once the request is with the worker, not on a clock that a loaded machine
+        # can make fire before the compile starts or after it ends.
+        timers.append(threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)))
+        timers[-1].start()
+        return await_frame(*args, **kwargs)
+
+    monkeypatch.setattr(_worker_client, "_await_frame", interrupted_while_waiting)
     try:
         with pytest.raises(KeyboardInterrupt):
             st.compile()
     finally:
-        timer.cancel()
+        for timer in timers:
+            timer.cancel()
+    assert len(timers) == 1  # the one compile, in the worker
     assert backend._COMPILER.pid is None and not alive(pid)
     np.testing.assert_allclose(rl.trace(lambda v: v * 2, x).stages("none").compile()(x), x * 2)
 
