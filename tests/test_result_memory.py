@@ -1,0 +1,118 @@
+"""The arrays a compiled NumPy kernel returns are the caller's own: writable, sharing memory
+with nothing else (not the arguments, not another result, not another call's), alive as long as
+the caller keeps them, and made without copying the executable's output (a writable view of
+XLA's 64-byte-aligned buffer, which no one else holds)."""
+
+from __future__ import annotations
+
+import gc
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+
+
+def several(x, y, *, scale=2.0):
+    return x * scale + y, x > y, (x - y).sum(), {"cum": np.cumsum(y), "rows": x[::-1] * 1}
+
+
+def fresh(rng):
+    return rng.standard_normal((64, 32)), rng.standard_normal((64, 32))
+
+
+def arrays(result):
+    a, mask, _, d = result
+    return [a, mask, d["cum"], d["rows"]]
+
+
+def assert_same(got, want):
+    for g, w in zip(arrays(got), arrays(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)  # cumsum: a blocked scan
+    assert type(got[2]) is np.float64 and got[2] == pytest.approx(want[2], rel=1e-12)
+
+
+@pytest.mark.parametrize("keyword", [False, True], ids=["positional", "keyword"])
+def test_results_are_writable_and_apart_from_everything(keyword, rng):
+    jf = rl.jit(several)
+    calls = []
+    for _ in range(3):
+        x, y = fresh(rng)
+        kept = x.copy(), y.copy()
+        got = jf(x, y, scale=2.0) if keyword else jf(x, y)
+        assert_same(got, several(*kept))
+        np.testing.assert_array_equal(x, kept[0])  # the arguments are untouched
+        calls.append((x, y, got))
+    everything = [a for x, y, got in calls for a in (x, y, *arrays(got))]
+    for i, a in enumerate(everything):
+        for b in everything[i + 1:]:
+            assert not np.shares_memory(a, b)
+    for _, _, got in calls:
+        for a in arrays(got):
+            assert a.flags.writeable and a.flags.c_contiguous
+    # Writing into one call's results changes nothing else, and the next call starts afresh.
+    x, y, got = calls[0]
+    before = [a.copy() for a in arrays(calls[1][2])]
+    got[0][...] = -7.0
+    got[3]["rows"] += 1.0
+    for a, b in zip(arrays(calls[1][2]), before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert_same(jf(x, y), several(x.copy(), y.copy()))
+
+
+def test_results_are_the_executables_buffers_not_copies(rng):
+    x, y = fresh(rng)
+    a, mask, _, d = rl.jit(several)(x, y)
+    for out in (a, mask, d["cum"], d["rows"]):
+        assert not out.flags.owndata  # a view of the output buffer, not a NumPy copy of it
+        assert out.ctypes.data % 64 == 0  # XLA's alignment: it goes back in without a copy
+
+
+def test_results_outlive_the_call_the_function_and_later_allocations(rng):
+    x, y = fresh(rng)
+    jf = rl.jit(several)
+    got = jf(x, y)
+    want = [a.copy() for a in arrays(got)]
+    del jf
+    gc.collect()
+    churn = rl.jit(lambda v: v * 3.0 + 1.0)
+    for _ in range(20):  # new output buffers of the same size, freed again
+        churn(rng.standard_normal((64, 32)))
+    gc.collect()
+    for a, w in zip(arrays(got), want, strict=True):
+        np.testing.assert_array_equal(a, w)
+
+
+def test_a_single_result_and_an_update_in_place(rng):
+    def step(state, dt):
+        state += dt * np.tanh(state)
+        return state * 2.0
+
+    state = rng.standard_normal(1000)
+    mine = state.copy()
+    want = step(mine, 0.1)
+    jf = rl.jit(step)
+    got = jf(state, 0.1)
+    np.testing.assert_allclose(state, mine, rtol=1e-12)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert got.flags.writeable and not np.shares_memory(got, state)
+    got += 1.0  # the result is free to change: the caller's updated array is not touched
+    np.testing.assert_allclose(state, mine, rtol=1e-12)
+
+
+def test_a_dtype_numpy_cannot_describe_alone_is_copied_whole(rng):
+    x = rng.random(33)
+
+    def half(v):
+        return v.astype(ml_dtypes.bfloat16) * 2
+
+    got = rl.jit(half)(x)
+    assert got.dtype == ml_dtypes.bfloat16 and got.flags.writeable
+    np.testing.assert_array_equal(got, half(x))
+
+
+def test_an_empty_result(rng):
+    x = rng.random(8)
+    got = rl.jit(lambda v: v[5:2] * 2.0)(x)
+    assert got.shape == (0,) and got.dtype == np.float64 and got.flags.writeable
