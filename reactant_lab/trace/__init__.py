@@ -57,7 +57,8 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     ``loops``: ``'auto'`` turns each Python ``for`` over a ``range`` of at least
     ``control_flow.ROLL_THRESHOLD`` iterations into one ``stablehlo.while`` when its body allows
     (else unrolls it, noted in ``Traced.loop_notes``; in NumPy mode, one whose iterations are
-    independent runs batched instead, also noted), and each ``if`` / ``while`` on a traced
+    independent runs batched instead, and one whose products and reductions read nothing it
+    updates has them hoisted ahead of it, both noted), and each ``if`` / ``while`` on a traced
     value into ``stablehlo.case`` / ``stablehlo.while``, in ``fn`` and the user functions it
     calls; ``'roll'`` raises where a loop cannot roll; ``'unroll'`` runs every loop as Python.
     See docs/loops.md.

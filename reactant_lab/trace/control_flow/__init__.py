@@ -6,7 +6,8 @@ becomes one ``stablehlo.while`` / ``stablehlo.case`` whose carried values it fin
 
 Modules: transform (the AST rewrite), convert (source -> rewritten function), runtime (the
 helpers converted code calls), loops and branches (the statements), slots and carry (what a loop
-or branch carries), session (``loops=`` and the notes of one trace).
+or branch carries), session (``loops=`` and the notes of one trace), batched and hoisted (NumPy
+mode's rolled loops run as one batched body, or with their invariant work done ahead of them).
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ from jax import lax
 from jax.extend import core as jcore
 from jax.extend.core.primitives import closed_call_p
 
+from reactant_lab.trace.control_flow import hoisted
+
 MAX_BATCHED_BYTES = 256 << 20
 """A loop is batched only when the values its body computes, times the trip count, fit here:
 the batched body holds every iteration's intermediates at once, ..."""
@@ -362,12 +364,18 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     return result
 
 
+BATCHED, HOISTED = "batched", "hoisted"
+"""How a loop ran, when not as a plain loop: batched (this module), or with its work that does
+not depend on the updated arrays hoisted ahead of it (``hoisted``)."""
+
+
 def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init: list[Any],
-         batch: bool) -> tuple[list[Any], bool]:
+         batch: bool) -> tuple[list[Any], str | None]:
     """``lax.fori_loop(lo, hi, step_fn, init)``, batched when ``batch`` and the body's iterations
-    are independent (see the module): the carried values after it, and whether it was batched."""
+    are independent (see the module), else with its invariant work hoisted when that pays
+    (``hoisted``): the carried values after it, and how it ran (BATCHED, HOISTED or None)."""
     if not batch or hi <= lo:
-        return list(lax.fori_loop(lo, hi, step_fn, list(init))), False
+        return list(lax.fori_loop(lo, hi, step_fn, list(init))), None
     # The loop itself, traced once into a jaxpr of its own: the body is traced inside the
     # loop as lax.fori_loop always traces it (tracing it on its own, jax.make_jaxpr(step_fn),
     # made loop kernels' traces 1.4-1.7x slower), and read from the loop's equation.
@@ -375,8 +383,11 @@ def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init:
     body = _scan_body(outer, list(init), lo, hi - lo)
     the_plan = None if body is None else plan(body.jaxpr, body.consts, lo, hi - 1)
     if body is not None and the_plan is not None:
-        return run_batched(body, the_plan, lo, hi, list(init)), True
-    return list(jcore.jaxpr_as_fun(outer)(*init)), False
+        return run_batched(body, the_plan, lo, hi, list(init)), BATCHED
+    the_split = None if body is None else hoisted.split(body, hi - lo)
+    if body is not None and the_split is not None:
+        return hoisted.run(body, the_split, lo, hi, list(init)), HOISTED
+    return list(jcore.jaxpr_as_fun(outer)(*init)), None
 
 
 def _scan_body(outer: Any, init: list[Any], lo: int, length: int) -> Any | None:
@@ -407,11 +418,12 @@ def _scan_body(outer: Any, init: list[Any], lo: int, length: int) -> Any | None:
 
 def fori_between(span: tuple[int, int], start: Any, stop: Any, n: Any,
                  at_value: Callable[[Any, list[Any]], list[Any]], init: list[Any]
-                 ) -> tuple[list[Any], bool]:
+                 ) -> tuple[list[Any], str | None]:
     """A loop over ``range(start, stop)`` with a traced bound whose values all lie in the static
     ``span`` (lo, hi): batched over the span, each slot kept where its value is outside the
     range, when its iterations are independent; else one ``lax.fori_loop`` over the ``n``
-    iterations. ``at_value(v, flat)``: the body at index value v."""
+    iterations, its invariant work hoisted (computed over the span) when that pays.
+    ``at_value(v, flat)``: the body at index value v. As ``fori``, it says how it ran."""
     lo, hi = span
     dtype = jnp.asarray(0).dtype  # the index type fori_loop counts in
     # Traced inside a loop over the span, as in fori (tracing the body on its own is slower).
@@ -419,20 +431,27 @@ def fori_between(span: tuple[int, int], start: Any, stop: Any, n: Any,
     closed = _scan_body(outer, list(init), lo, hi - lo)
     if closed is None:
         return list(lax.fori_loop(0, jnp.maximum(n, 0), lambda k, flat: at_value(
-            lax.convert_element_type(start + k, dtype), flat), list(init))), False
+            lax.convert_element_type(start + k, dtype), flat), list(init))), None
     the_plan = plan(closed.jaxpr, closed.consts, lo, hi - 1)
     if the_plan is not None:
         def active(k: Any) -> Any:
             return jnp.logical_and(k >= start, k < stop)
 
-        return run_batched(closed, the_plan, lo, hi, list(init), active), True
+        return run_batched(closed, the_plan, lo, hi, list(init), active), BATCHED
 
+    def counter(k: Any) -> Any:
+        return lax.convert_element_type(start + k, dtype)
+
+    the_split = hoisted.split(closed, hi - lo)
+    if the_split is not None:
+        return hoisted.run(closed, the_split, lo, hi, list(init), counter,
+                           jnp.maximum(n, 0)), HOISTED
     body = _as_call(closed)
 
     def replay(k: Any, flat: list[Any]) -> list[Any]:
-        return body(lax.convert_element_type(start + k, dtype), *flat)
+        return body(counter(k), *flat)
 
-    return list(lax.fori_loop(0, jnp.maximum(n, 0), replay, list(init))), False
+    return list(lax.fori_loop(0, jnp.maximum(n, 0), replay, list(init))), None
 
 
 def _as_call(closed: Any) -> Callable[..., list[Any]]:

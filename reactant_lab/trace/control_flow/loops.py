@@ -278,7 +278,7 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
         return Carry(names, state, skip=target, numpy=numpy, mark=mark, force=force, roots=roots)
 
     batch = numpy and session is not None and session.loops == "auto"
-    runs: list[bool] = []
+    runs: list[str | None] = []
     # Known before the body's trace, which starts with a memo of its own.
     span = _envelope(it) if batch and isinstance(it, TracedRange) else None
 
@@ -308,9 +308,13 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
     c, final = attempt(make, run, numpy, mark)
     if runs and runs[-1] and site is not None and session is not None:
         count = f"{n - done}" if span is None else f"up to {span[1] - span[0]}"
-        session.note(f"{where(site)}: `{site[2]}` batched ({count} iterations): each one "
-                     "reads and writes only its own slot of the arrays it updates, so they run "
-                     "at once")
+        if runs[-1] == batched.BATCHED:
+            session.note(f"{where(site)}: `{site[2]}` batched ({count} iterations): each one "
+                         "reads and writes only its own slot of the arrays it updates, so they "
+                         "run at once")
+        else:
+            session.note(f"{where(site)}: `{site[2]}` rolled, its work that reads none of the "
+                         f"arrays it updates hoisted ahead of it ({count} iterations at once)")
     last: Any = it[-1] if isinstance(it, range) else _index(start + (n - 1) * step, numpy)
     return c.finish(final, last)
 

@@ -1,0 +1,223 @@
+"""Rolled loops whose heavy work does not depend on what the loop updates: that work is done for
+every iteration at once, before the loop (loop fission), and the loop keeps the rest.
+
+``corr[i + 1:, i] = corr[i, i + 1:] = data[:, i] @ data[:, i + 1:]`` cannot run batched (each
+iteration writes a row and a column of ``corr``, masked), but its product reads only ``data``,
+which the loop never changes: only the writes depend on earlier iterations. So the body's
+equations are split in two, on its jaxpr (the loop's scan body, as ``batched`` reads it):
+
+- *dependent*: those that read, directly or through other equations, an array the loop updates;
+- *invariant*: the rest, which read only the counter, constants and the carried values the loop
+  leaves as they are.
+
+The invariant values that the dependent equations (or the loop's results) read are computed for
+all the iterations at once, the invariant equations vmapped over the counter (the 299
+vector-matrix products become one matrix product), and the loop that remains reads its
+iteration's row of each. Scalar arithmetic of the counter alone (indices, bounds checks) stays in
+the loop: it costs nothing there, and storing it would. It is done only when it pays: the
+hoisted products and reductions hold at least twice the work of the equations that stay (a
+``dot_general`` counts its multiply-adds, a reduction the elements it reads, other computing
+equations the elements they read or write, moving data nothing), and the hoisted values for all
+iterations fit the limits below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.extend import core as jcore
+from jax.extend.core.primitives import closed_call_p
+
+MAX_HOISTED_BYTES = 256 << 20
+"""The hoisted equations' values for all iterations together must fit here, ..."""
+
+MAX_GROWTH = 32
+"""... and be at most this many times the values the loop then reads (a body that reduces a
+large temporary to a scalar is faster as a loop, whose iterations XLA fuses)."""
+
+MIN_WORK = 4096
+"""Hoisting pays only when the hoisted equations do at least this much work per iteration
+(multiply-adds or elements computed), ..."""
+
+MIN_RATIO = 2
+"""... and this many times the work of the equations that stay in the loop."""
+
+_MOVES = frozenset({
+    "dynamic_slice", "slice", "reshape", "squeeze", "broadcast_in_dim", "expand_dims",
+    "convert_element_type", "iota", "concatenate", "transpose", "rev", "gather", "pad", "copy",
+    "copy_p"})
+"""Equations that move or view data: hoisting them saves no work."""
+
+_REDUCTIONS = ("reduce_", "argmin", "argmax", "cum")
+"""Equations that read many elements for each one they give. Only these and dot_generals are
+worth hoisting: the loop then reads a few values instead of recomputing them from many, while
+hoisted elementwise work would be written out for every iteration and read back, the same
+memory traffic as computing it in the loop (trisolv's masked rows: 1.5x slower hoisted)."""
+
+
+def _size(v: Any) -> int:
+    shape = getattr(v.aval, "shape", None)
+    return 1 if shape is None else int(np.prod(shape, dtype=np.int64))
+
+
+def _bytes(v: Any) -> int:
+    aval = v.aval
+    return _size(v) * int(np.dtype(aval.dtype).itemsize) if hasattr(aval, "dtype") else 0
+
+
+def _inner(eqn: Any) -> Any | None:
+    inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
+    if eqn.primitive.name in ("pjit", "closed_call", "core_call") and inner is not None:
+        return getattr(inner, "jaxpr", inner)
+    return None
+
+
+def work(eqn: Any, reducing_only: bool = False) -> int:
+    """The work of one equation: multiply-adds of a dot_general, elements read of a reduction,
+    elements read or written of anything else that computes (with ``reducing_only``: nothing),
+    nothing for moving data; a call's is its equations'."""
+    name = eqn.primitive.name
+    inner = _inner(eqn)
+    if inner is not None:
+        return sum(work(e, reducing_only) for e in inner.eqns)
+    if name in _MOVES:
+        return 0
+    if name == "dot_general":
+        (contract, _), _ = eqn.params["dimension_numbers"]
+        shape = eqn.invars[0].aval.shape
+        return sum(_size(v) for v in eqn.outvars) * int(
+            np.prod([shape[d] for d in contract], dtype=np.int64))
+    ins = [_size(v) for v in eqn.invars if not isinstance(v, jcore.Literal)]
+    if name.startswith(_REDUCTIONS):
+        return max(ins, default=0)
+    if reducing_only:
+        return 0
+    if name.startswith("scatter") or name == "dynamic_update_slice":
+        return _size(eqn.invars[2 if name != "dynamic_update_slice" else 1])  # in place
+    return max([sum(_size(v) for v in eqn.outvars), *ins])
+
+
+def _is_var(v: Any) -> bool:
+    return not isinstance(v, jcore.Literal)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A loop body split for hoisting: ``ahead`` computes the frontier values from (constants,
+    counter, carried values); ``rest`` is the loop's body given (constants, counter, the
+    iteration's frontier values, carried values)."""
+
+    ahead: Any
+    rest: Any
+    varying: tuple[bool, ...]
+    """Per frontier value: whether it depends on the counter (one per iteration, stacked and
+    read at the iteration's row) or not (computed once)."""
+
+
+def split(closed: Any, n: int) -> Split | None:
+    """The split of a loop body (a closed jaxpr of (counter, carried values) -> carried values,
+    as ``batched._scan_body`` gives it) that runs ``n`` iterations; None when hoisting would not
+    pay (see the module) or the body has effects."""
+    jaxpr = closed.jaxpr
+    carried = jaxpr.invars[1:]
+    if jaxpr.effects or len(jaxpr.outvars) != len(carried) or n < 2:
+        return None
+    dependent = {v for v, out in zip(carried, jaxpr.outvars, strict=True) if out is not v}
+    heavy: set[Any] = set()
+    varying = {jaxpr.invars[0]}
+    invariant: list[Any] = []
+    for eqn in jaxpr.eqns:
+        ins = [v for v in eqn.invars if _is_var(v)]
+        if any(v in dependent for v in ins) or eqn.effects:
+            dependent.update(eqn.outvars)
+            continue
+        invariant.append(eqn)
+        if any(v in varying for v in ins):
+            varying.update(eqn.outvars)
+        if any(v in heavy for v in ins) or any(
+                getattr(v.aval, "shape", ()) != () for v in [*ins, *eqn.outvars]):
+            heavy.update(eqn.outvars)
+    if not heavy:
+        return None
+    # The frontier: heavy invariant values that the loop still reads.
+    frontier: dict[Any, None] = {}
+    for eqn in jaxpr.eqns:
+        if eqn.outvars and eqn.outvars[0] in dependent:
+            frontier.update((v, None) for v in eqn.invars if _is_var(v) and v in heavy)
+    frontier.update((v, None) for v in jaxpr.outvars if _is_var(v) and v in heavy)
+    if not frontier:
+        return None
+    ahead_eqns = _needed(invariant, list(frontier), set())
+    rest_eqns = _needed(jaxpr.eqns, list(jaxpr.outvars), set(frontier))
+    hoisted = sum(work(e, reducing_only=True) for e in ahead_eqns)
+    kept = sum(work(e) for e in rest_eqns)
+    held = sum(_bytes(v) for e in ahead_eqns for v in e.outvars if v in varying)
+    reads = sum(_bytes(v) for v in frontier if v in varying)
+    if (hoisted < MIN_WORK or hoisted < MIN_RATIO * kept or held * n > MAX_HOISTED_BYTES
+            or held > MAX_GROWTH * max(reads, 1)):
+        return None
+    consts, counter = list(jaxpr.constvars), jaxpr.invars[0]
+    names = tuple(f"arg[{i}]" for i in range(len(consts) + 1 + len(frontier) + len(carried)))
+    ahead = jcore.Jaxpr((), [*consts, counter, *carried], list(frontier), ahead_eqns, set(),
+                        jcore.DebugInfo("a rolled loop's hoisted work", "reactant_lab",
+                                        names[:len(consts) + 1 + len(carried)],
+                                        tuple(f"hoisted[{i}]" for i in range(len(frontier)))))
+    rest = jcore.Jaxpr((), [*consts, counter, *frontier, *carried], jaxpr.outvars, rest_eqns,
+                       jaxpr.effects,
+                       jcore.DebugInfo("a rolled loop's body", "reactant_lab", names,
+                                       tuple(f"carry[{i}]" for i in range(len(carried)))))
+    return Split(jcore.ClosedJaxpr(ahead, []), jcore.ClosedJaxpr(rest, []),
+                 tuple(v in varying for v in frontier))
+
+
+def _needed(eqns: Sequence[Any], wanted: Sequence[Any], given: set[Any]) -> list[Any]:
+    """The equations of ``eqns`` (in order) that computing ``wanted`` needs, the values in
+    ``given`` being known."""
+    need = {v for v in wanted if _is_var(v) and v not in given}
+    kept = []
+    for eqn in reversed(eqns):
+        if any(v in need for v in eqn.outvars):
+            kept.append(eqn)
+            need.update(v for v in eqn.invars if _is_var(v) and v not in given)
+    return kept[::-1]
+
+
+def _caller(closed: Any) -> Callable[..., list[Any]]:
+    """A closed jaxpr without constants as one ``closed_call`` equation."""
+    call_p: Any = closed_call_p  # untyped in jax.extend
+    params = call_p.get_bind_params({"call_jaxpr": closed})
+
+    def call(*args: Any) -> list[Any]:
+        return list(call_p.bind(*args, **params))
+
+    return call
+
+
+def run(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any],
+        counter: Callable[[Any], Any] | None = None, trips: Any = None) -> list[Any]:
+    """The loop with its hoisted work done first for every counter value in ``lo .. hi - 1``:
+    the carried values after it. ``counter(m)`` and ``trips``: the counter of the m-th iteration
+    and the number of iterations, when the loop runs over part of that span (a traced range);
+    by default it runs all of it."""
+    consts = list(closed.consts)
+    dtype = closed.jaxpr.invars[0].aval.dtype
+    ks = jnp.arange(lo, hi, dtype=dtype)
+    ahead = jcore.jaxpr_as_fun(the_split.ahead)
+    out_axes = [0 if v else None for v in the_split.varying]
+    stacked = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
+    rest = _caller(the_split.rest)
+
+    def body(k: Any, flat: list[Any]) -> list[Any]:
+        rows = [lax.dynamic_index_in_dim(s, k - lo, keepdims=False) if v else s
+                for s, v in zip(stacked, the_split.varying, strict=True)]
+        return rest(*consts, k, *rows, *flat)
+
+    if counter is None:
+        return list(lax.fori_loop(lo, hi, body, list(init)))
+    return list(lax.fori_loop(0, trips, lambda m, flat: body(counter(m), flat), list(init)))
