@@ -2,8 +2,10 @@
 none of the arrays it updates is done for every iteration ahead of the loop,
 trace/control_flow/hoisted.py) against the same trace with hoisting turned off (the loop does all
 its work each iteration), on the kernels of benchmarks/numpy_speed.py whose loops hoist, with
-NumPy eager beside them. Calls alternate between the variants, so machine noise hits them alike;
-each variant's first call (trace + stages + XLA compile) is printed too.
+NumPy eager beside them. Calls alternate between the variants (the two rl.jit ones take turns
+going first), so machine noise hits them alike; each variant's first call (trace + stages + XLA
+compile) is printed too. trisolv stays: its loop does not hoist (elementwise work only), so its
+two columns time one program twice, a check on the comparison itself.
 
 Run: .venv/bin/python benchmarks/hoisted_loops.py [--rounds N] [--only NAME ...]
 """
@@ -60,7 +62,8 @@ def main() -> int:
         samples: dict[str, list[float]] = {"hoisted": [], "in loop": [], "numpy": []}
         calls = {**variants, "numpy": kernel}
         for r in range(opts.rounds):
-            for label in (list(calls) if r % 2 else list(calls)[::-1]):
+            for label in (("hoisted", "in loop") if r % 2 else ("in loop", "hoisted")) + (
+                    "numpy",):
                 fresh = _fresh(args)
                 start = time.perf_counter()
                 calls[label](*fresh)
