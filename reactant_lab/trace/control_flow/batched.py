@@ -323,7 +323,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     """The loop over k in ``lo .. hi - 1`` as one vmapped body: the carried values after it.
     ``active(k)``: whether iteration k runs (the slot keeps its value where it does not)."""
     jaxpr, consts = closed.jaxpr, closed.consts
-    ks = jnp.arange(lo, hi, dtype=jaxpr.invars[0].aval.dtype)
+    ks = lax.iota(jaxpr.invars[0].aval.dtype, hi - lo) + lo  # an iota in the module, no constant
     order = sorted(the_plan.slots)
     places: list[np.ndarray] = []
     slabs: list[Any] = []

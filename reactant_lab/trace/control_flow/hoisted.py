@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jcore
@@ -207,7 +206,7 @@ def run(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any],
     by default it runs all of it."""
     consts = list(closed.consts)
     dtype = closed.jaxpr.invars[0].aval.dtype
-    ks = jnp.arange(lo, hi, dtype=dtype)
+    ks = lax.iota(dtype, hi - lo) + lo  # an iota in the module, not a constant
     ahead = jcore.jaxpr_as_fun(the_split.ahead)
     out_axes = [0 if v else None for v in the_split.varying]
     stacked = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
