@@ -26,7 +26,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jcore
-from jax.extend.core.primitives import closed_call_p
 
 from reactant_lab.trace.control_flow import hoisted
 
@@ -463,12 +462,6 @@ def _as_call(closed: Any) -> Callable[..., list[Any]]:
     names = jcore.DebugInfo("a rolled loop's body", "reactant_lab",
                             tuple(f"arg[{i}]" for i in range(len(invars))),
                             tuple(f"carry[{i}]" for i in range(len(jaxpr.outvars))))
-    hoisted = jcore.ClosedJaxpr(jcore.Jaxpr((), invars, jaxpr.outvars, jaxpr.eqns,
-                                            jaxpr.effects, names), [])
-    call_p: Any = closed_call_p  # untyped in jax.extend
-    params = call_p.get_bind_params({"call_jaxpr": hoisted})
-
-    def call(*args: Any) -> list[Any]:
-        return list(call_p.bind(*consts, *args, **params))
-
-    return call
+    call = hoisted.one_call(jcore.ClosedJaxpr(jcore.Jaxpr((), invars, jaxpr.outvars, jaxpr.eqns,
+                                                          jaxpr.effects, names), []))
+    return lambda *args: call(*consts, *args)

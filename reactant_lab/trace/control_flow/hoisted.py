@@ -187,8 +187,9 @@ def _needed(eqns: Sequence[Any], wanted: Sequence[Any], given: set[Any]) -> list
     return kept[::-1]
 
 
-def _caller(closed: Any) -> Callable[..., list[Any]]:
-    """A closed jaxpr without constants as one ``closed_call`` equation."""
+def one_call(closed: Any) -> Callable[..., list[Any]]:
+    """A closed jaxpr without constants as a function that binds it as one ``closed_call``
+    equation."""
     call_p: Any = closed_call_p  # untyped in jax.extend
     params = call_p.get_bind_params({"call_jaxpr": closed})
 
@@ -210,7 +211,7 @@ def run(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any],
     ahead = jcore.jaxpr_as_fun(the_split.ahead)
     out_axes = [0 if v else None for v in the_split.varying]
     stacked = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
-    rest = _caller(the_split.rest)
+    rest = one_call(the_split.rest)
 
     def body(k: Any, flat: list[Any]) -> list[Any]:
         rows = [lax.dynamic_index_in_dim(s, k - lo, keepdims=False) if v else s
