@@ -375,18 +375,50 @@ def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init:
     (``hoisted``): the carried values after it, and how it ran (BATCHED, HOISTED or None)."""
     if not batch or hi <= lo:
         return list(lax.fori_loop(lo, hi, step_fn, list(init))), None
+    return _run(lo, hi, step_fn, list(init), None)
+
+
+@dataclass(frozen=True)
+class _Between:
+    """The part of a loop's span that a range with a traced bound runs: iterations ``start``
+    .. ``stop - 1``, ``trips`` of them, the m-th at ``counter(m)``."""
+
+    start: Any
+    stop: Any
+    trips: Any
+    counter: Callable[[Any], Any]
+
+    def active(self, k: Any) -> Any:
+        return jnp.logical_and(k >= self.start, k < self.stop)
+
+
+def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list[Any],
+         between: _Between | None) -> tuple[list[Any], str | None]:
+    """The loop of ``fn`` over ``lo .. hi - 1`` (over part of it with ``between``): batched,
+    hoisted or plain, as ``fori`` says."""
     # The loop itself, traced once into a jaxpr of its own: the body is traced inside the
-    # loop as lax.fori_loop always traces it (tracing it on its own, jax.make_jaxpr(step_fn),
-    # made loop kernels' traces 1.4-1.7x slower), and read from the loop's equation.
-    outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, step_fn, flat))(list(init))
-    body = _scan_body(outer, list(init), lo, hi - lo)
-    the_plan = None if body is None else plan(body.jaxpr, body.consts, lo, hi - 1)
-    if body is not None and the_plan is not None:
-        return run_batched(body, the_plan, lo, hi, list(init)), BATCHED
-    the_split = None if body is None else hoisted.split(body, hi - lo)
-    if body is not None and the_split is not None:
-        return hoisted.run(body, the_split, lo, hi, list(init)), HOISTED
-    return list(jcore.jaxpr_as_fun(outer)(*init)), None
+    # loop as lax.fori_loop always traces it (tracing it on its own, jax.make_jaxpr(fn), made
+    # loop kernels' traces 1.4-1.7x slower), and read from the loop's equation.
+    outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, fn, flat))(init)
+    body = _scan_body(outer, init, lo, hi - lo)
+    if body is not None:
+        the_plan = plan(body.jaxpr, body.consts, lo, hi - 1)
+        if the_plan is not None:
+            active = None if between is None else between.active
+            return run_batched(body, the_plan, lo, hi, init, active), BATCHED
+        the_split = hoisted.split(body, hi - lo)
+        if the_split is not None:
+            return hoisted.run(body, the_split, lo, hi, init, *(
+                () if between is None else (between.counter, between.trips))), HOISTED
+    if between is None:  # the loop as traced
+        return list(jcore.jaxpr_as_fun(outer)(*init)), None
+    counter = between.counter
+    if body is None:
+        return list(lax.fori_loop(0, between.trips, lambda m, flat: fn(counter(m), flat),
+                                  init)), None
+    call = _as_call(body)
+    return list(lax.fori_loop(0, between.trips, lambda m, flat: call(counter(m), *flat),
+                              init)), None
 
 
 def _scan_body(outer: Any, init: list[Any], lo: int, length: int) -> Any | None:
@@ -425,32 +457,12 @@ def fori_between(span: tuple[int, int], start: Any, stop: Any, n: Any,
     ``at_value(v, flat)``: the body at index value v. As ``fori``, it says how it ran."""
     lo, hi = span
     dtype = jnp.asarray(0).dtype  # the index type fori_loop counts in
+
+    def counter(m: Any) -> Any:
+        return lax.convert_element_type(start + m, dtype)
+
     # Traced inside a loop over the span, as in fori (tracing the body on its own is slower).
-    outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, at_value, flat))(list(init))
-    closed = _scan_body(outer, list(init), lo, hi - lo)
-    if closed is None:
-        return list(lax.fori_loop(0, jnp.maximum(n, 0), lambda k, flat: at_value(
-            lax.convert_element_type(start + k, dtype), flat), list(init))), None
-    the_plan = plan(closed.jaxpr, closed.consts, lo, hi - 1)
-    if the_plan is not None:
-        def active(k: Any) -> Any:
-            return jnp.logical_and(k >= start, k < stop)
-
-        return run_batched(closed, the_plan, lo, hi, list(init), active), BATCHED
-
-    def counter(k: Any) -> Any:
-        return lax.convert_element_type(start + k, dtype)
-
-    the_split = hoisted.split(closed, hi - lo)
-    if the_split is not None:
-        return hoisted.run(closed, the_split, lo, hi, list(init), counter,
-                           jnp.maximum(n, 0)), HOISTED
-    body = _as_call(closed)
-
-    def replay(k: Any, flat: list[Any]) -> list[Any]:
-        return body(counter(k), *flat)
-
-    return list(lax.fori_loop(0, jnp.maximum(n, 0), replay, list(init))), None
+    return _run(lo, hi, at_value, list(init), _Between(start, stop, jnp.maximum(n, 0), counter))
 
 
 def _as_call(closed: Any) -> Callable[..., list[Any]]:
