@@ -1,7 +1,8 @@
 """The arrays a compiled NumPy kernel returns are the caller's own: writable, sharing memory
 with nothing else (not the arguments, not another result, not another call's), alive as long as
-the caller keeps them, and made without copying the executable's output (a writable view of
-XLA's 64-byte-aligned buffer, which no one else holds)."""
+the caller keeps them, and, from ``compile.VIEW_MIN_BYTES`` up, made without copying the
+executable's output (a writable view of XLA's 64-byte-aligned buffer, which no one else holds);
+smaller ones are copies that own their memory, as NumPy's results do."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from reactant_lab import compile as compile_module
 
 
 def several(x, y, *, scale=2.0):
     return x * scale + y, x > y, (x - y).sum(), {"cum": np.cumsum(y), "rows": x[::-1] * 1}
 
 
-def fresh(rng):
-    return rng.standard_normal((64, 32)), rng.standard_normal((64, 32))
+def fresh(rng, shape=(64, 32)):
+    return rng.standard_normal(shape), rng.standard_normal(shape)
 
 
 def arrays(result):
@@ -33,12 +35,13 @@ def assert_same(got, want):
     assert type(got[2]) is np.float64 and got[2] == pytest.approx(want[2], rel=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(64, 32), (256, 128)], ids=["copied", "viewed"])
 @pytest.mark.parametrize("keyword", [False, True], ids=["positional", "keyword"])
-def test_results_are_writable_and_apart_from_everything(keyword, rng):
+def test_results_are_writable_and_apart_from_everything(keyword, shape, rng):
     jf = rl.jit(several)
     calls = []
     for _ in range(3):
-        x, y = fresh(rng)
+        x, y = fresh(rng, shape)
         kept = x.copy(), y.copy()
         got = jf(x, y, scale=2.0) if keyword else jf(x, y)
         assert_same(got, several(*kept))
@@ -61,16 +64,19 @@ def test_results_are_writable_and_apart_from_everything(keyword, rng):
     assert_same(jf(x, y), several(x.copy(), y.copy()))
 
 
-def test_results_are_the_executables_buffers_not_copies(rng):
-    x, y = fresh(rng)
+def test_large_results_are_the_executables_buffers_small_ones_copies(rng):
+    x, y = fresh(rng, (256, 128))  # 256 KB results (the mask: 32 KB)
     a, mask, _, d = rl.jit(several)(x, y)
-    for out in (a, mask, d["cum"], d["rows"]):
+    for out in (a, d["cum"], d["rows"]):
+        assert out.nbytes >= compile_module.VIEW_MIN_BYTES
         assert not out.flags.owndata  # a view of the output buffer, not a NumPy copy of it
         assert out.ctypes.data % 64 == 0  # XLA's alignment: it goes back in without a copy
+    assert mask.nbytes < compile_module.VIEW_MIN_BYTES and mask.flags.owndata
+    mask.resize(mask.size + 1, refcheck=False)  # NumPy's own kind of array: it can grow
 
 
 def test_results_outlive_the_call_the_function_and_later_allocations(rng):
-    x, y = fresh(rng)
+    x, y = fresh(rng, (256, 128))
     jf = rl.jit(several)
     got = jf(x, y)
     want = [a.copy() for a in arrays(got)]
@@ -78,7 +84,7 @@ def test_results_outlive_the_call_the_function_and_later_allocations(rng):
     gc.collect()
     churn = rl.jit(lambda v: v * 3.0 + 1.0)
     for _ in range(20):  # new output buffers of the same size, freed again
-        churn(rng.standard_normal((64, 32)))
+        churn(rng.standard_normal((256, 128)))
     gc.collect()
     for a, w in zip(arrays(got), want, strict=True):
         np.testing.assert_array_equal(a, w)
@@ -89,7 +95,7 @@ def test_a_single_result_and_an_update_in_place(rng):
         state += dt * np.tanh(state)
         return state * 2.0
 
-    state = rng.standard_normal(1000)
+    state = rng.standard_normal(40_000)  # a 320 KB result: a view
     mine = state.copy()
     want = step(mine, 0.1)
     jf = rl.jit(step)
@@ -102,7 +108,7 @@ def test_a_single_result_and_an_update_in_place(rng):
 
 
 def test_a_dtype_numpy_cannot_describe_alone_is_copied_whole(rng):
-    x = rng.random(33)
+    x = rng.random(100_003)  # above VIEW_MIN_BYTES in bfloat16 too
 
     def half(v):
         return v.astype(ml_dtypes.bfloat16) * 2
