@@ -406,6 +406,8 @@ class Rewrite(ast.NodeTransformer):
 
     def visit_For(self, node: ast.For) -> Any:
         site = self._site(node)
+        nested = any(isinstance(n, ast.For | ast.While) for stmt in node.body
+                     for n in ast.walk(stmt))
         effect = side_effect(node.body)
         blocked = escape(node.body, jumps=False) or effect
         if blocked is not None:
@@ -436,6 +438,8 @@ class Rewrite(ast.NodeTransformer):
         if found:
             call.keywords = [ast.keyword(arg="brk", value=_const(brk)),
                              ast.keyword(arg="guarded", value=_const(True))]
+        if nested:
+            call.keywords.append(ast.keyword(arg="nested", value=_const(True)))
         return [*pre, *self._handover(node, [fn], call, names), *self._after(orelse, brk)]
 
     def visit_While(self, node: ast.While) -> Any:
