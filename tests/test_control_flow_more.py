@@ -513,3 +513,28 @@ def test_nested_rolled_loops_trace_each_body_twice(rng: np.random.Generator) -> 
     assert traced.ir.count("stablehlo.while") == 2 and len(_BODY_TRACES) == 4, len(_BODY_TRACES)
     a = rng.random((12, 12))
     np.testing.assert_allclose(rl.jit(kernel)(a.copy(), 12), kernel(a.copy(), 12), rtol=1e-12)
+
+
+def sweeps(u: np.ndarray, steps: int) -> None:
+    for _ in range(steps):  # a few time steps around a loop: rolls from NESTED_ROLL_MIN on
+        for i in range(1, u.shape[0]):
+            u[i] = u[i] * 0.5 + u[i - 1] * 0.25
+
+
+def growing(x: np.ndarray) -> Any:
+    y = x[:1]
+    for _ in range(3):  # short, around a loop, but its carried y grows: it stays Python
+        for i in range(1, x.shape[0]):
+            x[i] = x[i] * 0.5 + x[i - 1]
+        y = np.concatenate([y, x[:1]])
+    return y
+
+
+def test_a_short_loop_around_a_loop_rolls_when_it_can(rng: Any) -> None:
+    n = int(rng.integers(10, 30))
+    for steps, rolled in ((2, 2), (3, 2), (5, 2), (7, 2), (8, 2)):
+        # 2 steps: Python, two copies of the inner loop; from 3 on, one loop in another (5
+        # steps were 5 copies)
+        check(sweeps, rng.standard_normal(n), steps, rolled=rolled)
+    # it cannot roll: three copies of the inner loop, as before, and no note about it
+    check(growing, rng.standard_normal(int(rng.integers(10, 20))), rolled=3)

@@ -1,9 +1,10 @@
 """Converted ``for`` and ``while`` statements. A ``for`` over a static ``range`` of at least
-``ROLL_THRESHOLD`` iterations becomes one ``lax.fori_loop`` (a ``stablehlo.while``), a ``while``
-whose condition is traced one ``lax.while_loop``; anything else runs as Python. A ``for`` that
+``ROLL_THRESHOLD`` iterations (``NESTED_ROLL_MIN`` when its body has a loop of its own) becomes
+one ``lax.fori_loop`` (a ``stablehlo.while``), a ``while`` whose condition is traced one
+``lax.while_loop``; anything else runs as Python. A ``for`` that
 cannot roll is unrolled (``loops='auto'``, with a note) or refused (``loops='roll'``). In NumPy
 mode under ``loops='auto'``, a rolled ``for`` whose iterations are independent runs batched
-(see batched)."""
+(see batched), and one whose work reads nothing it updates has that work hoisted (see hoisted)."""
 
 from __future__ import annotations
 
