@@ -145,15 +145,16 @@ def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple
     if (session is None or session.loops == "unroll" or not isinstance(it, range)
             or len(it) < (NESTED_ROLL_MIN if nested else ROLL_THRESHOLD)):
         return _plain(it, body, state, names, brk, site)
+    key = (site[0], site[1])
+    if session.failures.get(key, 0) >= GIVE_UP_AFTER:
+        return _plain(it, body, state, names, brk, site)
     if len(it) < ROLL_THRESHOLD:  # short, around a loop: rolled if it can, else as before
         try:
             return _roll(it, body, target, state, names, site, session, traced=False,
                          brk=brk, guarded=guarded)
         except _Fallback as fallback:
+            session.failures[key] = session.failures.get(key, 0) + 1
             return _plain(it[fallback.done:], body, fallback.state, names, brk, site)
-    key = (site[0], site[1])
-    if session.failures.get(key, 0) >= GIVE_UP_AFTER:
-        return _plain(it, body, state, names, brk, site)
     try:
         return _roll(it, body, target, state, names, site, session, traced=False, brk=brk,
                      guarded=guarded)
@@ -171,9 +172,10 @@ NESTED_ROLL_MIN = 3
 """A ``for`` over a static range shorter than ROLL_THRESHOLD rolls anyway from this many
 iterations when its body has a loop of its own (adi's 5 time steps around 4 rolled loops): its
 body is then traced about twice instead of once per iteration, and the module holds its inner
-loops once instead of once per iteration (adi: 4 ``stablehlo.while`` instead of 20, its first
-call 2-3x shorter). Should it not roll, it runs as Python as a short loop always did, with no
-note."""
+loops once instead of once per iteration (adi: 5 ``stablehlo.while``, one around four, instead
+of 20; its first call 1.8x shorter). Should it not roll, it runs as Python as a short loop
+always did, with no note (and after GIVE_UP_AFTER failures at one place, it is not tried
+again in that trace)."""
 
 MAX_PERIOD = 4
 """A loop that rebinds names among existing arrays (``u, v = v, u``) rolls when the names are
