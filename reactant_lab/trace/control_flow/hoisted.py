@@ -41,8 +41,8 @@ MAX_GROWTH = 32
 large temporary to a scalar is faster as a loop, whose iterations XLA fuses)."""
 
 MIN_WORK = 4096
-"""Hoisting pays only when the hoisted equations do at least this much work per iteration
-(multiply-adds or elements computed), ..."""
+"""Hoisting pays only when the hoisted products and reductions do at least this much work per
+iteration (multiply-adds, elements read), ..."""
 
 MIN_RATIO = 2
 """... and this many times the work of the equations that stay in the loop."""
@@ -53,7 +53,7 @@ _MOVES = frozenset({
     "copy_p"})
 """Equations that move or view data: hoisting them saves no work."""
 
-_REDUCTIONS = ("reduce_", "argmin", "argmax", "cum")
+_REDUCTIONS = ("reduce_", "argmin", "argmax")
 """Equations that read many elements for each one they give. Only these and dot_generals are
 worth hoisting: the loop then reads a few values instead of recomputing them from many, while
 hoisted elementwise work would be written out for every iteration and read back, the same
