@@ -115,7 +115,9 @@ def test_a_dtype_numpy_cannot_describe_alone_is_copied_whole(rng):
 
     got = rl.jit(half)(x)
     assert got.dtype == ml_dtypes.bfloat16 and got.flags.writeable
-    np.testing.assert_array_equal(got, half(x))
+    # within one bfloat16 step: ml_dtypes rounds float64 to bfloat16 through float32 (twice),
+    # XLA once, and the two differ on a few of 100,000 values
+    np.testing.assert_allclose(got.astype(np.float32), half(x).astype(np.float32), rtol=2**-7)
 
 
 def test_an_empty_result(rng):
