@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from batched_loops import _fresh
 from numpy_speed import CASES, KERNELS
 
 import reactant_lab as rl
@@ -30,10 +31,6 @@ from reactant_lab.trace.control_flow import hoisted
 
 HOISTED = ("correlation", "covariance", "trisolv")
 """The benchmark kernels with a loop whose work is hoisted under loops='auto'."""
-
-
-def _fresh(args: tuple) -> tuple:
-    return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
 
 
 def main() -> int:

@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reactant_lab as rl
+from benchmarks.batched_loops import _fresh
 from benchmarks.numpy_speed import CASES, KERNELS
 from reactant_lab import compile as rl_compile
 
@@ -41,14 +42,12 @@ def main() -> None:
         kernel, case = KERNELS[name].fn, CASES[name]
         args = case.make(np.random.default_rng(0))
         jf = rl.jit(kernel)
-        fresh = [tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
-                 for _ in range(2)]
-        jf(*fresh[0])
+        jf(*_fresh(args))
         times: dict[str, list[float]] = {"viewed": [], "copied": []}
         for r in range(opts.rounds):
             for mode in (("viewed", "copied") if r % 2 else ("copied", "viewed")):
                 rl_compile._owned = owned if mode == "viewed" else np.array
-                call = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+                call = _fresh(args)
                 start = time.perf_counter()
                 out = jf(*call)
                 times[mode].append(time.perf_counter() - start)

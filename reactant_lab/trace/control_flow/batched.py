@@ -153,8 +153,8 @@ class _Indices:
         return None
 
     def eqn(self, eqn: Any, ins: list[Value]) -> list[Value]:
-        inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
-        if eqn.primitive.name in ("pjit", "closed_call", "core_call") and inner is not None:
+        inner = hoisted.called(eqn)
+        if inner is not None:
             return self.run(getattr(inner, "jaxpr", inner),
                             [_literal(c) for c in getattr(inner, "consts", [])], ins)
         if len(eqn.outvars) != 1:
@@ -207,10 +207,6 @@ class _Plan:
     """Scalars of the body known for every iteration (a bounds check that always holds)."""
 
 
-def _bytes(aval: Any) -> int:
-    return int(np.prod(aval.shape)) * int(np.dtype(aval.dtype).itemsize)
-
-
 _WINDOWS = ("dynamic_slice", "dynamic_update_slice")
 
 
@@ -249,13 +245,13 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
             if not slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, lo, hi):
                 return None
         env.update(zip(eqn.outvars, indices.eqn(eqn, ins), strict=True))
-        held += sum(_bytes(v.aval) for v in eqn.outvars
+        held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
                     if hasattr(v.aval, "shape") and v not in version)
     for pos, out in enumerate(jaxpr.outvars):
         owner = None if isinstance(out, jcore.Literal) else version.get(out)
         if owner != (pos if pos in slots else None):
             return None  # an updated array left as something else, or as another's result
-    slab = sum(_bytes(carried[pos].aval) // carried[pos].aval.shape[slot.axis]
+    slab = sum(hoisted.nbytes(carried[pos].aval) // carried[pos].aval.shape[slot.axis]
                for pos, slot in slots.items() if slot.axis is not None)
     if not slots or held * (hi - lo + 1) > MAX_BATCHED_BYTES or held > MAX_GROWTH * max(slab, 1):
         return None

@@ -65,15 +65,19 @@ def _size(v: Any) -> int:
     return 1 if shape is None else int(np.prod(shape, dtype=np.int64))
 
 
-def _bytes(v: Any) -> int:
-    aval = v.aval
-    return _size(v) * int(np.dtype(aval.dtype).itemsize) if hasattr(aval, "dtype") else 0
+def nbytes(aval: Any) -> int:
+    """The bytes of a value of abstract value ``aval`` (0 for one without a dtype: a token)."""
+    if not hasattr(aval, "dtype"):
+        return 0
+    return int(np.prod(aval.shape, dtype=np.int64)) * int(np.dtype(aval.dtype).itemsize)
 
 
-def _inner(eqn: Any) -> Any | None:
+def called(eqn: Any) -> Any | None:
+    """The jaxpr (closed or not) that a call equation (``pjit``, ``closed_call``) runs, else
+    None."""
     inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
     if eqn.primitive.name in ("pjit", "closed_call", "core_call") and inner is not None:
-        return getattr(inner, "jaxpr", inner)
+        return inner
     return None
 
 
@@ -82,9 +86,9 @@ def work(eqn: Any, reducing_only: bool = False) -> int:
     elements read or written of anything else that computes (with ``reducing_only``: nothing),
     nothing for moving data; a call's is its equations'."""
     name = eqn.primitive.name
-    inner = _inner(eqn)
+    inner = called(eqn)
     if inner is not None:
-        return sum(work(e, reducing_only) for e in inner.eqns)
+        return sum(work(e, reducing_only) for e in getattr(inner, "jaxpr", inner).eqns)
     if name in _MOVES:
         return 0
     if name == "dot_general":
@@ -156,8 +160,8 @@ def split(closed: Any, n: int) -> Split | None:
     rest_eqns = _needed(jaxpr.eqns, list(jaxpr.outvars), set(frontier))
     hoisted = sum(work(e, reducing_only=True) for e in ahead_eqns)
     kept = sum(work(e) for e in rest_eqns)
-    held = sum(_bytes(v) for e in ahead_eqns for v in e.outvars if v in varying)
-    reads = sum(_bytes(v) for v in frontier if v in varying)
+    held = sum(nbytes(v.aval) for e in ahead_eqns for v in e.outvars if v in varying)
+    reads = sum(nbytes(v.aval) for v in frontier if v in varying)
     if (hoisted < MIN_WORK or hoisted < MIN_RATIO * kept or held * n > MAX_HOISTED_BYTES
             or held > MAX_GROWTH * max(reads, 1)):
         return None
