@@ -7,14 +7,18 @@ top of the array, and the call's median time:
 - ``donate=False``: JAX copies the caller's array into its own buffer (NumPy allocates with
   16-byte alignment; XLA:CPU takes host memory without a copy only at 64 bytes), XLA writes the
   result into a second buffer, and the result is copied back into the caller's array;
-- ``donate='updated'`` (rl.jit's default): JAX's copy is donated, so XLA computes the result in
-  it; one buffer, and the one copy back;
-- the same two with a 64-byte-aligned caller array (``aligned``): JAX then reads the caller's
-  memory in place.
+- ``donate='updated'``: JAX's copy is donated, so XLA computes the result in it; one buffer, and
+  the one copy back;
+- ``donate='auto'`` (rl.jit's default): as 'updated', but an array of 4 MiB or more that XLA
+  can read in place (64-byte aligned) is not donated;
+- each with the caller's array made by NumPy's own allocator, and by reactant_lab's aligned one
+  (``aligned``: ``rl.use_aligned_arrays()``, on in notebooks after ``%load_ext reactant_lab``):
+  JAX then reads the caller's memory in place, unless the array is donated (JAX does not donate
+  memory it does not own, so it copies it first).
 
-"bytes copied" counts the host copies per call from where the data moves: the input copy (when
-not zero-copy) and the write-back copy (always one: the result cannot be computed in the caller's
-memory without donating it, and JAX does not donate memory it does not own).
+"bytes copied" counts the host copies per call from where the data moves: the input copy (unless
+read in place) and the write-back copy (always one: the result cannot be computed in the
+caller's memory without donating it).
 
 A second table does the same for a kernel that returns a new 100 MB array (``a * 1.5 + 1``):
 rl.jit hands the caller a writable NumPy array over XLA's output buffer (no copy out), against
@@ -56,11 +60,9 @@ def fresh(a):
 
 n, donate, aligned, calls, result = N, DONATE, ALIGNED, CALLS, RESULT
 if aligned:
-    buf = np.empty(n + 8)
-    start = (-buf.ctypes.data % 64) // 8
-    a = buf[start:start + n]
-else:
-    a = np.empty(n)
+    rl.use_aligned_arrays()
+a = np.empty(n)
+assert rl.is_aligned(a) or not aligned
 a[:] = np.random.default_rng().random(n)
 if result is None:
     jf = rl.jit(kernel, donate=donate)
@@ -85,8 +87,9 @@ a[:] = np.random.default_rng().random(n)
 want = a * 1.5 + 1.0
 got = jf(a)
 np.testing.assert_allclose(a if result is None else got, want, rtol=1e-15)
+donated = result is None and jf.last.compiled.donated_args[0]
 print(json.dumps({"peak": sorted(peaks)[len(peaks) // 2], "time": sorted(times)[len(times) // 2],
-                  "zero_copy_in": bool(aligned)}))
+                  "zero_copy_in": bool(aligned) and not donated}))
 """
 
 
@@ -115,8 +118,8 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     rows = {}
-    for donate in (False, "updated"):
-        for aligned in (False, True):
+    for aligned in (False, True):
+        for donate in (False, "updated", "auto"):
             start = time.perf_counter()
             r = run(n, donate, aligned, opts.calls)
             copied = size * (1 + (not r["zero_copy_in"]))
@@ -125,10 +128,13 @@ def main() -> None:
             print(f"{name:<28} {r['peak'] / 1e6:>8.0f} MB {r['peak'] / size:>7.2f}x "
                   f"{copied / 1e6:>10.0f} MB {r['time'] * 1e3:>6.1f} ms"
                   f"   ({time.perf_counter() - start:.0f} s)")
-    base, ours = rows["donate=False"], rows["donate='updated'"]
+    base, donated = rows["donate=False"], rows["donate='updated'"]
+    ours, before = rows["donate='auto', aligned"], rows["donate='auto'"]
     print("-" * len(header))
-    print(f"rl.jit's default (donate='updated') against donate=False, unaligned array: peak "
-          f"{ours['peak'] / base['peak']:.2f}x, time {ours['time'] / base['time']:.2f}x")
+    print(f"donating (donate='updated') against donate=False, NumPy's allocator: peak "
+          f"{donated['peak'] / base['peak']:.2f}x, time {donated['time'] / base['time']:.2f}x")
+    print(f"rl.jit's default on an aligned array against on NumPy's: peak "
+          f"{ours['peak'] / before['peak']:.2f}x, time {ours['time'] / before['time']:.2f}x")
     print(f"\nA new {size / 1e6:.0f} MB result (a * 1.5 + 1) of an unaligned array, medians")
     print(header)
     print("-" * len(header))

@@ -1081,6 +1081,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="smoke test: the differential suite's small sizes, 3 samples each")
     parser.add_argument("--no-numba", action="store_true", help="leave the numba baseline out")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    parser.add_argument("--allocator", choices=("aligned", "numpy"), default="aligned",
+                        help="NumPy's allocator for every variant's arrays: reactant_lab's "
+                             "64-byte-aligned one (rl.use_aligned_arrays, on in notebooks with "
+                             "%%load_ext reactant_lab), or NumPy's own")
     opts = parser.parse_args(argv)
     unknown = [n for n in opts.only if n not in CASES]
     if unknown:
@@ -1094,6 +1098,14 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"'none') vs numba {numba_v} vs jax.jit ports ({versions}; device {jax.devices()[0]})")
     print(f"{len(CASES)} kernels; {'quick smoke sizes' if opts.quick else 'benchmark sizes'}, "
           f"min time {opts.min_time:g} s per kernel, seed {opts.seed}")
+    allocator = "NumPy's own"
+    if opts.allocator == "aligned":
+        try:
+            rl.use_aligned_arrays()
+            allocator = "rl.use_aligned_arrays() (64-byte-aligned data)"
+        except rl.AlignedArraysUnavailable as exc:
+            allocator = f"NumPy's own (the aligned one is unavailable: {exc})"
+    print(f"arrays allocated by {allocator}")
     _warm_stacks()
     rows = []
     total = time.perf_counter()

@@ -42,6 +42,12 @@ from reactant_lab.explore import (
     explore,
     jit,
 )
+from reactant_lab.host_memory import (
+    AlignedArraysUnavailable,
+    aligned_arrays,
+    is_aligned,
+    use_aligned_arrays,
+)
 from reactant_lab.render.diff_html import diff_html
 from reactant_lab.render.explorer import (
     exploration_html,
@@ -82,6 +88,7 @@ _show_values_as_html()
 __all__ = [
     "PRESETS",
     "STAGES",
+    "AlignedArraysUnavailable",
     "ArgSpec",
     "BenchResult",
     "BenchRow",
@@ -121,6 +128,7 @@ __all__ = [
     "UnsupportedArgumentError",
     "UnsupportedNumpyFunctionError",
     "Verification",
+    "aligned_arrays",
     "bench",
     "bench_scaling",
     "bisect",
@@ -135,10 +143,12 @@ __all__ = [
     "explore",
     "graph_dot",
     "graph_svg",
+    "is_aligned",
     "jit",
     "op_table_html",
     "run_pipeline",
     "save_html",
     "trace",
+    "use_aligned_arrays",
     "versions",
 ]

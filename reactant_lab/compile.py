@@ -7,7 +7,7 @@ import dataclasses
 import operator
 import re
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Any
 
 import jax
@@ -64,7 +64,8 @@ class Compiled:
         """Wall time of XLA compilation."""
         self.donate = donate
         """What is donated to the executable: True (every argument not preserved), 'updated'
-        (the arguments a NumPy kernel updates in place) or False."""
+        (the arguments a NumPy kernel updates in place), 'auto' (those, but for the ones its
+        first call's arrays let XLA read in place) or False."""
         self.donated_args: tuple[bool, ...] = donated_args if donated_args is not None else (
             (False,) * len(traced.linear_args))
         """Per linear argument: whether its buffer is donated."""
@@ -589,13 +590,16 @@ def _out_avals(traced: Traced) -> list[backend.Aval]:
 
 
 def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
-                   donate: bool | str = False, stage_name: str = "final") -> Compiled:
+                   donate: bool | str = False, stage_name: str = "final",
+                   in_place: Collection[int] = ()) -> Compiled:
     """Compile a stage's module of ``traced`` for ``device``.
 
     ``donate``: True gives every argument's buffer that is not returned unchanged to the
     executable; ``'updated'`` only those of the arguments a NumPy kernel updates in place (the
     copy JAX makes of the caller's array becomes the result's buffer, which is then written back:
-    half the peak memory of an in-place update, and no user-visible effect); False none.
+    half the peak memory of an in-place update, and no user-visible effect); ``'auto'`` those
+    but the linear arguments in ``in_place`` (arrays XLA reads where they lie, see
+    ``host_memory.read_in_place``: donating one would make JAX copy it first); False none.
 
     As Reactant's ``compile_mlir!``, results the passes reduced to an argument returned
     unchanged are removed from ``@main`` first: the call hands them back without computing or
@@ -606,9 +610,13 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
     if drop:
         ir = backend.drop_main_results(ir, drop)
     kept_args = {s.arg for s in layout.out_slots if isinstance(s, Forwarded)}
-    if donate not in (True, False, "updated"):
-        raise CompileError(f"donate must be True, False or 'updated', not {donate!r}")
-    updated = {arg for arg, _ in layout.writeback} if donate == "updated" else None
+    if donate not in (True, False, "updated", "auto"):
+        raise CompileError(f"donate must be True, False, 'updated' or 'auto', not {donate!r}")
+    updated = None
+    if donate in ("updated", "auto"):
+        updated = {arg for arg, _ in layout.writeback}
+        if donate == "auto":
+            updated -= set(in_place)
     mask = tuple(bool(d) and i not in kept_args and (updated is None or i in updated)
                  for i, d in enumerate(traced.donation_mask)) \
         if donate else (False,) * len(traced.linear_args)

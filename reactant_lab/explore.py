@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +20,7 @@ from reactant_lab.analysis.provenance import LineOps, function_code, main_file, 
 from reactant_lab.analysis.provenance import ops_for_line as _ops_for_line
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
+from reactant_lab.host_memory import read_in_place
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset, check_shardy_passes
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_deferred, run_on_text
@@ -46,7 +47,9 @@ class ExploreOptions:
     """None (JAX's default device), 'cpu', 'gpu' or a jax Device."""
     donate: bool | str = False
     """Donate argument buffers to the executable: True (every one not preserved), 'updated'
-    (those of the arguments a NumPy kernel updates in place) or False."""
+    (those of the arguments a NumPy kernel updates in place), 'auto' (those, but for large
+    64-byte-aligned NumPy arrays, which XLA reads in place: ``host_memory.read_in_place``) or
+    False."""
     trace_scalars: bool = False
     """Trace Python numbers (else they are static)."""
     mode: str = "auto"
@@ -221,11 +224,12 @@ class Exploration:
         return self.summary()
 
 
-def build_from_trace(traced: Traced, options: ExploreOptions, *,
-                     defer: bool = False) -> Exploration:
+def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = False,
+                     in_place: Collection[int] = ()) -> Exploration:
     """Stage ``traced`` with ``options`` and compile the last stage; ``defer=True`` compiles the
     module of one run of all the passes and runs the stages one by one only when they are
-    first looked at (``run_deferred``: ``rl.jit``'s first call)."""
+    first looked at (``run_deferred``: ``rl.jit``'s first call). ``in_place``: the linear
+    arguments ``donate='auto'`` keeps (``compile_traced``)."""
     if defer:
         stages = run_deferred(traced, optimize=options.optimize,
                               granularity=options.granularity, pipeline=options.pipeline,
@@ -236,7 +240,7 @@ def build_from_trace(traced: Traced, options: ExploreOptions, *,
                                pipeline=options.pipeline, no_nan=options.no_nan,
                                device=options.device, shardy_passes=options.shardy_passes,
                                **options.pattern_kwargs)
-    compiled = stages.compile(device=options.device, donate=options.donate)
+    compiled = stages.compile(device=options.device, donate=options.donate, in_place=in_place)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
 
@@ -257,14 +261,16 @@ def _versions() -> Mapping[str, str]:
 
 
 def build(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
-          options: ExploreOptions, *, run: bool = False, defer: bool = False) -> Exploration:
+          options: ExploreOptions, *, run: bool = False, defer: bool = False,
+          in_place: Collection[int] = ()) -> Exploration:
     """Trace ``fn(*args, **kwargs)``, stage, compile, (``options.verify``) verify every stage on
     copies of the arguments and (``run=True``) run it once: the one sequence every entry point
-    uses (a NumPy kernel's arguments are then updated in place). ``defer`` as in
-    ``build_from_trace`` (not with ``verify``, which runs every stage)."""
+    uses (a NumPy kernel's arguments are then updated in place). ``defer`` and ``in_place`` as
+    in ``build_from_trace`` (``defer`` not with ``verify``, which runs every stage)."""
     traced = trace(fn, *args, trace_scalars=options.trace_scalars, mode=options.mode,
                    loops=options.loops, **options.sharding_kwargs, **kwargs)
-    ex = build_from_trace(traced, options, defer=defer and not options.verify)
+    ex = build_from_trace(traced, options, defer=defer and not options.verify,
+                          in_place=in_place)
     if options.verify:
         ex = verified(ex, args, kwargs)
     return ran(ex, args, kwargs) if run else ex
@@ -355,7 +361,7 @@ class JitFunction:
     def __init__(self, fn: Callable[..., Any], *, optimize: str = "all",
                  pipeline: str | None = None, no_nan: bool = False,
                  device: Any | None = None, trace_scalars: bool = False,
-                 donate: bool | str = "updated", mode: str = "auto", exclude_patterns: Any = (),
+                 donate: bool | str = "auto", mode: str = "auto", exclude_patterns: Any = (),
                  patterns: Any = None, exact: bool = False, loops: str = "auto",
                  in_shardings: Any = None, mesh: Any = None, out_shardings: Any = None,
                  shardy_passes: str = "default"):
@@ -404,7 +410,9 @@ class JitFunction:
                            **self.options.sharding_kwargs)
         entry = self._cache.get(flat)
         if entry is None:
-            entry = build(self.fn, args, kwargs, self.options, defer=True)
+            in_place = [i for i, v in enumerate(flat.linear_values) if read_in_place(v)] \
+                if self.options.donate == "auto" else []
+            entry = build(self.fn, args, kwargs, self.options, defer=True, in_place=in_place)
             self._cache.add(flat, entry)
         self.last, self._kinds = entry, kinds
         compiled = entry.compiled
@@ -426,7 +434,7 @@ class JitFunction:
 
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
-        trace_scalars: bool = False, donate: bool | str = "updated", mode: str = "auto",
+        trace_scalars: bool = False, donate: bool | str = "auto", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
         loops: str = "auto", in_shardings: Any = None, mesh: Any = None,
         out_shardings: Any = None, shardy_passes: str = "default") -> Any:
@@ -435,11 +443,13 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
     enzyme-hlo patterns measured wrong, crashing, never finishing or slow on the target are
     left out; ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` /
-    ``patterns`` as in ``Traced.stages``; ``loops`` as in ``trace``. ``donate='updated'`` (the
-    default) hands JAX's copy of each argument a NumPy kernel updates in place to the executable,
-    which computes the new value in that buffer before it is written back into the caller's
-    array (half the peak memory of an in-place update); ``True`` donates every argument (JAX
-    arrays passed in are then consumed), ``False`` none. JAX arrays placed over a mesh run
+    ``patterns`` as in ``Traced.stages``; ``loops`` as in ``trace``. ``donate='updated'`` hands
+    JAX's copy of each argument a NumPy kernel updates in place to the executable, which computes
+    the new value in that buffer before it is written back into the caller's array (half the
+    peak memory of an in-place update); ``'auto'`` (the default) does so but for the arrays the
+    first call passes that XLA reads where they lie (64-byte aligned and 4 MiB or more, see
+    ``rl.use_aligned_arrays``: donating one would make JAX copy it first); ``True`` donates
+    every argument (JAX arrays passed in are then consumed), ``False`` none. JAX arrays placed over a mesh run
     sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments,
     ``out_shardings`` (as in ``trace``) results; ``shardy_passes`` as in ``Traced.stages``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:

@@ -143,12 +143,42 @@ def test_rl_jit_donates_only_the_arguments_a_numpy_kernel_updates(rng):
         np.testing.assert_array_equal(b, b_before)
         np.testing.assert_allclose(total, b.sum(), rtol=1e-12)
     compiled = jf.last.compiled
-    assert compiled.donate == "updated" and compiled.donated_args == (True, False)
+    assert compiled.donate == "auto" and compiled.donated_args == (True, False)
     kept = rl.jit(_scale_in_place, donate=False)
     a = a0.copy()
     kept(a, b)
     assert kept.last.compiled.donated_args == (False, False)
     np.testing.assert_allclose(a, a0 * 1.5 + b, rtol=1e-15)
+
+
+def _aligned(a, past=0):
+    """A copy of ``a`` whose data starts ``past`` bytes after a 64-byte boundary, whatever
+    NumPy's allocator."""
+    room = np.empty(a.nbytes + 128, np.uint8)
+    skip = -room.ctypes.data % 64 + past
+    out = room[skip:skip + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
+def test_the_default_donation_keeps_a_large_array_xla_reads_in_place(aligned, rng):
+    # 4 MiB and 64-byte aligned: XLA reads the caller's array where it lies, so donating it would
+    # make JAX copy it first; the update still lands in the caller's array.
+    a0, b = rng.random((1024, 640)), rng.random((1024, 640))
+    first = _aligned(a0, 0 if aligned else 16)  # 16: the C library's malloc guarantees no more
+    assert rl.is_aligned(first) == aligned
+    jf = rl.jit(_scale_in_place)
+    total = jf(first, b)
+    np.testing.assert_allclose(first, a0 * 1.5 + b, rtol=1e-15)
+    np.testing.assert_allclose(total, b.sum(), rtol=1e-12)
+    assert jf.last.compiled.donated_args == (not aligned, False)
+    for again in (_aligned(a0), _aligned(a0, 16)):  # either, whatever the first call had
+        jf(again, b)
+        np.testing.assert_allclose(again, a0 * 1.5 + b, rtol=1e-15)
+    strict = rl.jit(_scale_in_place, donate="updated")
+    strict(_aligned(a0), b)
+    assert strict.last.compiled.donated_args == (True, False)
 
 
 def test_jax_arrays_are_not_consumed_by_the_default_donation(rng):
@@ -160,7 +190,7 @@ def test_jax_arrays_are_not_consumed_by_the_default_donation(rng):
 
 
 def test_an_unknown_donate_value_is_refused(rng):
-    with pytest.raises(rl.CompileError, match="donate must be True, False or 'updated'"):
+    with pytest.raises(rl.CompileError, match="donate must be True, False, 'updated' or 'auto'"):
         rl.jit(_scale_in_place, donate="all")(rng.random(4), rng.random(4))
 
 

@@ -7,6 +7,8 @@ import itertools
 import json
 import os
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 
 import numpy as np
@@ -58,7 +60,8 @@ def shell():
     ip.colors = "nocolor"
     ip.run_cell("%load_ext reactant_lab", store_history=False)
     ip.run_cell("import numpy as np, jax, jax.numpy as jnp", store_history=False)
-    return ip
+    yield ip
+    rl.use_aligned_arrays(False)  # %load_ext turned NumPy's aligned allocator on: off for others
 
 
 def run(shell, cell: str):
@@ -624,3 +627,34 @@ def test_reactant_bisect_runtime_options_reach_bisect(shell, rng, monkeypatch):
     assert any("step one" in o.get("text/plain", "") for o in outputs)
     assert not result.result.found
     assert not run(shell, "%reactant_bisect --metric speed h(x)")[0].success
+
+
+def test_load_ext_gives_the_notebooks_arrays_the_alignment_xla_reads_in_place(shell):
+    from reactant_lab import host_memory
+
+    if host_memory.available() is not None:
+        pytest.skip(f"aligned allocator unavailable: {host_memory.available()}")
+    _, _, out = run(shell, "import reactant_lab as rl\nprint(rl.is_aligned(np.empty(1001)))")
+    assert out.strip() == "True"
+    # A kernel that runs each cell in a copy of an older context loses NumPy's allocator choice:
+    # the extension puts it back before each cell.
+    host_memory._set(None)
+    assert not host_memory.active()
+    _, _, out = run(shell, "print(rl.is_aligned(np.ones(7)))")
+    assert out.strip() == "True"
+    # Turned off by the user, it stays off.
+    _, _, out = run(shell, "rl.use_aligned_arrays(False)")
+    _, _, out = run(shell, "print(rl.is_aligned(np.empty(1001)[1:]), rl.use_aligned_arrays(True))")
+    assert out.strip() == "False False"
+
+
+def test_the_environment_can_keep_numpys_allocator_in_notebooks():
+    script = ("from IPython.testing.globalipapp import start_ipython\n"
+              "ip = start_ipython()\n"
+              "ip.run_cell('%load_ext reactant_lab')\n"
+              "from reactant_lab import host_memory\n"
+              "print('active', host_memory.active())\n")
+    env = {**os.environ, "REACTANT_LAB_ALIGNED_ARRAYS": "0"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300, check=True)
+    assert "active False" in done.stdout, done.stdout + done.stderr

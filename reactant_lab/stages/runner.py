@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -177,8 +177,9 @@ class StageTrace:
         return sum(s.seconds for s in self.stages[1:])
 
     def compile(self, stage: int | str = -1, device: Any | None = None,
-                donate: bool | str = False) -> Compiled:
-        """Compile one stage's module (default: the last) with XLA for ``device``."""
+                donate: bool | str = False, in_place: Collection[int] = ()) -> Compiled:
+        """Compile one stage's module (default: the last) with XLA for ``device``; ``donate``
+        and ``in_place`` as in ``compile_traced``."""
         from reactant_lab.compile import compile_traced
 
         if self.traced is None:
@@ -190,7 +191,8 @@ class StageTrace:
         else:
             chosen = self[stage]
             name, ir = chosen.name, chosen.ir
-        return compile_traced(self.traced, ir, device=device, donate=donate, stage_name=name)
+        return compile_traced(self.traced, ir, device=device, donate=donate, stage_name=name,
+                              in_place=in_place)
 
     def verify(self, *args: Any, reference: str = "auto", repeat: int = 5,
                device: Any | None = None, changed_only: bool = True,

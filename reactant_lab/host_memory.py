@@ -1,0 +1,292 @@
+"""64-byte-aligned NumPy arrays, so that XLA uses them in place.
+
+XLA's CPU client takes a NumPy array as an executable's input without copying it only when its
+data starts on a 64-byte boundary; NumPy's own allocator aligns to 16 bytes (the C library's
+``malloc``), so a compiled call copies each large input into an XLA buffer first (~6 ms per
+32 MB here; a matrix-vector kernel spends most of its time on that copy). NumPy lets a program
+choose the allocator of the arrays it creates from then on (NEP 49, ``PyDataMem_SetHandler``):
+:func:`use_aligned_arrays` installs one whose data always starts on a 64-byte boundary, and
+:func:`aligned_arrays` does so for a ``with`` block.
+
+The allocator is four C functions (``_aligned_alloc.c``, the C library's ``malloc``, ``calloc``,
+``realloc`` and ``free`` over-allocated by 72 bytes) built once with the system C compiler into
+a per-user cache and loaded with ``ctypes``; NumPy's handler capsule and its C-API entry are
+reached through ``ctypes`` too, so nothing needs Python's or NumPy's headers. Without a C
+compiler the allocator is unavailable (:class:`AlignedArraysUnavailable` says why) and everything
+else works as before, with the copies.
+
+NumPy keeps the allocator in a context variable of the thread that sets it: arrays created in
+other threads, and before the call, keep NumPy's. Every array remembers the allocator that made
+it and is freed by it, so switching back never frees memory with the wrong one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from reactant_lab.errors import ReactantLabError
+
+ALIGNMENT = 64
+"""Bytes: the alignment XLA's CPU client needs to use a host array in place."""
+HANDLER_NAME = "reactant_lab_aligned64"
+"""The allocator's name, as ``numpy._core.multiarray.get_handler_name()`` reports it."""
+_SOURCE = Path(__file__).with_name("_aligned_alloc.c")
+_SET_HANDLER_SLOT = 304
+"""``PyDataMem_SetHandler``'s index in NumPy's C-API table (since NumPy 1.22, in 2.x too)."""
+_BUILD_SECONDS = 120
+IN_PLACE_MIN_BYTES = 4 << 20
+"""From this size up, an aligned NumPy array a kernel updates is not donated (``donate='auto'``):
+XLA reads it in place, and donating it would make JAX copy it first, since the caller keeps it.
+Measured with ``benchmarks/donation.py`` (NumPy-speed kernels): updated arrays of 6-31 MiB ran
+1.0-1.27x faster kept than donated, those under 1 MiB (stencils carried through loops) 0.95-0.99x,
+1-2.3 MiB ones 0.93-1.07x."""
+
+
+class AlignedArraysUnavailable(ReactantLabError, RuntimeError):
+    """The aligned allocator cannot be built or installed here (no C compiler, an old NumPy)."""
+
+
+class _Allocator(ctypes.Structure):
+    _fields_ = [("ctx", ctypes.c_void_p), ("malloc", ctypes.c_void_p),
+                ("calloc", ctypes.c_void_p), ("realloc", ctypes.c_void_p),
+                ("free", ctypes.c_void_p)]
+
+
+class _Handler(ctypes.Structure):  # NumPy's PyDataMem_Handler, version 1
+    _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8),
+                ("allocator", _Allocator)]
+
+
+class _Context(ctypes.Structure):
+    _fields_ = [("hugepages", ctypes.c_int)]
+
+
+class _Installed:
+    """The loaded library, the handler struct and its capsule: alive for the whole process,
+    since every array the allocator made holds the capsule and is freed through it."""
+
+    def __init__(self, library: ctypes.CDLL, set_handler: Callable[[int | None], int | None]):
+        self.library = library
+        self.context = _Context(hugepages=int(_numpy_hugepages()))
+        self.handler = _Handler(name=HANDLER_NAME.encode(), version=1)
+        self.handler.allocator = _Allocator(
+            ctypes.addressof(self.context),
+            *(ctypes.cast(getattr(library, f"rl_aligned_{f}"), ctypes.c_void_p).value
+              for f in ("malloc", "calloc", "realloc", "free")))
+        self.capsule_name = ctypes.create_string_buffer(b"mem_handler")
+        new_capsule = ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype = ctypes.py_object
+        new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        self.capsule = new_capsule(ctypes.addressof(self.handler), self.capsule_name, None)
+        self.set_handler = set_handler
+
+
+class _Once:
+    """The process's one attempt to build and load the allocator: its result or its failure."""
+
+    lock = threading.Lock()
+    installed: _Installed | None = None
+    failure: str | None = None
+    wanted = False
+    """The last ``use_aligned_arrays`` choice (``reapply`` keeps it)."""
+
+
+def _numpy_hugepages() -> bool:
+    """NumPy's own choice of transparent huge pages for large arrays (on for Linux >= 4.6)."""
+    multiarray = _numpy_multiarray()
+    get = getattr(multiarray, "_get_madvise_hugepage", None)
+    return bool(get()) if get is not None else sys.platform.startswith("linux")
+
+
+def _numpy_multiarray() -> ModuleType:
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # NumPy 1.x
+        from numpy.core import multiarray  # type: ignore[no-redef]
+    return multiarray
+
+
+def _cache_dir() -> Path:
+    """Where the built library is kept: ``REACTANT_LAB_CACHE``, else the user's cache."""
+    if os.environ.get("REACTANT_LAB_CACHE"):
+        return Path(os.environ["REACTANT_LAB_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "reactant_lab"
+
+
+def _compiler() -> list[str] | None:
+    configured = sysconfig.get_config_var("CC")
+    if configured:
+        words = shlex.split(str(configured))
+        if words and shutil.which(words[0]):
+            return words
+    for name in ("cc", "gcc", "clang"):
+        if shutil.which(name):
+            return [name]
+    return None
+
+
+def _library_path() -> Path:
+    """The allocator's shared library: built on first use, then reused from the cache."""
+    source = _SOURCE.read_bytes()
+    key = hashlib.sha256(source + sysconfig.get_platform().encode()).hexdigest()[:16]
+    suffix = ".dylib" if sys.platform == "darwin" else ".so"
+    target = _cache_dir() / f"aligned_alloc-{key}{suffix}"
+    if target.exists():
+        return target
+    compiler = _compiler()
+    if compiler is None:
+        raise AlignedArraysUnavailable(
+            "reactant_lab's aligned NumPy allocator is built with a C compiler, and none was "
+            "found (cc, gcc, clang, or Python's configured CC). Install one (e.g. Debian's gcc) "
+            "to let compiled calls use large NumPy inputs in place; without it they copy them, "
+            "with the same results.")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+            built = Path(tmp) / target.name
+            flags = ["-dynamiclib"] if sys.platform == "darwin" else ["-shared", "-fPIC"]
+            done = subprocess.run([*compiler, "-O2", *flags, "-o", str(built), str(_SOURCE)],
+                                  capture_output=True, text=True, timeout=_BUILD_SECONDS,
+                                  check=False)
+            if done.returncode != 0:
+                raise AlignedArraysUnavailable(
+                    f"building reactant_lab's aligned NumPy allocator with {compiler[0]} failed "
+                    f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+            os.replace(built, target)  # atomic: a concurrent build finds one or the other
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise AlignedArraysUnavailable(
+            f"building reactant_lab's aligned NumPy allocator failed: {exc}. Set "
+            "REACTANT_LAB_CACHE to a writable directory, or go on without it (inputs are "
+            "copied, results are the same).") from exc
+    return target
+
+
+def _set_handler_function() -> Callable[[int | None], int | None]:
+    multiarray = _numpy_multiarray()
+    umath = sys.modules.get(multiarray.__name__.rsplit(".", 1)[0] + "._multiarray_umath")
+    capsule = getattr(umath, "_ARRAY_API", None)
+    if capsule is None or np.lib.NumpyVersion(np.__version__) < "1.22.0":
+        raise AlignedArraysUnavailable(
+            f"NumPy {np.__version__} has no allocator API (NEP 49 came with NumPy 1.22)")
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    table = ctypes.cast(get_pointer(capsule, None), ctypes.POINTER(ctypes.c_void_p))
+    # PyObject *PyDataMem_SetHandler(PyObject *handler): NULL sets NumPy's default; returns a
+    # new reference to the previous handler. The argument is passed as an address.
+    return ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(table[_SET_HANDLER_SLOT])
+
+
+def _install() -> _Installed:
+    with _Once.lock:
+        if _Once.installed is not None:
+            return _Once.installed
+        if _Once.failure is not None:
+            raise AlignedArraysUnavailable(_Once.failure)
+        try:
+            _Once.installed = _Installed(ctypes.CDLL(str(_library_path())),
+                                         _set_handler_function())
+        except AlignedArraysUnavailable as exc:
+            _Once.failure = str(exc)
+            raise
+        except OSError as exc:  # a cached library that does not load (another platform)
+            _Once.failure = f"loading reactant_lab's aligned NumPy allocator failed: {exc}"
+            raise AlignedArraysUnavailable(_Once.failure) from exc
+        return _Once.installed
+
+
+def _set(handler: object | None) -> object:
+    """Make ``handler`` (a NumPy handler capsule; None: NumPy's default) the current one;
+    return the previous one."""
+    installed = _install()
+    previous = installed.set_handler(None if handler is None else id(handler))
+    if previous is None:
+        raise AlignedArraysUnavailable("NumPy refused the allocator (PyDataMem_SetHandler)")
+    old = ctypes.cast(previous, ctypes.py_object).value
+    ctypes.pythonapi.Py_DecRef(ctypes.c_void_p(previous))  # the new reference it returned
+    return old
+
+
+def available() -> str | None:
+    """None when the aligned allocator can be used here, else why not (builds it if needed)."""
+    try:
+        _install()
+    except AlignedArraysUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def active() -> bool:
+    """Whether NumPy arrays created now in this thread get 64-byte-aligned data."""
+    return bool(_numpy_multiarray().get_handler_name() == HANDLER_NAME)
+
+
+def use_aligned_arrays(on: bool = True) -> bool:
+    """From now on (in this thread), NumPy arrays get data aligned to 64 bytes (``on``), or
+    NumPy's own allocator again (``False``). Returns whether it was on before.
+
+    Compiled calls then hand large NumPy inputs to XLA without copying them. Arrays created
+    earlier keep their alignment (``is_aligned`` tells); ``np.array(x)`` copies one into an
+    aligned array. Raises :class:`AlignedArraysUnavailable` (the allocator is built with the
+    system C compiler on first use) if it cannot be installed; nothing changes then."""
+    was = active()
+    if on and not was:
+        _set(_install().capsule)
+    elif not on and was:
+        _set(None)
+    _Once.wanted = on
+    return was
+
+
+def reapply() -> None:
+    """Install the allocator again if ``use_aligned_arrays()`` turned it on and it is not in
+    use now: NumPy keeps it in a context variable, and some IPython kernels run each cell in a
+    copy of the context the previous cell started from (the notebook extension calls this before
+    each cell)."""
+    if _Once.wanted and not active():
+        with contextlib.suppress(AlignedArraysUnavailable):
+            _set(_install().capsule)
+
+
+@contextlib.contextmanager
+def aligned_arrays(on: bool = True) -> Iterator[None]:
+    """``with aligned_arrays():`` NumPy arrays created in the block (in this thread) get data
+    aligned to 64 bytes; the allocator in use before comes back after it."""
+    if not on:
+        yield
+        return
+    previous = _set(_install().capsule)
+    try:
+        yield
+    finally:
+        _set(previous)
+
+
+def read_in_place(value: object) -> bool:
+    """Whether XLA's CPU client reads ``value`` where it lies, without a copy: a NumPy array in
+    NumPy's (C) order whose data starts on a 64-byte boundary, of ``IN_PLACE_MIN_BYTES`` or more
+    (smaller ones are cheap to copy either way)."""
+    return (isinstance(value, np.ndarray) and value.nbytes >= IN_PLACE_MIN_BYTES
+            and value.flags.c_contiguous and value.ctypes.data % ALIGNMENT == 0)
+
+
+def is_aligned(array: np.ndarray) -> bool:
+    """Whether ``array``'s data starts on a 64-byte boundary (XLA's CPU client can then use a
+    C-contiguous array in place)."""
+    return array.ctypes.data % ALIGNMENT == 0

@@ -1,0 +1,193 @@
+"""The 64-byte-aligned NumPy allocator (``rl.use_aligned_arrays``): every way NumPy makes an
+array gets aligned data with the same values as NumPy's own allocator gives, memory made by one
+allocator is freed by it after switching, a compiled call reads an aligned input where it lies,
+and without a C compiler the allocator is refused with the reason while NumPy goes on as before."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import jax
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab import backend, host_memory
+
+pytestmark = pytest.mark.skipif(host_memory.available() is not None,
+                                reason=f"aligned allocator unavailable: {host_memory.available()}")
+
+
+@pytest.fixture
+def aligned():
+    """The allocator on for one test, NumPy's own afterwards (whatever the test did)."""
+    was = rl.use_aligned_arrays()
+    yield
+    rl.use_aligned_arrays(was)
+
+
+def _made(rng) -> dict[str, np.ndarray]:
+    """Arrays made every way NumPy makes one, from the same random draws."""
+    x = rng.standard_normal((300, 70))
+    grown = np.arange(10.0)
+    grown.resize(70_000, refcheck=False)  # realloc: the old values kept, the rest zeros
+    return {
+        "empty-filled": np.full((123, 45), 2.5),
+        "zeros": np.zeros(3_000_000),  # 24 MB: calloc's lazily zeroed pages
+        "ones": np.ones((7, 9), np.float32),
+        "arange": np.arange(1_000_003, dtype=np.int64),
+        "copy": x.copy(),
+        "ufunc": np.sin(x) * 3 + x,
+        "reduction": x.sum(axis=0),
+        "matmul": x.T @ x,
+        "concatenate": np.concatenate([x, x[:5]]),
+        "fancy": x[[3, 1, 4, 1, 5]],
+        "from list": np.array([[1, 2, 3], [4, 5, 6]], np.int16),
+        "fromiter": np.fromiter((i * 0.5 for i in range(50_001)), float),  # grows by realloc
+        "resized": grown,
+        "astype": x.astype(np.float32),
+        "sorted": np.sort(x, axis=0),
+        "bool": x > 0,
+        "complex": x[:, :10] + 1j * x[:, 10:20],
+        "empty size": np.empty((0, 4)),
+    }
+
+
+def test_every_way_of_making_an_array_is_aligned_and_equal_to_numpys(aligned, rng):
+    seed = rng.integers(2**32)
+    with rl.aligned_arrays(False):  # a no-op: the allocator stays on
+        pass
+    assert host_memory.active()
+    ours = _made(np.random.default_rng(seed))
+    rl.use_aligned_arrays(False)
+    theirs = _made(np.random.default_rng(seed))
+    assert not host_memory.active()
+    for name, array in ours.items():
+        assert rl.is_aligned(array), name
+        np.testing.assert_array_equal(array, theirs[name], err_msg=name)
+        assert array.dtype == theirs[name].dtype
+    assert np.get_include()  # NumPy itself still works after switching back
+    assert not np.any(ours["zeros"]) and ours["resized"][10:].sum() == 0
+    np.testing.assert_array_equal(ours["resized"][:10], np.arange(10.0))
+
+
+def test_memory_is_freed_by_the_allocator_that_made_it_after_switching(numpys):
+    rl.use_aligned_arrays()
+    try:
+        mine = [np.full(n, 1.5) for n in (1, 100, 100_000, 2_000_000)]
+        rl.use_aligned_arrays(False)
+        theirs = [np.full(n, 2.5) for n in (1, 100, 100_000, 2_000_000)]
+        rl.use_aligned_arrays()
+        for a in mine:  # grown and shrunk by the allocator that made it, under the other
+            a.resize(a.size * 3, refcheck=False)
+        rl.use_aligned_arrays(False)
+        for a in theirs:
+            a.resize(a.size * 3, refcheck=False)
+        assert all(rl.is_aligned(a) and a[0] == 1.5 for a in mine)
+        del mine, theirs
+        gc.collect()
+    finally:
+        rl.use_aligned_arrays(False)
+
+
+@pytest.fixture
+def numpys():
+    """NumPy's own allocator for one test, whatever was on before (restored after)."""
+    was = rl.use_aligned_arrays(False)
+    yield
+    rl.use_aligned_arrays(was)
+
+
+def test_the_context_manager_restores_the_allocator_before_it(numpys):
+    assert not host_memory.active()
+    with rl.aligned_arrays():
+        assert host_memory.active()
+        inside = np.ones(1000)
+        with rl.aligned_arrays():
+            assert host_memory.active()
+        assert host_memory.active()  # the inner block restored the outer one's
+    assert not host_memory.active()
+    assert rl.is_aligned(inside) and inside.sum() == 1000
+
+
+def test_other_threads_keep_numpys_allocator(aligned):
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(host_memory.active()))
+    thread.start()
+    thread.join()
+    assert seen == [False] and host_memory.active()
+
+
+def test_xla_reads_an_aligned_array_where_it_lies(aligned, rng):
+    # What the allocator is for: XLA's CPU client uses a 64-byte-aligned NumPy array as the
+    # buffer itself, and copies a 16-byte-aligned one (NumPy's own allocator).
+    x = rng.standard_normal(1 << 20)
+    assert rl.is_aligned(x)
+    off = np.empty(x.size + 2)[2:]  # 16 bytes past a 64-byte boundary
+    off[...] = x
+    assert not rl.is_aligned(off)
+    with backend.x64_scope(True):  # float64 kept as it is
+        assert jax.device_put(x).unsafe_buffer_pointer() == x.ctypes.data
+        assert jax.device_put(off).unsafe_buffer_pointer() != off.ctypes.data
+
+
+def _axpy_in_place(a, x, y):
+    y += a * x
+    return y.sum()
+
+
+def test_a_compiled_update_of_aligned_arrays_equals_numpys(aligned, rng):
+    # 8 MB arrays, made aligned: y is read in place, not donated (donate='auto'), updated in the
+    # caller's array; the same call on NumPy's own arrays gives the same values.
+    jf = rl.jit(_axpy_in_place)
+    for _ in range(3):
+        x, y = rng.standard_normal(1 << 20), rng.standard_normal(1 << 20)
+        want_y = y + 1.5 * x
+        want_sum = want_y.sum()
+        got = jf(1.5, x, y)
+        np.testing.assert_allclose(y, want_y, rtol=1e-14, atol=1e-15)  # XLA may fuse an FMA
+        assert got == pytest.approx(want_sum, rel=1e-12)
+        np.testing.assert_array_equal(x, x.copy())
+    assert jf.last.compiled.donated_args == (False, False)
+    rl.use_aligned_arrays(False)
+    x, y = rng.standard_normal(1 << 20), rng.standard_normal(1 << 20)
+    y_unaligned = np.empty(y.size + 2)[2:]
+    y_unaligned[...] = y
+    jf(1.5, x, y_unaligned)
+    np.testing.assert_allclose(y_unaligned, y + 1.5 * x, rtol=1e-14, atol=1e-15)
+
+
+def test_without_a_c_compiler_the_allocator_is_refused_with_the_reason(tmp_path):
+    script = textwrap.dedent("""
+        import numpy as np
+        import reactant_lab as rl
+        try:
+            rl.use_aligned_arrays()
+        except rl.AlignedArraysUnavailable as exc:
+            print("refused:", exc)
+        from numpy._core import multiarray
+        print("handler:", multiarray.get_handler_name())
+        print("sum:", np.arange(10.0).sum())
+    """)
+    env = {**os.environ, "REACTANT_LAB_CACHE": str(tmp_path / "cache"), "PATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300, check=True)
+    out = done.stdout
+    assert "refused:" in out and "C compiler" in out and "Install one" in out, out
+    assert "handler: default_allocator" in out and "sum: 45.0" in out
+
+
+def test_the_library_is_built_once_into_the_cache(tmp_path):
+    script = ("import reactant_lab as rl, numpy as np; rl.use_aligned_arrays(); "
+              "print(rl.is_aligned(np.ones(5)))")
+    env = {**os.environ, "REACTANT_LAB_CACHE": str(tmp_path)}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env=env, timeout=300, check=True)
+        assert done.stdout.strip() == "True"
+        assert len(list(tmp_path.glob("aligned_alloc-*"))) == 1  # no leftover build folders
