@@ -664,8 +664,10 @@ CASES: dict[str, Case] = {
     "winsorize": Case(lambda r: (r.standard_normal((20_000, 50)),), "20000x50", jx_winsorize),
 }
 
-_TRANSFER = ("each NumPy input is copied into an XLA buffer on every call (~6 ms per 32 MB here) "
-             "and the results copied back")
+_TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy input is copied "
+             "into an XLA buffer on every call (~6 ms per 32 MB here); with reactant_lab's "
+             "aligned one (rl.use_aligned_arrays, this run's default) XLA reads them in place "
+             "and only an updated array is copied back")
 
 CAUSES: dict[str, str] = {
     # in-place updates in rolled time loops
@@ -722,23 +724,24 @@ CAUSES: dict[str, str] = {
     "covariance": "as correlation: the per-iteration copies gone, the products hoisted ahead "
                   "of the loop as one matrix product",
     # transfers and evaluation order
-    "compute": "one fused elementwise loop (faster than NumPy's 4 passes), but " + _TRANSFER +
-               ": 2 inputs in and 1 out of 32 MB int64 (the jax.jit port, inputs on the device, is "
-               "faster than NumPy)",
+    "compute": "one fused elementwise loop (faster than NumPy's 4 passes); was 0.7x while its 2 "
+               "32 MB int64 inputs were copied in on every call: " + _TRANSFER,
     "gesummv": "was 0.2-0.7x while NumPy's order (alpha * A) @ x scaled both 2000x2000 matrices "
                "into new 32 MB buffers before the matvecs; factor_scalars_in_dot_general (a "
                "pattern of Reactant's later lists, now run after Reactant's list: "
                "pattern_additions.json) computes alpha * (A @ x), as the jax.jit port does, ~3x "
-               "faster. What remains: XLA's f64 matvec is no faster than OpenBLAS's, and "
-               + _TRANSFER,
-    "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, and "
-           + _TRANSFER + " (with the matrix in cache NumPy's two gemv calls take ~2 ms, less than "
-           "copying the 32 MB matrix in)",
+               "faster; then 1.2-1.75x while both 32 MB matrices were copied in on every call "
+               "(2.4x with aligned arrays). What remains: XLA's f64 matvec is no faster than "
+               "OpenBLAS's; " + _TRANSFER,
+    "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, level "
+           "with the jax.jit port (with the matrix in cache NumPy's two gemv calls take ~2 ms, "
+           "less than copying the 32 MB matrix in, which NumPy's own allocator costs); "
+           + _TRANSFER,
     "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: XLA:CPU's dot "
                           "is slower than OpenBLAS's gemv on NumPy's 2 threads (the jax.jit port "
-                          "lands at the same ratio), and the 32 MB A is copied in on every call",
+                          "lands at the same ratio, 0.9-1.3x from run to run); " + _TRANSFER,
     "power_iteration": "as conjugate_gradient: 20 f64 matvecs on 2000x2000 in a while loop, XLA:CPU's "
-                       "dot no faster than OpenBLAS's gemv, and the 32 MB A copied in per call",
+                       "dot no faster than OpenBLAS's gemv; " + _TRANSFER,
     "gemm": "one f64 500^3 dot: XLA:CPU's dot (the jax.jit port's too, 0.8x) is slower than "
             "OpenBLAS's dgemm on NumPy's 2 threads when the machine is quiet (on a loaded one "
             "NumPy's threads lose, and rl.jit leads 2x)",
@@ -748,14 +751,17 @@ CAUSES: dict[str, str] = {
     "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate and "
                    "XLA:CPU's dots are no faster than OpenBLAS's dgemm on NumPy's 2 threads (the "
                    "jax.jit port lands at the same ratio); the bias, ReLU and softmax fuse",
-    "atax_bicg": "f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, and "
+    "atax_bicg": "four f64 matvecs over one 2000x2000 A: XLA:CPU's dot is no faster than "
+                 "OpenBLAS's gemv (0.97-1.2x from run to run, the jax.jit port 1.2-1.4x); "
                  + _TRANSFER,
     "gemver": "f64 matvecs on 2000x2000 (no faster than OpenBLAS) after NumPy's (alpha * A) @ x "
-              "order, and " + _TRANSFER,
+              "order; 1.2x while the 32 MB A was copied in and donated (2.9x with aligned "
+              "arrays, A not donated); " + _TRANSFER,
     "cumulative_update": "np.cumsum of 1M becomes XLA:CPU's blocked reduce-window scan (5 "
                          "reduce-windows, several passes) instead of one sequential pass, "
                          "`x[::2] = ...` is a strided scatter, and the cumprod of ones (folded at "
-                         "trace time) is an 8 MB constant copied out each call; " + _TRANSFER,
+                         "trace time) is an 8 MB constant copied out each call (0.6x before "
+                         "the aligned arrays, 0.95x with them); " + _TRANSFER,
     # XLA:CPU code generation
     "histogram": "was 0.48x while np.histogram with equal bins lowered to a generic searchsorted "
                  "(a 7-step binary-search while loop, each step a 1M-element gather); NumPy mode "
