@@ -449,9 +449,10 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     peak memory of an in-place update); ``'auto'`` (the default) does so but for the arrays the
     first call passes that XLA reads where they lie (64-byte aligned and 4 MiB or more, see
     ``rl.use_aligned_arrays``: donating one would make JAX copy it first); ``True`` donates
-    every argument (JAX arrays passed in are then consumed), ``False`` none. JAX arrays placed over a mesh run
-    sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy arguments,
-    ``out_shardings`` (as in ``trace``) results; ``shardy_passes`` as in ``Traced.stages``."""
+    every argument (JAX arrays passed in are then consumed), ``False`` none. JAX arrays placed
+    over a mesh run sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy
+    arguments, ``out_shardings`` (as in ``trace``) results; ``shardy_passes`` as in
+    ``Traced.stages``."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,

@@ -26,8 +26,8 @@ def load_ipython_extension(ipython: Any) -> None:
 def align_arrays(ipython: Any) -> None:
     """NumPy arrays the notebook creates from now on get 64-byte-aligned data
     (``rl.use_aligned_arrays``), so compiled calls read large inputs in place instead of copying
-    them; kept on before each cell. Without a C compiler to build the allocator, a note says so
-    once and nothing else changes. ``rl.use_aligned_arrays(False)`` turns it off, and the
+    them; kept on before each cell. Without a C compiler to build the allocator, a note on stderr
+    says so and nothing else changes. ``rl.use_aligned_arrays(False)`` turns it off, and the
     environment variable ``REACTANT_LAB_ALIGNED_ARRAYS=0`` keeps it off."""
     from reactant_lab import host_memory
 

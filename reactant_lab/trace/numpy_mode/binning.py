@@ -261,11 +261,14 @@ def _counts(x: Any, valid: Any, w: Any, edges: Any, ntype: np.dtype,
         inside &= valid
     index = _uniform_bins(x, inside, edges, n) if uniform else jnp.clip(
         jnp.searchsorted(edges, x, side="right") - 1, 0, n - 1)
+    # Values outside go to bin n, past the end, where the scatter drops them (no select of what
+    # each adds); int32 bin numbers (n < 2**31) keep the scatter's indices narrow.
+    index = jnp.where(inside, index, n).astype(np.int32 if n < 2**31 - 1 else np.intp)
     # NumPy sums weights in float64 (bincount) or exactly (cumsum of integers), then casts
     total = np.dtype(np.int64) if w is None or ntype.kind in "biu" else np.result_type(
         ntype, np.float64)
-    add = jnp.where(inside, 1 if w is None else w.astype(total), 0).astype(total)
-    return jnp.zeros(n, total).at[index].add(add).astype(ntype)
+    add = jnp.ones((), total) if w is None else w.astype(total)
+    return jnp.zeros(n, total).at[index].add(add, mode="drop").astype(ntype)
 
 
 def _uniform_bins(x: Any, inside: Any, edges: Any, n: int) -> Any:
@@ -275,10 +278,11 @@ def _uniform_bins(x: Any, inside: Any, edges: Any, n: int) -> Any:
     the edges exactly (as a search would find it) with two small gathers instead of a binary
     search of log2(n) gathers; 0 for the values outside."""
     first, last = edges[0], edges[-1]
+    kind = np.int32 if n < 2**31 - 1 else np.intp
     f = jnp.where(inside, (x - first) / (last - first) * n, 0)
-    index = jnp.clip(f, 0, n - 1).astype(np.intp)
-    index = index - (x < edges[index]).astype(np.intp)
-    index = index + ((x >= edges[index + 1]) & (index != n - 1)).astype(np.intp)
+    index = jnp.clip(f, 0, n - 1).astype(kind)
+    index = index - (x < edges[index]).astype(kind)
+    index = index + ((x >= edges[index + 1]) & (index != n - 1)).astype(kind)
     return jnp.where(inside, index, 0)
 
 
