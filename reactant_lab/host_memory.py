@@ -22,6 +22,7 @@ it and is freed by it, so switching back never frees memory with the wrong one.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import hashlib
@@ -142,11 +143,13 @@ def _compiler() -> list[str] | None:
 
 
 def _library_path() -> Path:
-    """The allocator's shared library: built on first use, then reused from the cache."""
+    """The allocator's shared library: built on first use, then reused from the cache. Where
+    the cache cannot be written, it is built into a private temporary folder for this process."""
     source = _SOURCE.read_bytes()
     key = hashlib.sha256(source + sysconfig.get_platform().encode()).hexdigest()[:16]
     suffix = ".dylib" if sys.platform == "darwin" else ".so"
-    target = _cache_dir() / f"aligned_alloc-{key}{suffix}"
+    name = f"aligned_alloc-{key}{suffix}"
+    target = _cache_dir() / name
     if target.exists():
         return target
     compiler = _compiler()
@@ -158,23 +161,40 @@ def _library_path() -> Path:
             "with the same results.")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            built = Path(tmp) / target.name
-            flags = ["-dynamiclib"] if sys.platform == "darwin" else ["-shared", "-fPIC"]
+        _build(compiler, target)
+    except OSError:  # a read-only cache: a folder only this user can write, for this process
+        folder = tempfile.mkdtemp(prefix="reactant_lab-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # loaded until then
+        target = Path(folder) / name
+        try:
+            _build(compiler, target)
+        except OSError as exc:
+            raise AlignedArraysUnavailable(
+                f"building reactant_lab's aligned NumPy allocator failed: {exc}. Set "
+                "REACTANT_LAB_CACHE to a writable directory, or go on without it (inputs are "
+                "copied, results are the same).") from exc
+    return target
+
+
+def _build(compiler: list[str], target: Path) -> None:
+    """Compile ``_aligned_alloc.c`` into ``target``, atomically (a concurrent build of the same
+    library finds one or the other)."""
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        built = Path(tmp) / target.name
+        flags = ["-dynamiclib"] if sys.platform == "darwin" else ["-shared", "-fPIC"]
+        try:
             done = subprocess.run([*compiler, "-O2", *flags, "-o", str(built), str(_SOURCE)],
                                   capture_output=True, text=True, timeout=_BUILD_SECONDS,
                                   check=False)
-            if done.returncode != 0:
-                raise AlignedArraysUnavailable(
-                    f"building reactant_lab's aligned NumPy allocator with {compiler[0]} failed "
-                    f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
-            os.replace(built, target)  # atomic: a concurrent build finds one or the other
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise AlignedArraysUnavailable(
-            f"building reactant_lab's aligned NumPy allocator failed: {exc}. Set "
-            "REACTANT_LAB_CACHE to a writable directory, or go on without it (inputs are "
-            "copied, results are the same).") from exc
-    return target
+        except subprocess.TimeoutExpired as exc:
+            raise AlignedArraysUnavailable(
+                f"building reactant_lab's aligned NumPy allocator with {compiler[0]} took over "
+                f"{_BUILD_SECONDS} s") from exc
+        if done.returncode != 0:
+            raise AlignedArraysUnavailable(
+                f"building reactant_lab's aligned NumPy allocator with {compiler[0]} failed "
+                f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
+        os.replace(built, target)
 
 
 def _set_handler_function() -> Callable[[int | None], int | None]:

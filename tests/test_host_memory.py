@@ -212,3 +212,16 @@ def test_freed_arrays_give_their_memory_back(aligned):
         assert a[0] == i
         del a
     assert _resident_bytes() - before < 64 << 20
+
+
+def test_an_unwritable_cache_builds_into_a_private_temporary_folder(tmp_path):
+    blocker = tmp_path / "a file"
+    blocker.write_text("not a folder")
+    script = ("import reactant_lab as rl, numpy as np; from reactant_lab import host_memory; "
+              "rl.use_aligned_arrays(); print(rl.is_aligned(np.ones(5)), "
+              "host_memory._Once.installed.library._name)")
+    env = {**os.environ, "REACTANT_LAB_CACHE": str(blocker / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=300, check=True)
+    aligned, library = done.stdout.split()
+    assert aligned == "True" and "reactant_lab-" in library and str(blocker) not in library
