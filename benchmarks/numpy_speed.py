@@ -734,8 +734,7 @@ CAUSES: dict[str, str] = {
                "(2.4x with aligned arrays). What remains: XLA's f64 matvec is no faster than "
                "OpenBLAS's; " + _TRANSFER,
     "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, level "
-           "with the jax.jit port (with the matrix in cache NumPy's two gemv calls take ~2 ms, "
-           "less than copying the 32 MB matrix in, which NumPy's own allocator costs); "
+           "with the jax.jit port (with the matrix in cache NumPy's two gemv calls take ~2 ms); "
            + _TRANSFER,
     "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: XLA:CPU's dot "
                           "is slower than OpenBLAS's gemv on NumPy's 2 threads (the jax.jit port "
