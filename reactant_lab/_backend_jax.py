@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 
@@ -224,8 +224,11 @@ def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
     expected shape.
     """
     if structure is None:
-        def template(*_: Any) -> list[np.ndarray[Any, Any]]:
-            return [np.zeros(s, d) for s, d, _w in out_avals]
+        def template(*_: Any) -> list[jax.Array]:
+            # jnp.zeros lowers to a broadcast of one zero; a NumPy array would be a dense
+            # constant of the result's size to build and print (60 ms for 128 MB), only to be
+            # swapped away with the module.
+            return [jnp.zeros(s, d) for s, d, _w in out_avals]
         shards = list(shardings) or [None] * len(avals)
         structure = template, tuple(abstract_value(a, device, s)
                                     for a, s in zip(avals, shards, strict=True)), {}

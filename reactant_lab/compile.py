@@ -572,8 +572,8 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
         return None
 
     def template(*_args: Any, **_kwargs: Any) -> Any:
-        leaves = [np.zeros(*out_avals[s.index][:2]) if isinstance(s, Computed) else None
-                  for s in layout.out_slots]
+        leaves = [jax.numpy.zeros(*out_avals[s.index][:2]) if isinstance(s, Computed) else None
+                  for s in layout.out_slots]  # a broadcast, not a dense constant (see backend)
         return jax.tree_util.tree_unflatten(layout.out_treedef, leaves)
 
     shardings = layout.shardings or (None,) * len(layout.avals)
