@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reactant_lab as rl
 from benchmarks import numpy_speed as ns
+from benchmarks.batched_loops import _fresh
 from reactant_lab import host_memory
 
 
@@ -47,16 +48,13 @@ def main() -> None:
         variants = {"donated": rl.jit(kernel, donate="updated"),
                     "kept": rl.jit(kernel, donate=False)}
 
-        def fresh(args=args):
-            return tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
-
         with np.errstate(all="ignore"):
             for jf in variants.values():
-                jf(*fresh())
+                jf(*_fresh(args))
             times: dict[str, list[float]] = {k: [] for k in variants}
             for r in range(opts.rounds):
                 for label in (list(variants) if r % 2 else list(variants)[::-1]):
-                    call = fresh()
+                    call = _fresh(args)
                     start = time.perf_counter()
                     variants[label](*call)
                     times[label].append(time.perf_counter() - start)

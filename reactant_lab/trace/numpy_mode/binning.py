@@ -259,11 +259,12 @@ def _counts(x: Any, valid: Any, w: Any, edges: Any, ntype: np.dtype,
     inside = (x >= edges[0]) & (x <= edges[-1])
     if valid is not None:
         inside &= valid
-    index = _uniform_bins(x, inside, edges, n) if uniform else jnp.clip(
+    kind = np.int32 if n < 2**31 - 1 else np.intp  # narrow bin numbers for the scatter
+    index = _uniform_bins(x, inside, edges, n, kind) if uniform else jnp.clip(
         jnp.searchsorted(edges, x, side="right") - 1, 0, n - 1)
     # Values outside go to bin n, past the end, where the scatter drops them (no select of what
-    # each adds); int32 bin numbers (n < 2**31) keep the scatter's indices narrow.
-    index = jnp.where(inside, index, n).astype(np.int32 if n < 2**31 - 1 else np.intp)
+    # each adds).
+    index = jnp.where(inside, index, n).astype(kind)
     # NumPy sums weights in float64 (bincount) or exactly (cumsum of integers), then casts
     total = np.dtype(np.int64) if w is None or ntype.kind in "biu" else np.result_type(
         ntype, np.float64)
@@ -271,19 +272,18 @@ def _counts(x: Any, valid: Any, w: Any, edges: Any, ntype: np.dtype,
     return jnp.zeros(n, total).at[index].add(add, mode="drop").astype(ntype)
 
 
-def _uniform_bins(x: Any, inside: Any, edges: Any, n: int) -> Any:
+def _uniform_bins(x: Any, inside: Any, edges: Any, n: int, kind: type) -> Any:
     """The bin of each value inside equally spaced ``edges`` as NumPy's histogram finds it:
     ``(x - first) / (last - first) * n`` rounded down (n itself is the last bin), then moved one
     bin down or up where the edges say the rounding went wrong, so that the bin agrees with
     the edges exactly (as a search would find it) with two small gathers instead of a binary
-    search of log2(n) gathers; 0 for the values outside."""
+    search of log2(n) gathers; some bin for the values outside (the caller drops them). ``kind``:
+    the integer type of the bin numbers."""
     first, last = edges[0], edges[-1]
-    kind = np.int32 if n < 2**31 - 1 else np.intp
     f = jnp.where(inside, (x - first) / (last - first) * n, 0)
     index = jnp.clip(f, 0, n - 1).astype(kind)
     index = index - (x < edges[index]).astype(kind)
-    index = index + ((x >= edges[index + 1]) & (index != n - 1)).astype(kind)
-    return jnp.where(inside, index, 0)
+    return index + ((x >= edges[index + 1]) & (index != n - 1)).astype(kind)
 
 
 def _data(a: Any) -> tuple[Any, Any]:
