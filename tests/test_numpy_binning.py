@@ -287,3 +287,28 @@ def test_bincount_of_digitize_has_a_static_length_until_the_bin_numbers_change(r
     assert got.dtype == counts_per_bin(x, edges).dtype
     with pytest.raises(rl.errors.DynamicShapeError, match="bincount"):
         rl.trace(shifted_counts, x, edges)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("preset", rl.PRESETS)
+def test_histogram_counts_under_every_preset_and_layout(preset, layout, rng):
+    # Equal bins (computed) and given edges (searched), counts and weights: values outside the
+    # range, NaN and infinities are dropped by the scatter, whatever the data's memory order.
+    def kernel(x, w):
+        return (np.histogram(x, bins=5, range=(-1, 1)),
+                np.histogram(x, bins=5, range=(-1, 1), weights=w),
+                np.histogram(x, bins=np.array([-1.0, -0.2, 0.1, 0.7, 1.0]), weights=w))
+
+    x0, w0 = _data(rng, 96).reshape(8, 12), rng.random((8, 12))
+
+    def laid_out():  # fresh arrays in the layout for each call (a.copy() would be C order)
+        if layout == "F":
+            return np.asfortranarray(x0), np.asfortranarray(w0)
+        if layout == "strided":
+            return np.repeat(x0, 2, axis=1)[:, ::2], np.repeat(w0, 2, axis=1)[:, ::2]
+        return x0.copy(), w0.copy()
+
+    x = laid_out()[0]
+    assert (x.flags.c_contiguous, x.flags.f_contiguous) == {
+        "C": (True, False), "F": (False, True), "strided": (False, False)}[layout]
+    assert_same_as_numpy(kernel, laid_out, preset, 1e-12)
