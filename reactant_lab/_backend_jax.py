@@ -280,3 +280,16 @@ def _compile_raw(text: str, device: Any, guard: Guard | None) -> Any:
         return client.compile_and_load(text, devices, options)
     except Exception as exc:
         raise CompileError(compile_message(text, exc)) from exc
+
+
+def without_dead_code(closed: Any) -> Any:
+    """The closed jaxpr ``closed`` with the equations none of its results need removed (inside
+    scans, conditionals and calls too, by JAX's own dead-code elimination), every input kept:
+    for a trace that left a loop it traced unused (see ``trace.control_flow.carry``)."""
+    from jax._src.interpreters import partial_eval as pe
+
+    n_consts = len(closed.jaxpr.constvars)
+    as_args = pe.convert_constvars_jaxpr(closed.jaxpr)
+    kept, _ = pe.dce_jaxpr(as_args, [True] * len(as_args.outvars), instantiate=True)
+    return jax.extend.core.ClosedJaxpr(pe.convert_invars_to_constvars(kept, n_consts),
+                                       closed.consts)

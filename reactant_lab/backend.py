@@ -43,6 +43,7 @@ from reactant_lab._backend_jax import (
     abstract_value,
     compile_module,
     lower,
+    without_dead_code,
     x64_on,
     x64_scope,
 )
@@ -113,6 +114,7 @@ __all__ = [
     "transform_patterns",
     "upstream_pass_available",
     "versions",
+    "without_dead_code",
     "worker_pid",
     "x64_on",
     "x64_scope",

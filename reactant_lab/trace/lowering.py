@@ -14,6 +14,7 @@ from jax.extend import core as jcore
 
 from reactant_lab import backend
 from reactant_lab.trace import sharding as sharding_mod
+from reactant_lab.trace.control_flow import session as control_flow_session
 from reactant_lab.trace.paths import FlatCall, is_none, result_path
 from reactant_lab.trace.specs import (
     ArgView,
@@ -96,6 +97,9 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
              for a, s in zip(flat.linear, shardings, strict=True)]
     with backend.x64_scope(x64), user_code_errors(name, mode):
         closed = jax.make_jaxpr(flat_fn)(*avals)
+    session = control_flow_session.current()
+    if session is not None and session.discarded:  # a loop traced again left one unused
+        closed = backend.without_dead_code(closed)
     out = captured["out"]
     slots, results, keep, writeback = _plan_results(closed, out, flat)
     by_index = {r.index: r.path for r in results if r.index is not None}  # resargs win

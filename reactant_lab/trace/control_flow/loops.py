@@ -9,7 +9,7 @@ mode under ``loops='auto'``, a rolled ``for`` whose iterations are independent r
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from jax import lax
 from reactant_lab.errors import ControlFlowError
 from reactant_lab.trace.control_flow import batched
 from reactant_lab.trace.control_flow import names as labels
-from reactant_lab.trace.control_flow.carry import Carry, attempt
+from reactant_lab.trace.control_flow.carry import Carry, attempt, written_roots
 from reactant_lab.trace.control_flow.session import GIVE_UP_AFTER, ROLL_THRESHOLD, Session, current
 from reactant_lab.trace.control_flow.slots import CannotRoll, Undefined, is_traced, unwrap
 from reactant_lab.trace.control_flow.transform import FLAG
@@ -133,15 +133,18 @@ class _Fallback(Exception):  # a control signal
 
 def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple[Any, ...],
              names: tuple[str, ...], site: Site, brk: str | None = None,
-             guarded: bool = False, nested: bool = False) -> tuple[Any, ...]:
+             guarded: bool = False, nested: bool = False, writes: tuple[Any, ...] = ()
+             ) -> tuple[Any, ...]:
     """A converted ``for``: rolled, or Python. ``brk``: the variable of its break flag;
     ``guarded``: its body had ``break`` / ``continue`` (statements after them run under
-    ``if not flag``); ``nested``: its body has a loop of its own (see NESTED_ROLL_MIN)."""
+    ``if not flag``); ``nested``: its body has a loop of its own (see NESTED_ROLL_MIN);
+    ``writes``: the values of the names its body writes in place (``C[i] = ...``) where it
+    starts, the arrays a rolled loop first tries to carry (see ``attempt``)."""
     session = current()
     if isinstance(it, TracedRange):
         assert session is not None  # iterate() only makes one inside a session
         return _roll(it, body, target, state, names, site, session, traced=True, brk=brk,
-                     guarded=guarded)
+                     guarded=guarded, writes=writes)
     if (session is None or session.loops == "unroll" or not isinstance(it, range)
             or len(it) < (NESTED_ROLL_MIN if nested else ROLL_THRESHOLD)):
         return _plain(it, body, state, names, brk, site)
@@ -151,13 +154,13 @@ def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple
     if len(it) < ROLL_THRESHOLD:  # short, around a loop: rolled if it can, else as before
         try:
             return _roll(it, body, target, state, names, site, session, traced=False,
-                         brk=brk, guarded=guarded)
+                         brk=brk, guarded=guarded, writes=writes)
         except _Fallback as fallback:
             session.failures[key] = session.failures.get(key, 0) + 1
             return _plain(it[fallback.done:], body, fallback.state, names, brk, site)
     try:
         return _roll(it, body, target, state, names, site, session, traced=False, brk=brk,
-                     guarded=guarded)
+                     guarded=guarded, writes=writes)
     except _Fallback as fallback:
         session.failures[key] = session.failures.get(key, 0) + 1
         if session.loops == "roll":
@@ -189,9 +192,11 @@ def _flags(names: tuple[str, ...]) -> set[str]:
 
 def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
           state: tuple[Any, ...], names: tuple[str, ...], site: Site, session: Session,
-          traced: bool, brk: str | None = None, guarded: bool = False) -> tuple[Any, ...]:
+          traced: bool, brk: str | None = None, guarded: bool = False,
+          writes: tuple[Any, ...] = ()) -> tuple[Any, ...]:
     numpy = context.current() is not None
     mark = carry.stamp() if numpy else 0
+    guess = written_roots(writes, mark) if numpy else []
     force: set[str] = _flags(names)
     done, peeled, period = 0, False, 1
     # A variable unassigned before the loop: peel one iteration first. Not in a body with
@@ -207,11 +212,11 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
             with labels.at(site):
                 if period == 1:
                     return _rolled(it, body, target, state, names, done, numpy, mark, force,
-                                   brk, site, session)
+                                   brk, site, session, guess)
                 assert isinstance(it, range)
                 count = (len(it) - done) // period
                 state = _rolled_by(it, period, count, body, target, state, names, done, numpy,
-                                   mark, force)
+                                   mark, force, guess)
             return _plain(it[done + count * period:], body, state)
         except CannotRoll as exc:
             if _next_period(exc, it, brk, period, done) > period:
@@ -252,7 +257,8 @@ def _next_period(exc: CannotRoll, it: range | TracedRange, brk: str | None, peri
 
 def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
                target: str | None, state: tuple[Any, ...], names: tuple[str, ...], done: int,
-               numpy: bool, mark: int, force: set[str]) -> tuple[Any, ...]:
+               numpy: bool, mark: int, force: set[str], guess: Sequence[carry.Root]
+               ) -> tuple[Any, ...]:
     """Iterations ``done`` .. ``done + count * period`` of ``it`` as one lax.fori_loop whose
     body runs ``period`` iterations (names swapped among existing arrays are back where they
     started after them)."""
@@ -273,19 +279,21 @@ def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
         with labels.region(None, labels.counted, c, 2):
             return list(lax.fori_loop(0, count, step_fn, list(c.init)))
 
-    c, final = attempt(make, run, numpy, mark)
+    c, final = attempt(make, run, numpy, mark, guess)
     return c.finish(final, it[done + count * period - 1])
 
 
 def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | None,
             state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool, mark: int,
             force: set[str], brk: str | None = None, site: Site | None = None,
-            session: Session | None = None) -> tuple[Any, ...]:
+            session: Session | None = None, guess: Sequence[carry.Root] = ()
+            ) -> tuple[Any, ...]:
     """Iterations ``done`` .. end of ``it`` as one lax.fori_loop; with a break flag ``brk``
     one lax.while_loop that also ends when the flag is set. In NumPy mode under loops='auto',
     a loop over a static range whose iterations are independent runs batched (see batched)."""
     if brk is not None:
-        return _rolled_until(it, body, target, state, names, done, numpy, mark, force, brk)
+        return _rolled_until(it, body, target, state, names, done, numpy, mark, force, brk,
+                             guess)
     start, step = it.start, it.step
     stop = it.stop if isinstance(it, TracedRange) else len(it)
     n = (stop - start + step - (1 if step > 0 else -1)) // step if isinstance(
@@ -322,7 +330,7 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
         runs.append(was)
         return final
 
-    c, final = attempt(make, run, numpy, mark)
+    c, final = attempt(make, run, numpy, mark, guess)
     if runs and runs[-1] and site is not None and session is not None:
         count = f"{n - done}" if span is None else f"up to {span[1] - span[0]}"
         if runs[-1] == batched.BATCHED:
@@ -357,7 +365,8 @@ def _envelope(it: TracedRange) -> tuple[int, int] | None:
 
 def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str | None,
                   state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool,
-                  mark: int, force: set[str], brk: str) -> tuple[Any, ...]:
+                  mark: int, force: set[str], brk: str, guess: Sequence[carry.Root]
+                  ) -> tuple[Any, ...]:
     """Iterations ``done`` .. end of ``it`` as one lax.while_loop over the iteration number,
     ending early when the break flag ``brk`` is set (the index after the loop: the last
     iteration's, traced)."""
@@ -392,13 +401,15 @@ def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str
         counts.append(k)
         return list(flat)
 
-    c, final = attempt(make, run, numpy, mark)
+    c, final = attempt(make, run, numpy, mark, guess)
     return c.finish(final, _index(start + (counts[-1] - 1) * step, numpy))
 
 
 def while_stmt(test: Callable[..., Any], body: Callable[..., Any], state: tuple[Any, ...],
-               names: tuple[str, ...], site: Site) -> tuple[Any, ...]:
-    """A converted ``while``: Python while its condition is static, then one lax.while_loop."""
+               names: tuple[str, ...], site: Site, writes: tuple[Any, ...] = ()
+               ) -> tuple[Any, ...]:
+    """A converted ``while``: Python while its condition is static, then one lax.while_loop
+    (``writes``: as ``for_stmt``'s)."""
     session = current()
     while True:
         cond = test(state)
@@ -407,7 +418,7 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Any], state: tuple[
                 return state
             state = body(state)
             continue
-        return _roll_while(test, body, state, names, site)
+        return _roll_while(test, body, state, names, site, writes)
 
 
 def to_pred(cond: Any) -> Any:
@@ -420,9 +431,10 @@ def to_pred(cond: Any) -> Any:
 
 
 def _roll_while(test: Callable[..., Any], body: Callable[..., Any], state: tuple[Any, ...],
-                names: tuple[str, ...], site: Site) -> tuple[Any, ...]:
+                names: tuple[str, ...], site: Site, writes: tuple[Any, ...]) -> tuple[Any, ...]:
     numpy = context.current() is not None
     mark = carry.stamp() if numpy else 0
+    guess = written_roots(writes, mark) if numpy else []
     force: set[str] = _flags(names)
     for _ in range(len(names) + 2):
         def make(roots: list[carry.Root]) -> Carry:
@@ -435,7 +447,7 @@ def _roll_while(test: Callable[..., Any], body: Callable[..., Any], state: tuple
                                            lambda flat: c.leave(body(c.enter(list(flat)))),
                                            list(c.init)))
         try:
-            c, final = attempt(make, run, numpy, mark)
+            c, final = attempt(make, run, numpy, mark, guess)
         except CannotRoll as exc:
             if exc.forcible and exc.name not in force:
                 force.add(exc.name)  # type: ignore[arg-type]  # forcible: has a name

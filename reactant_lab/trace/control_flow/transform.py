@@ -173,6 +173,53 @@ def side_effect(stmts: list[ast.stmt]) -> str | None:
     return None
 
 
+_IN_PLACE_METHODS = frozenset({"fill", "sort", "put", "partition", "byteswap"})
+"""Methods of NumPy arrays that write the array."""
+
+
+def written_in_place(stmts: list[ast.stmt]) -> list[str]:
+    """The names whose arrays ``stmts`` may write in place, in order of first write: subscript
+    targets (``C[i, :i + 1] *= beta``), augmented names (``x += 1``), ``out=`` arguments and
+    ``x.fill(...)`` / ``x.sort()``; nested loops included, nested functions not. A guess for
+    the runtime (a rolled loop carries those arrays on its first trace), not a promise."""
+    found: dict[str, None] = {}
+
+    def base(node: ast.expr) -> str | None:
+        while isinstance(node, ast.Subscript | ast.Attribute) and not (
+                isinstance(node, ast.Attribute) and node.attr not in ("real", "imag", "T")):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call):
+            targets = [k.value for k in node.keywords if k.arg == "out"]
+            if isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE_METHODS:
+                targets.append(node.func.value)
+        while targets:
+            t = targets.pop(0)
+            if isinstance(t, ast.Tuple | ast.List):
+                targets[:0] = t.elts
+            elif isinstance(t, ast.Starred):
+                targets.insert(0, t.value)
+            elif isinstance(t, ast.Subscript) or isinstance(node, ast.AugAssign | ast.Call):
+                name = base(t)
+                if name is not None and not name.startswith(PREFIX):
+                    found[name] = None
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for stmt in stmts:
+        visit(stmt)
+    return list(found)
+
+
 def _name(id_: str, store: bool = False) -> ast.Name:
     return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
 
@@ -323,6 +370,15 @@ class Rewrite(ast.NodeTransformer):
             stmt.end_lineno, stmt.end_col_offset = node.lineno, node.col_offset
         return out
 
+    @staticmethod
+    def _writes(call: ast.Call, writes: list[str]) -> None:
+        """Hand the loop the values its body's in-place targets hold where it starts
+        (``writes=initial(locals(), names)``)."""
+        if writes:
+            call.keywords.append(ast.keyword(arg="writes", value=_call(
+                "initial", ast.Call(func=_name("locals"), args=[], keywords=[]),
+                _const(tuple(writes)))))
+
     def _flags(self, node: ast.For | ast.While, found: list[ast.Break | ast.Continue]
                ) -> tuple[list[ast.stmt], str | None, str | None]:
         """Replace the loop's own ``break`` / ``continue`` by flags (AutoGraph's way): each sets
@@ -408,6 +464,7 @@ class Rewrite(ast.NodeTransformer):
         site = self._site(node)
         nested = any(isinstance(n, ast.For | ast.While) for stmt in node.body
                      for n in ast.walk(stmt))
+        writes = written_in_place(node.body)
         effect = side_effect(node.body)
         blocked = escape(node.body, jumps=False) or effect
         if blocked is not None:
@@ -440,6 +497,7 @@ class Rewrite(ast.NodeTransformer):
                              ast.keyword(arg="guarded", value=_const(True))]
         if nested:
             call.keywords.append(ast.keyword(arg="nested", value=_const(True)))
+        self._writes(call, writes)
         return [*pre, *self._handover(node, [fn], call, names), *self._after(orelse, brk)]
 
     def visit_While(self, node: ast.While) -> Any:
@@ -453,6 +511,7 @@ class Rewrite(ast.NodeTransformer):
             node.test = _call("plain_cond", node.test, _const(blocked), site)
             self.converted += 1
             return node
+        writes = written_in_place(node.body)
         found = jumps(node.body)
         pre, brk, cont = self._flags(node, found) if found else ([], None, None)
         if brk is not None:  # `not broke and test`: the test is not evaluated after a break
@@ -469,6 +528,7 @@ class Rewrite(ast.NodeTransformer):
         test = _state_fn(test_name, [], names, [], result=node.test)
         body = _state_fn(body_name, [], names, node.body)
         call = _call("while_stmt", _name(test_name), _name(body_name), site)
+        self._writes(call, writes)
         return [*pre, *self._handover(node, [test, body], call, names),
                 *self._after(orelse, brk)]
 
