@@ -556,8 +556,8 @@ def test_a_wrong_guess_of_the_written_arrays_is_corrected(rng: np.random.Generat
 
 def test_written_in_place_reads_the_loop_source() -> None:
     """The guess of the arrays a loop writes: subscript targets (through .real / .T and
-    tuples), augmented names, out= and in-place methods, nested loops included, nested
-    functions and plain rebinding not."""
+    tuples), augmented names, out= and in-place methods, nested loops included; nested
+    functions not, nor a name the body rebinds (it may hold a new array)."""
     import ast
     import textwrap
 
@@ -577,6 +577,8 @@ def test_written_in_place_reads_the_loop_source() -> None:
             E[0] = 1
         g = lambda: F.sort()
         obj.attr[0] = 1
+        x2 = A @ x2
+        x2 /= 2.0
     """)).body
     assert written_in_place(body) == ["C", "y", "w", "t", "r", "s", "D"]
 

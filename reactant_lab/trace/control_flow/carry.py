@@ -91,32 +91,28 @@ def _journal(numpy: bool) -> Iterator[Any]:
 def attempt(make: Callable[[list[carry.Root]], Carry],
             run: Callable[[Carry], list[Any]], numpy: bool, mark: int,
             guess: Sequence[carry.Root] = ()) -> tuple[Carry, list[Any]]:
-    """Find the carry by tracing the loop abstractly (``jax.eval_shape``: nothing reaches the
-    module): the arrays the body writes without carrying them are carried next time. Once
-    they are, the loop is traced for real; should that trace still write an array it does not
-    carry (carrying one changed what the body writes), the search goes on abstractly and the
-    loop traced then is left unused (the passes' dead-code removal drops it). A body is thus
-    traced twice, whether it writes outside arrays or not (three times before): nested loops
-    trace their inner loops on every trace of the outer body, so this compounds with depth.
+    """Find the carry and trace the loop. The first trace is for real, carrying ``guess``
+    (NumPy mode: the arrays the loop's source writes in place, ``written_roots``; JAX mode,
+    where arrays are values, writes none). When the body wrote exactly those, that trace is
+    the loop: the body is traced once, and a nest of two loops traces the inner body once
+    (before, each loop was traced abstractly first: 4 inner traces; lu's and seidel_2d's
+    traces 2-3x shorter so, the module the same).
 
-    With a ``guess`` (the arrays the source writes in place: ``written_roots``) the loop is
-    first traced for real carrying them; when the body wrote exactly those, that trace is the
-    loop: the body is traced once, and a nest of two loops traces the inner body once instead
-    of four times (lu's and seidel_2d's traces 2-3x shorter, the module the same). Otherwise
-    the search above goes on from what it wrote, that trace left unused: the session notes it,
-    and the trace's dead code is removed before lowering (``Session.discarded``).
-    Every array is put back as it was after each trace; ``Carry.finish`` then updates them."""
-    roots: list[carry.Root] = []
+    Otherwise (an array written by a called function, or behind a static branch not taken)
+    the search goes on abstractly (``jax.eval_shape``: nothing reaches the module): the
+    arrays the body writes without carrying them are carried next time. Once they are, the
+    loop is traced for real; should that trace still write an array it does not carry
+    (carrying one changed what the body writes), the search goes on. A real trace left
+    unused is noted in the session, and the trace's dead code is removed before lowering
+    (``Session.discarded``). Every array is put back as it was after each trace;
+    ``Carry.finish`` then updates them."""
+    state = make(list(guess))
+    final, missing, written = _trace(state, run, numpy, mark)  # a CannotRoll leaves no loop
+    if not missing and all(r in written for r in guess):
+        return state, final
+    _discarded()
+    roots = [r for r in guess if r in written] + missing
     abstract = True
-    if guess and numpy:
-        state = make(list(guess))
-        final, missing, written = _trace(state, run, numpy, mark)
-        if not missing and all(r in written for r in guess):
-            return state, final
-        roots = [r for r in guess if r in written] + missing
-        opened = current()
-        if opened is not None:
-            opened.discarded = True
     for _ in range(8):
         state = make(roots)
         if abstract:
@@ -127,9 +123,17 @@ def attempt(make: Callable[[list[carry.Root]], Carry],
             final, missing, _ = _trace(state, run, numpy, mark)
             if not missing:
                 return state, final
+            _discarded()
         abstract = not abstract
         roots = roots + missing
     raise CannotRoll("the arrays the body writes kept changing between attempts")
+
+
+def _discarded() -> None:
+    """A real trace of a loop is left unused in the enclosing trace."""
+    opened = current()
+    if opened is not None:
+        opened.discarded = True
 
 
 def _trace(state: Carry, run: Callable[[Carry], Any], numpy: bool, mark: int

@@ -177,47 +177,62 @@ _IN_PLACE_METHODS = frozenset({"fill", "sort", "put", "partition", "byteswap"})
 """Methods of NumPy arrays that write the array."""
 
 
+def _write_targets(node: ast.AST) -> list[ast.expr]:
+    """The expressions ``node`` may write in place (tuples flattened): assignment targets, an
+    augmented target, ``out=`` arguments, the array of ``x.fill(...)`` / ``x.sort()``."""
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    elif isinstance(node, ast.Call):
+        targets = [k.value for k in node.keywords if k.arg == "out"]
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE_METHODS:
+            targets.append(node.func.value)
+    flat: list[ast.expr] = []
+    while targets:
+        t = targets.pop(0)
+        if isinstance(t, ast.Tuple | ast.List):
+            targets[:0] = t.elts
+        else:
+            flat.append(t.value if isinstance(t, ast.Starred) else t)
+    return flat
+
+
+def _array_name(node: ast.expr) -> str | None:
+    """The name under subscripts and ``.real`` / ``.imag`` / ``.T`` (``w.real[i]``: w)."""
+    while isinstance(node, ast.Subscript) or (
+            isinstance(node, ast.Attribute) and node.attr in ("real", "imag", "T")):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) and not node.id.startswith(PREFIX) else None
+
+
 def written_in_place(stmts: list[ast.stmt]) -> list[str]:
     """The names whose arrays ``stmts`` may write in place, in order of first write: subscript
     targets (``C[i, :i + 1] *= beta``), augmented names (``x += 1``), ``out=`` arguments and
     ``x.fill(...)`` / ``x.sort()``; nested loops included, nested functions not. A guess for
-    the runtime (a rolled loop carries those arrays on its first trace), not a promise."""
+    the runtime (a rolled loop carries those arrays on its first trace), not a promise. A name
+    the body also rebinds (``x = A @ x; x /= n``) is left out: it may hold a new array."""
     found: dict[str, None] = {}
-
-    def base(node: ast.expr) -> str | None:
-        while isinstance(node, ast.Subscript | ast.Attribute) and not (
-                isinstance(node, ast.Attribute) and node.attr not in ("real", "imag", "T")):
-            node = node.value
-        return node.id if isinstance(node, ast.Name) else None
+    rebound: set[str] = set()
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
             return
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-            targets = [node.target]
-        elif isinstance(node, ast.Call):
-            targets = [k.value for k in node.keywords if k.arg == "out"]
-            if isinstance(node.func, ast.Attribute) and node.func.attr in _IN_PLACE_METHODS:
-                targets.append(node.func.value)
-        while targets:
-            t = targets.pop(0)
-            if isinstance(t, ast.Tuple | ast.List):
-                targets[:0] = t.elts
-            elif isinstance(t, ast.Starred):
-                targets.insert(0, t.value)
-            elif isinstance(t, ast.Subscript) or isinstance(node, ast.AugAssign | ast.Call):
-                name = base(t)
-                if name is not None and not name.startswith(PREFIX):
-                    found[name] = None
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            rebound.add(node.id)
+        whole = isinstance(node, ast.AugAssign | ast.Call)  # x += 1, out=x: x itself
+        for target in _write_targets(node):
+            name = _array_name(target) if whole or isinstance(target, ast.Subscript) else None
+            if name is not None:
+                found[name] = None
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            if not (isinstance(node, ast.AugAssign) and child is node.target):
+                visit(child)  # `x += 1` writes x in place: it does not rebind it
 
     for stmt in stmts:
         visit(stmt)
-    return list(found)
+    return [name for name in found if name not in rebound]
 
 
 def _name(id_: str, store: bool = False) -> ast.Name:
