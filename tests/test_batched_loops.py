@@ -269,3 +269,39 @@ def test_batched_loops_give_numpys_results_under_every_preset_and_memory_layout(
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
         assert _batched(jf.last.traced), fn.__name__
     np.testing.assert_array_equal(base[:, 1::2], between)  # untouched between the strides
+
+
+def prefix_rows(a, n):
+    for i in range(n):
+        for j in range(1, n):
+            a[i, j] += a[i, j - 1] * 0.5
+
+
+def prefix_columns(a, n):
+    for i in range(1, n):
+        for j in range(n):
+            a[i, j] += a[i - 1, j] * 0.5  # reads the row before: the rows depend on each other
+
+
+def syrk_like(alpha, beta, C, A):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+
+
+def test_a_loop_whose_body_runs_a_loop_on_its_own_row_runs_batched(rng):
+    """An inner loop that carries the array but touches only the outer loop's row (a running
+    prefix along each row; syrk's masked row prefix C[i, :i + 1] updated over k) runs once
+    over all rows at once: one while left, the inner one, and NumPy's results. An outer loop
+    whose iterations read the row before stays rolled (its inner loop over columns batches)."""
+    n = int(rng.integers(9, 16))
+    traced = _run(prefix_rows, rng.random((n, n)), n)
+    assert _whiles(traced) == 1 and len(_batched(traced)) == 1, traced.loop_notes
+    traced = _run(prefix_columns, rng.random((n, n)), n)  # its columns batch, not its rows
+    (note,) = _batched(traced)
+    assert _whiles(traced) == 1 and "`for j in range(n)`" in note, traced.loop_notes
+    m = int(rng.integers(8, 12))
+    traced = _run(syrk_like, 1.5, 1.2, rng.random((n, n)), rng.random((n, m)))
+    assert _whiles(traced) == 1 and len(_batched(traced)) == 1, traced.loop_notes
+    assert "scatter" not in traced.ir  # the masked row written back as a window

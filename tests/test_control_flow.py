@@ -263,9 +263,14 @@ def test_a_carry_that_changes_shape_unrolls_in_auto_and_fails_in_roll(rng: Any) 
 
 
 def test_a_slice_whose_bound_is_the_index_rolls_with_a_mask(rng: Any) -> None:
-    traced = check(triangular, rng.random((9, 9)))
-    assert "stablehlo.while" in traced.ir
+    """Rolled (loops='roll'), the masked row write is a scatter; under 'auto' the iterations,
+    each writing only its own row's masked prefix, run batched (no loop left)."""
+    traced = check(triangular, rng.random((9, 9)), loops="roll")
+    assert "stablehlo.while" in traced.ir and "stablehlo.scatter" in traced.ir
     assert traced.loop_notes == ()
+    traced = check(triangular, rng.random((9, 9)))
+    assert "stablehlo.while" not in traced.ir and "scatter" not in traced.ir
+    assert "batched (9 iterations)" in traced.loop_notes[0], traced.loop_notes
 
 
 def python_counter(x: np.ndarray) -> Any:

@@ -10,13 +10,17 @@ one after the other. The body is traced once, inside the ``lax.fori_loop`` that 
 use of a carried array is an equation: an updated array may only be read with ``dynamic_slice``
 and written with ``dynamic_update_slice`` at its slot (index ``step * k + c`` on the slot axis,
 proven inside the axis for every iteration, size 1 there); arrays the body does not update may
-be read in any way. Anything else (a scalar accumulator, a read of the previous row, a masked or
-scattered write) keeps the loop rolled: the traced loop itself, one equation, goes into the
-module.
+be read in any way. A masked write of the slot (``C[i, :i + 1] *= beta``) is traced in that
+window form while the body is traced for the check (NumPy mode's ``context.window_writes``), and
+a loop nested in the body that carries an updated array passes when its own body touches it only
+at the slot (syrk's loop over k on row i): it then runs on the slabs, batched. Anything else (a
+scalar accumulator, a read of the previous row, a scattered write) keeps the loop rolled: the
+traced loop itself, one equation, goes into the module.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +32,7 @@ from jax import lax
 from jax.extend import core as jcore
 
 from reactant_lab.trace.control_flow import hoisted
+from reactant_lab.trace.numpy_mode import context as numpy_context
 
 MAX_BATCHED_BYTES = 256 << 20
 """A loop is batched only when the values its body computes, times the trip count, fit here:
@@ -217,67 +222,123 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     carried = jaxpr.invars[1:]
     if len(jaxpr.outvars) != len(carried) or jaxpr.effects:
         return None
-    indices = _Indices(lo, hi)
     env: dict[Any, Value] = {jaxpr.invars[0]: _Sym(1, 0)}
     env.update((v, _literal(c)) for v, c in zip(jaxpr.constvars, consts, strict=True))
     # a var holding (a version of) an array the body updates -> the array's position
     version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
                if out is not v}
-    slots = {pos: _Slot() for pos in set(version.values())}
-    held = 0  # bytes one iteration computes, slabs aside
-
-    def read(v: Any) -> Value:
-        return _literal(v) if isinstance(v, jcore.Literal) else env.get(v)
-
-    for eqn in jaxpr.eqns:
-        ins = [read(v) for v in eqn.invars]
-        touched = [i for i, v in enumerate(eqn.invars)
-                   if not isinstance(v, jcore.Literal) and v in version]
-        if touched:
-            if touched != [0] or eqn.primitive.name not in _WINDOWS:
-                return None  # any other use may read another iteration's slot
-            pos = version[eqn.invars[0]]
-            if eqn.primitive.name == "dynamic_slice":
-                starts, sizes = ins[1:], eqn.params["slice_sizes"]
-            else:
-                starts, sizes = ins[2:], eqn.invars[1].aval.shape
-                version[eqn.outvars[0]] = pos
-            if not slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, lo, hi):
-                return None
-        env.update(zip(eqn.outvars, indices.eqn(eqn, ins), strict=True))
-        held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
-                    if hasattr(v.aval, "shape") and v not in version)
+    walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())}, lo, hi)
+    if not walk.eqns(jaxpr.eqns, env, version):
+        return None
     for pos, out in enumerate(jaxpr.outvars):
         owner = None if isinstance(out, jcore.Literal) else version.get(out)
-        if owner != (pos if pos in slots else None):
+        if owner != (pos if pos in walk.slots else None):
             return None  # an updated array left as something else, or as another's result
+    slots, held = walk.slots, walk.held
     slab = sum(hoisted.nbytes(carried[pos].aval) // carried[pos].aval.shape[slot.axis]
                for pos, slot in slots.items() if slot.axis is not None)
-    if not slots or held * (hi - lo + 1) > MAX_BATCHED_BYTES or held > MAX_GROWTH * max(slab, 1):
+    if (not slots or (held + walk.transient) * (hi - lo + 1) > MAX_BATCHED_BYTES
+            or held > MAX_GROWTH * max(slab, 1)):
         return None
     known = {v: o for v, o in env.items() if getattr(v.aval, "shape", None) == () and (
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     return _Plan(slots, known)
 
 
+@dataclass
+class _Walk:
+    """The check of a body's equations (and of the loops nested in it) against the slots."""
+
+    indices: _Indices
+    slots: dict[int, _Slot]
+    lo: int
+    hi: int
+    held: int = 0
+    """Bytes one iteration computes, slabs aside."""
+    transient: int = 0
+    """Bytes one step of a nested loop computes at most (held while it runs, batched)."""
+
+    def eqns(self, eqns: Sequence[Any], env: dict[Any, Value], version: dict[Any, int]) -> bool:
+        """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
+        their slots; ``env`` and ``version`` get what the equations make."""
+        def read(v: Any) -> Value:
+            return _literal(v) if isinstance(v, jcore.Literal) else env.get(v)
+
+        for eqn in eqns:
+            ins = [read(v) for v in eqn.invars]
+            touched = [i for i, v in enumerate(eqn.invars)
+                       if not isinstance(v, jcore.Literal) and v in version]
+            if touched and eqn.primitive.name == "scan":
+                if not self.scan(eqn, ins, touched, version):
+                    return False
+            elif touched:
+                if touched != [0] or eqn.primitive.name not in _WINDOWS:
+                    return False  # any other use may read another iteration's slot
+                pos = version[eqn.invars[0]]
+                if eqn.primitive.name == "dynamic_slice":
+                    starts, sizes = ins[1:], eqn.params["slice_sizes"]
+                else:
+                    starts, sizes = ins[2:], eqn.invars[1].aval.shape
+                    version[eqn.outvars[0]] = pos
+                if not self.slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, self.lo,
+                                            self.hi):
+                    return False
+            env.update(zip(eqn.outvars, self.indices.eqn(eqn, ins), strict=True))
+            self.held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
+                             if hasattr(v.aval, "shape") and v not in version)
+        return True
+
+    def scan(self, eqn: Any, ins: list[Value], touched: list[int],
+             version: dict[Any, int]) -> bool:
+        """A loop nested in the body (``C[i, :i + 1] += ...`` over k inside a loop over i) that
+        carries updated arrays: fine when its body touches them only at the slots, each
+        carried one leaving as a version of itself (its result a version then)."""
+        params = eqn.params
+        n_consts, n_carry = params["num_consts"], params["num_carry"]
+        if any(not n_consts <= t < n_consts + n_carry for t in touched):
+            return False  # an updated array read as a constant or scanned over
+        inner = params["jaxpr"]
+        jaxpr = inner.jaxpr
+        env: dict[Any, Value] = {v: _literal(c) for v, c in zip(jaxpr.constvars, inner.consts,
+                                                                 strict=True)}
+        env.update((v, x) for v, x in zip(jaxpr.invars[:n_consts], ins[:n_consts], strict=True))
+        inner_version = {jaxpr.invars[t]: version[eqn.invars[t]] for t in touched}
+        before = self.held
+        if not self.eqns(jaxpr.eqns, env, inner_version):
+            return False
+        # One step's values live while it runs, not all the loop's: not this iteration's work.
+        self.transient, self.held = max(self.transient, self.held - before), before
+        for j, out in enumerate(jaxpr.outvars):
+            owner = None if isinstance(out, jcore.Literal) else inner_version.get(out)
+            start = (version[eqn.invars[n_consts + j]]
+                     if j < n_carry and n_consts + j in touched else None)
+            if owner != start:
+                return False  # a carried array left as something else, or as another's
+            if owner is not None:
+                version[eqn.outvars[j]] = owner
+        return True
+
+
 def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
               flat: Sequence[Any]) -> list[Any]:
     """One iteration of the body with each updated array replaced by its slab (size 1 on the slot
     axis, the slot's index there becoming 0): the slabs it leaves."""
-    env: dict[Any, Any] = {}
-    version: dict[Any, int] = {}
-    for v, c in zip(jaxpr.constvars, consts, strict=True):
-        env[v] = c
-    env[jaxpr.invars[0]] = k
-    for pos, (v, x) in enumerate(zip(jaxpr.invars[1:], flat, strict=True)):
-        env[v] = x
-        if pos in the_plan.slots:
-            version[v] = pos
+    args = [k, *flat]
+    version = {jaxpr.invars[1 + pos]: pos for pos in the_plan.slots}
+    outs = _on_slabs(jaxpr, consts, args, version, the_plan, the_plan.known)
+    return [outs[pos] for pos in sorted(the_plan.slots)]
+
+
+def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: dict[Any, int],
+              the_plan: _Plan, known: dict[Any, _Sym | _Bool]) -> list[Any]:
+    """``jaxpr`` evaluated with the updated arrays (``version``: invar -> position) as their
+    slabs: windows on them taken at index 0 of the slot axis, nested loops run on the slabs."""
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars, args, strict=True))
 
     def read(v: Any) -> Any:
         return v.val if isinstance(v, jcore.Literal) else env[v]
 
-    known = the_plan.known
     for eqn in jaxpr.eqns:
         if eqn.outvars and all(v in known for v in eqn.outvars):
             for v in eqn.outvars:  # the same for every k: a constant, not a computation
@@ -292,9 +353,15 @@ def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
             env[eqn.outvars[0]] = read(eqn.invars[2 if which.value else 1])
             continue
         ins = [read(v) for v in eqn.invars]
-        first = eqn.invars[0] if eqn.invars else None
-        if first is not None and not isinstance(first, jcore.Literal) and first in version:
-            pos = version[first]
+        touched = [i for i, v in enumerate(eqn.invars)
+                   if not isinstance(v, jcore.Literal) and v in version]
+        if touched and eqn.primitive.name == "scan":
+            outs = _scan_on_slabs(eqn, ins, touched, version, the_plan)
+            for v, o in zip(eqn.outvars, outs, strict=True):
+                env[v] = o
+            continue
+        if touched:
+            pos = version[eqn.invars[0]]
             axis = the_plan.slots[pos].axis
             assert axis is not None
             update = eqn.primitive.name == "dynamic_update_slice"
@@ -310,7 +377,31 @@ def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
         outs = ans if eqn.primitive.multiple_results else [ans]
         for v, o in zip(eqn.outvars, outs, strict=True):
             env[v] = o
-    return [read(jaxpr.outvars[pos]) for pos in sorted(the_plan.slots)]
+    return [read(v) for v in jaxpr.outvars]
+
+
+def _scan_on_slabs(eqn: Any, ins: list[Any], touched: list[int], version: dict[Any, int],
+                   the_plan: _Plan) -> list[Any]:
+    """A nested loop (a scan equation) that carries updated arrays, run on their slabs."""
+    params = eqn.params
+    n_consts, n_carry = params["num_consts"], params["num_carry"]
+    inner = params["jaxpr"]
+    jaxpr = inner.jaxpr
+    inner_version = {jaxpr.invars[t]: version[eqn.invars[t]] for t in touched}
+    for j, out in enumerate(eqn.outvars[:n_carry]):
+        if n_consts + j in touched:
+            version[out] = version[eqn.invars[n_consts + j]]
+    fixed = ins[:n_consts]
+
+    def step(carry: list[Any], xs: list[Any]) -> tuple[list[Any], list[Any]]:
+        outs = _on_slabs(jaxpr, inner.consts, [*fixed, *carry, *xs], dict(inner_version),
+                         the_plan, {})
+        return outs[:n_carry], outs[n_carry:]
+
+    carry, ys = lax.scan(step, ins[n_consts:n_consts + n_carry], ins[n_consts + n_carry:],
+                         length=params["length"], reverse=params["reverse"],
+                         unroll=params["unroll"])
+    return [*carry, *ys]
 
 
 def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
@@ -401,13 +492,22 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
     # The loop itself, traced once into a jaxpr of its own: the body is traced inside the
     # loop as lax.fori_loop always traces it (tracing it on its own, jax.make_jaxpr(fn), made
     # loop kernels' traces 1.4-1.7x slower), and read from the loop's equation.
-    outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, fn, flat))(init)
+    # Masked row / column writes are traced in the window form the check reads; should the loop
+    # not batch, it is traced again with them as scatters, which a rolled loop runs faster
+    # (correlation's and covariance's carried matrices not copied around each write).
+    with numpy_context.window_writes() as windows:
+        outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, fn, flat))(init)
     body = _scan_body(outer, init, lo, hi - lo)
     if body is not None:
         the_plan = plan(body.jaxpr, body.consts, lo, hi - 1)
         if the_plan is not None:
             active = None if between is None else between.active
             return run_batched(body, the_plan, lo, hi, init, active), BATCHED
+    if windows.count:  # a new function: JAX would give back the body it traced for ``fn``
+        again = functools.partial(fn)
+        outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, again, flat))(init)
+        body = _scan_body(outer, init, lo, hi - lo)
+    if body is not None:
         the_split = hoisted.split(body, hi - lo)
         if the_split is not None:
             return hoisted.run(body, the_split, lo, hi, init, *(

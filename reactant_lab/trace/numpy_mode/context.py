@@ -56,3 +56,35 @@ def fresh_memo() -> Iterator[None]:
         yield
     finally:
         stack[-1] = (name, saved)
+
+
+class WindowWrites:
+    """While open (``window_writes``): how many masked row / column writes took the window form
+    (see ``storage.write_where``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+@contextlib.contextmanager
+def window_writes() -> Iterator[WindowWrites]:
+    """Masked writes of a row or column (``C[i, :i + 1] *= beta``) as the masked window read and
+    written back (``dynamic_slice``, select, ``dynamic_update_slice``), not a scatter, while
+    the block runs: the form whose slot a batched loop's check can read (a loop body traced for
+    batching); the block's result tells whether any write took it."""
+    previous = getattr(_STATE, "window", None)
+    opened = WindowWrites()
+    _STATE.window = opened
+    try:
+        yield opened
+    finally:
+        _STATE.window = previous
+
+
+def window_write() -> bool:
+    """Whether a masked row or column write is to take the window form now (and count it)."""
+    opened: WindowWrites | None = getattr(_STATE, "window", None)
+    if opened is None:
+        return False
+    opened.count += 1
+    return True

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from reactant_lab.trace.numpy_mode import journal
+from reactant_lab.trace.numpy_mode import context, journal
 from reactant_lab.trace.paths import element_strides
 from reactant_lab.trace.user_errors import calling_user_frame
 
@@ -655,9 +655,12 @@ def write_where(root: Root, ops: tuple[ViewOp, ...], new: Any, where: Any) -> bo
     A scatter writes element by element: only for a view no larger than one section of the
     array across its shortest axis (a row, a column), where that costs far less than the copy
     it avoids. False (nothing written) for a larger view, or one of a complex array's real or
-    imaginary part."""
+    imaginary part; False too while a loop body is traced for batching (``context.window_writes``),
+    whose check reads the window form's slot, not a scatter's."""
     shape, size = root.shape, math.prod(root.shape)
     if any(isinstance(op, Part) for op in ops) or math.prod(where.shape) * min(shape) > size:
+        return False
+    if context.window_write():
         return False
     kind = jnp.int32 if size < 2**31 else jnp.int64
     coords = [lax.broadcasted_iota(kind, shape, axis) for axis in range(len(shape))]
