@@ -495,7 +495,7 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
     # Masked row / column writes are traced in the window form the check reads; should the loop
     # not batch, it is traced again with them as scatters, which a rolled loop runs faster
     # (correlation's and covariance's carried matrices not copied around each write).
-    with numpy_context.window_writes() as windows:
+    with numpy_context.fresh_memo(), numpy_context.window_writes() as windows:
         outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, fn, flat))(init)
     body = _scan_body(outer, init, lo, hi - lo)
     if body is not None:
@@ -505,7 +505,8 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
             return run_batched(body, the_plan, lo, hi, init, active), BATCHED
     if windows.count:  # a new function: JAX would give back the body it traced for ``fn``
         again = functools.partial(fn)
-        outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, again, flat))(init)
+        with numpy_context.fresh_memo():  # nothing remembered from the first trace
+            outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, again, flat))(init)
         body = _scan_body(outer, init, lo, hi - lo)
     if body is not None:
         the_split = hoisted.split(body, hi - lo)
