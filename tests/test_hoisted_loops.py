@@ -113,3 +113,17 @@ def test_hoisted_loops_give_numpys_results_under_every_preset(preset, rng):
     jf(X, W, out)
     np.testing.assert_allclose(out, mine, rtol=1e-10, atol=1e-12)
     assert _hoisted(jf.last.traced)
+
+
+def test_the_work_of_a_jitted_helper_counts_its_equations():
+    """JAX names its call primitive ``jit`` (``pjit`` before): a helper traced as a call (as
+    jax.numpy's own are) is seen through, its work the work of its equations (a 64^3 product),
+    not the elements of its result."""
+    import jax
+
+    from reactant_lab.trace.control_flow import hoisted
+
+    helper = jax.jit(lambda a: a @ a)
+    jaxpr = jax.make_jaxpr(lambda a: helper(a) + 1.0)(np.ones((64, 64))).jaxpr
+    (call,) = [e for e in jaxpr.eqns if hoisted.called(e) is not None]
+    assert hoisted.work(call) >= 64 ** 3

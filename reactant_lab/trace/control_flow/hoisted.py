@@ -76,7 +76,7 @@ def called(eqn: Any) -> Any | None:
     """The jaxpr (closed or not) that a call equation (``pjit``, ``closed_call``) runs, else
     None."""
     inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
-    if eqn.primitive.name in ("pjit", "closed_call", "core_call") and inner is not None:
+    if eqn.primitive.name in ("jit", "pjit", "closed_call", "core_call") and inner is not None:
         return inner
     return None
 
