@@ -227,7 +227,7 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     # a var holding (a version of) an array the body updates -> the array's position
     version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
                if out is not v}
-    walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())}, lo, hi)
+    walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())})
     if not walk.eqns(jaxpr.eqns, env, version):
         return None
     for pos, out in enumerate(jaxpr.outvars):
@@ -245,14 +245,19 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     return _Plan(slots, known)
 
 
+def _touched(eqn: Any, version: dict[Any, int]) -> list[int]:
+    """The positions of ``eqn``'s operands that hold (a version of) an updated array."""
+    return [i for i, v in enumerate(eqn.invars)
+            if not isinstance(v, jcore.Literal) and v in version]
+
+
 @dataclass
 class _Walk:
     """The check of a body's equations (and of the loops nested in it) against the slots."""
 
     indices: _Indices
+    """The index analysis, over the loop's span."""
     slots: dict[int, _Slot]
-    lo: int
-    hi: int
     held: int = 0
     """Bytes one iteration computes, slabs aside."""
     transient: int = 0
@@ -266,8 +271,7 @@ class _Walk:
 
         for eqn in eqns:
             ins = [read(v) for v in eqn.invars]
-            touched = [i for i, v in enumerate(eqn.invars)
-                       if not isinstance(v, jcore.Literal) and v in version]
+            touched = _touched(eqn, version)
             if touched and eqn.primitive.name == "scan":
                 if not self.scan(eqn, ins, touched, version):
                     return False
@@ -280,8 +284,9 @@ class _Walk:
                 else:
                     starts, sizes = ins[2:], eqn.invars[1].aval.shape
                     version[eqn.outvars[0]] = pos
-                if not self.slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, self.lo,
-                                            self.hi):
+                span = self.indices
+                if not self.slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, span.lo,
+                                            span.hi):
                     return False
             env.update(zip(eqn.outvars, self.indices.eqn(eqn, ins), strict=True))
             self.held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
@@ -353,8 +358,7 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             env[eqn.outvars[0]] = read(eqn.invars[2 if which.value else 1])
             continue
         ins = [read(v) for v in eqn.invars]
-        touched = [i for i, v in enumerate(eqn.invars)
-                   if not isinstance(v, jcore.Literal) and v in version]
+        touched = _touched(eqn, version)
         if touched and eqn.primitive.name == "scan":
             outs = _scan_on_slabs(eqn, ins, touched, version, the_plan)
             for v, o in zip(eqn.outvars, outs, strict=True):
