@@ -258,9 +258,16 @@ def test_batched_loops_give_numpys_results_under_every_preset_and_memory_layout(
     B = base[:, ::2]  # a strided view: the kernel updates it in place
     between = base[:, 1::2].copy()
     C, x = rng.standard_normal((5, 5)), rng.standard_normal(n)
-    for fn, args in ((row_products, (A, C)), (centre_columns, (B,)),
-                     (rows_and_columns, (rng.standard_normal((n, 5)),
-                                         np.asfortranarray(rng.standard_normal((3, n))), x))):
+    wide = rng.standard_normal((n, 2 * n))
+    between_wide = wide[:, 1::2].copy()
+    cases = ((row_products, (A, C)), (centre_columns, (B,)),
+             (rows_and_columns, (rng.standard_normal((n, 5)),
+                                 np.asfortranarray(rng.standard_normal((3, n))), x)),
+             # a loop nested in the batched one, and masked row writes (syrk's form)
+             (prefix_rows, (wide[:, ::2], n)),
+             (syrk_like, (1.5, 1.2, np.asfortranarray(rng.random((n, n))),
+                          rng.random((n, 16))[:, ::2])))
+    for fn, args in cases:
         want_args = tuple(a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args)
         fn(*want_args)
         jf = rl.jit(fn, optimize=preset)
@@ -269,6 +276,7 @@ def test_batched_loops_give_numpys_results_under_every_preset_and_memory_layout(
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
         assert _batched(jf.last.traced), fn.__name__
     np.testing.assert_array_equal(base[:, 1::2], between)  # untouched between the strides
+    np.testing.assert_array_equal(wide[:, 1::2], between_wide)
 
 
 def prefix_rows(a, n):
