@@ -27,11 +27,13 @@ from tests.numpy_kernels import Kernel, jacobi_2d
 class LoopKernel(Kernel):
     """A Kernel whose loops must roll: ``rolled`` ops in the module, at least ``whiles``
     ``stablehlo.while`` ops, and no loop left unrolled in ``Traced.loop_notes``; with
-    ``batched``, its loop's iterations are independent and run batched (a note says so)."""
+    ``batched``, its loop's iterations are independent and run batched (a note says so); with
+    ``summed``, its loop only accumulates and runs as a sum (a note says so)."""
 
     rolled: tuple[str, ...] = ("stablehlo.while",)
     whiles: int = 1
     batched: bool = False
+    summed: bool = False
 
 
 def _n(rng: np.random.Generator, lo: int = 8, hi: int = 16) -> int:
@@ -440,9 +442,11 @@ LOOP_KERNELS: tuple[LoopKernel, ...] = (
     LoopKernel("row_histograms", row_histograms, _mk_histograms, ("args[1]",), tol=0),
     LoopKernel("row_affine", row_affine, _mk_row_affine, ("args[3]",), tol=1e-12, rolled=(),
                whiles=0, batched=True),
-    LoopKernel("byte_frequencies", byte_frequencies, _mk_bytes, ("args[1]",), tol=0),
+    LoopKernel("byte_frequencies", byte_frequencies, _mk_bytes, ("args[1]",), tol=0, rolled=(),
+               whiles=0, summed=True),
     LoopKernel("digitized_counts", digitized_counts, _mk_digitize, tol=0),
-    LoopKernel("digitized_bincount", digitized_bincount, _mk_digitize, tol=0),
+    LoopKernel("digitized_bincount", digitized_bincount, _mk_digitize, tol=0, rolled=(),
+               whiles=0, summed=True),
     LoopKernel("heat_1d_1000", heat_1d, _mk_heat, ("args[0]",), tol=1e-12),
     LoopKernel("laplace_2d_200", laplace_2d, _mk_laplace, ("args[0]",), tol=1e-12),
     LoopKernel("jacobi_2d_200", jacobi_2d, _mk_jacobi_2d, ("args[1]", "args[2]"), tol=1e-12),

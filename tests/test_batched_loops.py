@@ -173,16 +173,21 @@ def reads_the_whole(out):
 def test_loops_whose_iterations_depend_on_each_other_stay_rolled(rng):
     n = int(rng.integers(12, 30))
     cases = [(recurrence, (rng.standard_normal(n),)),
-             (weighted_total, (rng.standard_normal(n),)),
              (shift_left, (rng.standard_normal(n),)),
              (row_and_column, (rng.standard_normal((n, n)),)),
-             (whole_array, (rng.standard_normal((n, 3)), np.zeros(3))),
              (reads_the_whole, (rng.standard_normal(n),)),
              (forward_recurrence, (rng.standard_normal(n),)),
              (mirror, (rng.standard_normal(n),))]
     for fn, args in cases:
         traced = _run(fn, *args)
         assert _batched(traced) == [] and _whiles(traced) >= 1, fn.__name__
+    # a scalar accumulator is not batched either, but only accumulates: summed, no loop left
+    # (tests/test_summed_loops.py)
+    for fn, args in [(weighted_total, (rng.standard_normal(n),)),
+                     (whole_array, (rng.standard_normal((n, 3)), np.zeros(3)))]:
+        traced = _run(fn, *args)
+        assert _batched(traced) == [] and _whiles(traced) == 0, fn.__name__
+        assert any(" summed (" in note for note in traced.loop_notes), fn.__name__
 
 
 def big_temporaries(A, x, out):
@@ -302,7 +307,8 @@ def test_a_loop_whose_body_runs_a_loop_on_its_own_row_runs_batched(rng):
     """An inner loop that carries the array but touches only the outer loop's row (a running
     prefix along each row; syrk's masked row prefix C[i, :i + 1] updated over k) runs once
     over all rows at once: one while left, the inner one, and NumPy's results. An outer loop
-    whose iterations read the row before stays rolled (its inner loop over columns batches)."""
+    whose iterations read the row before stays rolled (its inner loop over columns batches).
+    syrk's inner loop only accumulates: it is summed, and its outer loop batched."""
     n = int(rng.integers(9, 16))
     traced = _run(prefix_rows, rng.random((n, n)), n)
     assert _whiles(traced) == 1 and len(_batched(traced)) == 1, traced.loop_notes
@@ -310,6 +316,9 @@ def test_a_loop_whose_body_runs_a_loop_on_its_own_row_runs_batched(rng):
     (note,) = _batched(traced)
     assert _whiles(traced) == 1 and "`for j in range(n)`" in note, traced.loop_notes
     m = int(rng.integers(8, 12))
+    # syrk's inner loop only accumulates: summed (tests/test_summed_loops.py), no loop left
     traced = _run(syrk_like, 1.5, 1.2, rng.random((n, n)), rng.random((n, m)))
-    assert _whiles(traced) == 1 and len(_batched(traced)) == 1, traced.loop_notes
+    assert _whiles(traced) == 0 and len(_batched(traced)) == 1, traced.loop_notes
     assert "scatter" not in traced.ir  # the masked row written back as a window
+    traced = _run(syrk_like, 1.5, 1.2, rng.random((n, n)), rng.random((n, m)), loops="roll")
+    assert _whiles(traced) == 2 and not _batched(traced), traced.loop_notes

@@ -391,7 +391,10 @@ def ternary_in_loop(x: np.ndarray) -> Any:
 
 
 def test_conditional_expression_and_boolean_ops_in_a_rolled_loop(rng: Any) -> None:
-    check(ternary_in_loop, rng.random(12), rolled=1)
+    check(ternary_in_loop, rng.random(12), loops="roll", rolled=1)
+    # under "auto" the loop only accumulates (acc + a term of x[i]): summed, no loop left
+    traced = check(ternary_in_loop, rng.random(12))
+    assert whiles(traced) == 0 and " summed (" in traced.loop_notes[0]
 
 
 def ambiguous(x: np.ndarray) -> Any:

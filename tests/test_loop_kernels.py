@@ -25,10 +25,11 @@ def _params(kernels: tuple[LoopKernel, ...]) -> list[Any]:
 
 
 def assert_rolled(traced: rl.Traced, kernel: LoopKernel) -> None:
-    """The kernel's loops are stablehlo ops (or batched), none was unrolled."""
-    unrolled = [n for n in traced.loop_notes if " batched (" not in n]
+    """The kernel's loops are stablehlo ops (or batched, or summed), none was unrolled."""
+    unrolled = [n for n in traced.loop_notes if " batched (" not in n and " summed (" not in n]
     assert not unrolled, f"loops left unrolled: {unrolled}"
     assert kernel.batched == any(" batched (" in n for n in traced.loop_notes), traced.loop_notes
+    assert kernel.summed == any(" summed (" in n for n in traced.loop_notes), traced.loop_notes
     for op in kernel.rolled:
         assert op in traced.ir, f"no {op} in the module"
     whiles = traced.ir.count("stablehlo.while")

@@ -68,7 +68,9 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
     assert excluded <= set(wanted)
     runs = td_patterns(st.pipeline)
     assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
-    assert listed.added == ("factor_scalars_in_dot_general",)
+    assert listed.added == ("factor_scalars_in_dot_general", "reduce_mul_to_dot_general",
+                            "split_reduce_add_mul_to_add_dot_general",
+                            "dot_general_remove_batch_dimensions")
     for run in runs:
         assert run == [p for p in wanted if p not in missing and p not in excluded] + list(
             listed.added)
@@ -82,7 +84,10 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
                                "slice_reshape_elementwise<1>, reduce_pad<1>, "
                                "scatter_update_computation_const_prop (the evidence")
         assert head in note and ("added after Reactant's list, from its later lists, as "
-                                 "measured faster here: factor_scalars_in_dot_general") in note
+                                 "measured faster here: factor_scalars_in_dot_general, "
+                                 "reduce_mul_to_dot_general, "
+                                 "split_reduce_add_mul_to_add_dot_general, "
+                                 "dot_general_remove_batch_dimensions (the evidence") in note
         assert set(note.split("left out: ", 1)[1].split(", ")) == missing
     assert st["batch"].unavailable is None
     assert st.table().count(head) == 1  # shared note

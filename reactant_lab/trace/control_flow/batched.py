@@ -31,7 +31,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-from reactant_lab.trace.control_flow import hoisted
+from reactant_lab.trace.control_flow import hoisted, summed
 from reactant_lab.trace.numpy_mode import context as numpy_context
 
 MAX_BATCHED_BYTES = 256 << 20
@@ -460,16 +460,18 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     return result
 
 
-BATCHED, HOISTED = "batched", "hoisted"
-"""How a loop ran, when not as a plain loop: batched (this module), or with its work that does
-not depend on the updated arrays hoisted ahead of it (``hoisted``)."""
+BATCHED, SUMMED, HOISTED = "batched", "summed", "hoisted"
+"""How a loop ran, when not as a plain loop: batched (this module), as the sum of its terms
+(``summed``), or with its work that does not depend on the updated arrays hoisted ahead of it
+(``hoisted``)."""
 
 
 def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init: list[Any],
          batch: bool) -> tuple[list[Any], str | None]:
     """``lax.fori_loop(lo, hi, step_fn, init)``, batched when ``batch`` and the body's iterations
-    are independent (see the module), else with its invariant work hoisted when that pays
-    (``hoisted``): the carried values after it, and how it ran (BATCHED, HOISTED or None)."""
+    are independent (see the module), else summed when it only accumulates (``summed``), else
+    with its invariant work hoisted when that pays (``hoisted``): the carried values after it,
+    and how it ran (BATCHED, SUMMED, HOISTED or None)."""
     if not batch or hi <= lo:
         return list(lax.fori_loop(lo, hi, step_fn, list(init))), None
     return _run(lo, hi, step_fn, list(init), None)
@@ -507,6 +509,10 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
         if the_plan is not None:
             active = None if between is None else between.active
             return run_batched(body, the_plan, lo, hi, init, active), BATCHED
+        sums = summed.plan(body, hi - lo)
+        if sums is not None:
+            return summed.run(sums, lo, hi, init, *(
+                () if between is None else (between.active, between.trips))), SUMMED
     if windows.count:  # a new function: JAX would give back the body it traced for ``fn``
         again = functools.partial(fn)
         with numpy_context.fresh_memo():  # nothing remembered from the first trace

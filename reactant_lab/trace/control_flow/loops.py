@@ -337,6 +337,10 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
             session.note(f"{where(site)}: `{site[2]}` batched ({count} iterations): each one "
                          "reads and writes only its own slot of the arrays it updates, so they "
                          "run at once")
+        elif runs[-1] == batched.SUMMED:
+            session.note(f"{where(site)}: `{site[2]}` summed ({count} iterations): it only adds "
+                         "to the arrays it updates terms that read none of them, so it is their "
+                         "first values plus the terms' sum, with no loop")
         else:
             session.note(f"{where(site)}: `{site[2]}` rolled, its work that reads none of the "
                          f"arrays it updates hoisted ahead of it ({count} iterations at once)")
