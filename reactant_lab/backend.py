@@ -44,8 +44,8 @@ from reactant_lab._backend_jax import (
     compile_module,
     lower,
     without_dead_code,
-    x64_on,
     x64_scope,
+    x64_switch,
 )
 from reactant_lab._backend_text import (
     MAX_NESTING,
@@ -116,8 +116,8 @@ __all__ = [
     "versions",
     "without_dead_code",
     "worker_pid",
-    "x64_on",
     "x64_scope",
+    "x64_switch",
 ]
 
 try:  # enzyme-ad ships for Python 3.11 only; everything but the Enzyme passes works without it.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import operator
 import re
@@ -154,64 +153,53 @@ class Compiled:
         layout, n, used, x64 = self._layout, self.array_args, self.used_args, self._x64
         deps, unused, writeback = layout.layout_deps, self._unused, layout.writeback
         others = [(i, [j for j in range(n or 0) if j != i]) for i in self._targets]
-        call_flat, may_share = self._exe.call_flat, np.may_share_memory
+        call_flat, asarray = self._exe.call_flat, np.asarray
         take = None if used is None else _taker(used)
-        scope = backend.x64_on if x64 else contextlib.nullcontext
+        swap, restore = backend.x64_switch(bool(x64))
         slots = layout.out_slots
         single = slots[0] if self._one_leaf and isinstance(slots[0], Computed) else None
-        write = (self._write_one(*writeback[0]) if len(writeback) == 1 else
-                 self._write_back if writeback else None)
+        index, scalar = (single.index, single.scalar) if single is not None else (0, False)
+        # One updated array: written here (as _write_back does it), without its loops.
+        arg, k = writeback[0] if len(writeback) == 1 else (-1, -1)
+        name = self.traced.fn_name
 
         def call(args: tuple[Any, ...]) -> Any:
-            if len(args) != n:
-                return self(*args)
-            if deps and not layouts_hold(deps, args):
-                raise SignatureMismatchError(self._layout_mismatch(list(args)))
-            for i, shape, dtype in unused:
-                if args[i].shape != shape or args[i].dtype != dtype:
-                    self._check(args, {})  # raises: an array is never a Python number
-            for i, rest in others:
-                target = args[i]
-                flags = target.flags
-                if not flags.writeable:
-                    self._check_targets(list(args))
-                owns = flags.owndata
-                for j in rest:
-                    # Two arrays that each own their memory are apart (two allocations), else
-                    # a bounds test, and the full check where the bounds meet.
-                    other = args[j]
-                    if not (owns and other.flags.owndata and other is not target) and may_share(
-                            target, other):
-                        self._check_targets(list(args))
-                        break
+            if len(args) != n or (deps and not layouts_hold(deps, args)):
+                return self._off_lean(args)
+            if unused and not _shapes_hold(unused, args):
+                self._check(args, {})  # raises: an array is never a Python number
+            if others and not _writable_apart(others, args):
+                self._check_targets(list(args))  # raises, explaining which and why
             try:
-                with scope():
+                prev = swap(True)  # 64-bit types on for the call only
+                try:
                     outs = call_flat(args if take is None else take(args))
+                finally:
+                    restore(prev)
             except (TypeError, ValueError, RuntimeError):
                 self._check(args, {})
                 raise
             if single is None:
                 result = self._rebuild(args, outs)
-            else:
-                value = outs[single.index]
-                result = _to_numpy(value, single.scalar)
-            if write is not None:
-                write(args, outs)
+            else:  # _to_numpy, inline
+                result = asarray(outs[index])[()] if scalar else _owned(outs[index])
+            if k >= 0:
+                host, target = asarray(outs[k]), args[arg]
+                if host.dtype != target.dtype:  # as _write_back
+                    raise TypeError(f"{name}'s new value of an updated argument is "
+                                    f"{host.dtype}, the caller's array {target.dtype}")
+                target[...] = host
+            elif writeback:
+                self._write_back(args, outs)
             return result
         return call
 
-    def _write_one(self, arg: int, k: int) -> Callable[[Sequence[Any], list[Any]], None]:
-        """``_write_back`` for a kernel that updates one argument (``linear[arg]``, its new
-        value result ``k``), without its loops."""
-        name = self.traced.fn_name
-
-        def write(linear: Sequence[Any], outs: list[Any]) -> None:
-            host, target = np.asarray(outs[k]), linear[arg]
-            if host.dtype != target.dtype:  # as _write_back
-                raise TypeError(f"{name}'s new value of an updated argument is {host.dtype}, "
-                                f"the caller's array {target.dtype}")
-            target[...] = host
-        return write
+    def _off_lean(self, args: tuple[Any, ...]) -> Any:
+        """A call the lean path does not take: another count of arguments (the full call), or
+        arrays laid out otherwise than traced (SignatureMismatchError)."""
+        if len(args) != self.array_args:
+            return self(*args)
+        raise SignatureMismatchError(self._layout_mismatch(list(args)))
 
     def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._exe.fast_call
@@ -492,6 +480,35 @@ def _layout_name(layout: Any) -> str:
     if layout is None:
         return "a value that is not a NumPy array"
     return f"a non-contiguous array with element strides {layout}"
+
+
+def _writable_apart(targets: Sequence[tuple[int, Sequence[int]]], args: tuple[Any, ...]) -> bool:
+    """Whether each updated array ``args[i]`` of ``targets`` (``(i, the others' positions)``)
+    is writable and shares no memory with the others: two arrays that each own their memory
+    are apart (two allocations), else a bounds test decides (``np.may_share_memory``; where the
+    bounds meet, the caller's full check tells)."""
+    for i, rest in targets:
+        target = args[i]
+        flags = target.flags
+        if not flags.writeable:
+            return False
+        owns = flags.owndata
+        for j in rest:
+            other = args[j]
+            if not (owns and other.flags.owndata and other is not target) and \
+                    np.may_share_memory(target, other):
+                return False
+    return True
+
+
+def _shapes_hold(expected: Sequence[tuple[int, tuple[int, ...], Any]],
+                 args: tuple[Any, ...]) -> bool:
+    """Whether each ``args[i]`` has the shape and dtype ``(i, shape, dtype)`` says."""
+    for i, shape, dtype in expected:  # a loop: a generator would cost more than the checks
+        value = args[i]
+        if value.shape != shape or value.dtype != dtype:
+            return False
+    return True
 
 
 def _to_numpy(value: Any, scalar: bool) -> Any:

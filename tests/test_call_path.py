@@ -156,3 +156,26 @@ def test_later_calls_updating_two_arrays_and_returning_several_results(rng):
         assert type(got[1]) is np.float64
         assert np.shares_memory(got[2], A)
     assert jitted.cache_size == 1
+
+
+def test_a_call_turns_64_bit_types_on_for_itself_only(rng):
+    """The lean path sets JAX's 64-bit flag for the executable's call and restores it after,
+    also when the call fails: the caller's JAX code keeps its own types."""
+    import jax
+    import jax.numpy as jnp
+
+    x, y = rng.random(8), np.zeros(8)
+    jitted = rl.jit(overwrite)
+    with jax.enable_x64(False):  # the caller's choice, whatever the process default
+        for _ in range(3):  # the first call builds, the next ones take the lean path
+            got = jitted(x, y)
+            assert type(got) is np.float64 and got == pytest.approx(x.sum())
+            assert jnp.zeros(1).dtype == np.float32 and not jax.config.jax_enable_x64
+        np.testing.assert_array_equal(y, x * 2.0 + 1.0)
+        with pytest.raises(ValueError):  # an executable refusing its input, on the lean path
+            jitted(rng.random(9), np.zeros(8))
+        assert jnp.zeros(1).dtype == np.float32 and not jax.config.jax_enable_x64
+        with jax.enable_x64(True):  # already on: it stays on
+            jitted(x, y)
+            assert jnp.zeros(1).dtype == np.float64
+        assert jnp.zeros(1).dtype == np.float32
