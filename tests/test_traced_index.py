@@ -77,3 +77,27 @@ def test_a_static_index_out_of_range_beside_a_traced_one_is_numpys_index_error(r
     A = rng.random((9, 4))
     with pytest.raises(IndexError, match="index 7 is out of bounds for axis 1 with size 4"):
         rl.jit(out_of_range)(A)
+
+
+def shifted_rows(A, out):
+    for i in range(1, A.shape[0] - 1):
+        out[i] = A[i - 1] + A[i + 1] * 0.5  # indices inside the axis for every i
+
+
+def wrapping_rows(A, out):
+    for i in range(A.shape[0]):
+        out[i] = A[i - 1] - A[i]  # i - 1 is -1 at i = 0: NumPy's last row
+
+
+def test_loop_indices_known_inside_their_axes_need_no_wrap(rng):
+    """A loop index plus a constant that stays inside its axis over the loop's range is used as
+    it is: no negative-index wrap (a compare and a select of the index per read); one that
+    can be negative keeps NumPy's wrap, and both give NumPy's results."""
+    n = int(rng.integers(9, 20))
+    for kernel in (shifted_rows, wrapping_rows):
+        _check(kernel, rng.random((n, 5)), rng.random((n, 5)))
+    inside, wraps = (rl.trace(k, rng.random((n, 5)), rng.random((n, 5)), loops="roll").ir
+                     for k in (shifted_rows, wrapping_rows))
+    index_select = re.compile(r"stablehlo\.select .*: tensor<i1>, tensor<i64>")
+    assert not index_select.search(inside)
+    assert index_select.search(wraps)  # i - 1 wraps as NumPy's -1 does

@@ -23,6 +23,13 @@ def of(value: Any) -> Affine | None:
     return None if entry is None else entry[1]
 
 
+def within(value: Any, low: int, high: int) -> bool:
+    """Whether the traced integer ``value`` is known to lie in ``low .. high`` whatever its
+    value: a loop index plus a constant over the loop's range."""
+    known = of(value)
+    return known is not None and known[2] + known[1] >= low and known[3] + known[1] <= high
+
+
 def derived(result: Any, operand: Any, delta: int) -> None:
     """``result`` is ``operand + delta`` (both traced)."""
     known = of(operand)

@@ -215,7 +215,10 @@ def _bound(v: Any, default: int, n: int) -> Any:
     memo = context.memo()
     if key not in memo:
         w = jnp.asarray(v).astype(jnp.int64)
-        memo[key] = (v, jnp.clip(jnp.where(w < 0, w + n, w), 0, n))
+        if affine.within(v, 0, n):  # a loop index (plus a constant) inside the axis: as it is
+            memo[key] = (v, w)
+        else:
+            memo[key] = (v, jnp.clip(jnp.where(w < 0, w + n, w), 0, n))
     return memo[key][1]
 
 

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from reactant_lab.trace.numpy_mode import context, journal
+from reactant_lab.trace.numpy_mode import affine, context, journal
 from reactant_lab.trace.paths import element_strides
 from reactant_lab.trace.user_errors import calling_user_frame
 
@@ -504,8 +504,11 @@ def _same_index(a: Any, b: Any, n: int) -> Any:
 
 def wrap_index(index: Any, dim: int) -> Any:
     """A traced integer index of an axis of length ``dim``, a negative one counted from the end
-    (NumPy's rule). In lax's primitives: jax.numpy's comparison, addition and ``where`` are
-    each a jitted function, a costly call while tracing, and a rolled loop's body makes many."""
+    (NumPy's rule); a loop index known inside the axis, as it is. In lax's primitives:
+    jax.numpy's comparison, addition and ``where`` are each a jitted function, a costly call
+    while tracing, and a rolled loop's body makes many."""
+    if affine.within(index, 0, dim - 1):  # a loop index inside the axis for all its values
+        return index
     zero, size = np.zeros((), index.dtype), np.asarray(dim, index.dtype)
     return lax.select(lax.lt(index, zero), lax.add(index, size), index)
 
@@ -579,10 +582,12 @@ def set_basic(parent: Any, idx: tuple[Any, ...], new: Any) -> Any:
         # A row at a traced index: written in place; out of range, the write is dropped (as
         # a scatter drops it) by writing back what the clamped window already holds. In lax's
         # primitives (see wrap_index); the starts are wrapped already.
-        inside = functools.reduce(lax.bitwise_and, [
+        checks = [
             lax.bitwise_and(lax.ge(i, np.zeros((), i.dtype)), lax.lt(i, np.asarray(n, i.dtype)))
-            for i, n in zip(starts, parent.shape, strict=True) if is_traced(i)])
+            for i, n in zip(starts, parent.shape, strict=True)
+            if is_traced(i)]
         starts = _one_index_type(starts)
+        inside = functools.reduce(lax.bitwise_and, checks)
         window = lax.dynamic_slice(parent, starts, sizes, allow_negative_indices=False)
         new = lax.select(inside, lax.convert_element_type(new, parent.dtype), window)
         return lax.dynamic_update_slice(parent, new, starts, allow_negative_indices=False)
