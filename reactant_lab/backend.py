@@ -300,8 +300,12 @@ def _failure(out: _pass_worker.Outcome, mode: str, text: str, pipeline: str) -> 
 _T = TypeVar("_T")
 
 
-def _edit_module(text: str, edit: Callable[[ir.Module], _T]) -> tuple[str, _T]:
-    """Parse module ``text``, apply ``edit`` to it; (the module printed again, what it returned)."""
+def _edit_module(text: str, edit: Callable[[ir.Module], _T],
+                 changed: Callable[[_T], bool] = bool) -> tuple[str, _T]:
+    """Parse module ``text``, apply ``edit`` to it; (the module printed again, what it returned).
+    When ``changed(what it returned)`` is false the edit left the module as it was, and
+    ``text`` itself is given back unprinted (printing a module holding a large folded constant
+    again costs tens of milliseconds)."""
     text = module_text(text)
     with jax_mlir.make_ir_context() as ctx:
         ctx.allow_unregistered_dialects = True
@@ -310,13 +314,14 @@ def _edit_module(text: str, edit: Callable[[ir.Module], _T]) -> tuple[str, _T]:
         except ir.MLIRError as exc:
             raise CompileError(compile_message(text, exc)) from None
         result = edit(module)
-        return _backend_ir.asm(module), result
+        return (_backend_ir.asm(module) if changed(result) else text), result
 
 
 def drop_main_results(text: str, drop: Sequence[int]) -> str:
     """``text`` with results ``drop`` of ``@main`` removed (their return operands, types and
     attributes), as Reactant removes results the passes reduced to an unchanged argument."""
-    return _edit_module(text, lambda m: _backend_ir.drop_results(m, drop))[0]
+    return _edit_module(text, lambda m: _backend_ir.drop_results(m, drop),
+                        changed=lambda _: bool(drop))[0]
 
 
 def drop_unused_main_args(text: str) -> tuple[str, list[int]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-import re
 import time
 from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 from reactant_lab import backend
 from reactant_lab.analysis.collectives import CollectiveReport, collective_report
 from reactant_lab.analysis.mlir_func import parse_function
-from reactant_lab.analysis.normalize import strip_locations
+from reactant_lab.analysis.normalize import replace_long_hex, strip_locations
 from reactant_lab.errors import (
     AnalysisError,
     CompileError,
@@ -658,7 +657,6 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
                     used)
 
 
-_LONG_HEX = re.compile(r'"0x[0-9A-Fa-f]{256,}"')
 
 
 def returned_arguments(ir: str, n_args: int) -> dict[int, int]:
@@ -667,7 +665,7 @@ def returned_arguments(ir: str, n_args: int) -> dict[int, int]:
     # Only where @main's results come from matters: a large constant's hex digits (megabytes of
     # them on one line, e.g. a table folded at trace time) are shortened before the text is read.
     try:
-        results = parse_function(_LONG_HEX.sub('"0x0"', ir)).results
+        results = parse_function(replace_long_hex(ir, lambda _: '"0x0"')).results
     except AnalysisError:
         return {}
     found = {}

@@ -49,3 +49,19 @@ def test_op_counts():
                       "stablehlo.add": 1, "stablehlo.constant": 1, "stablehlo.custom": 1}
     assert op_delta(counts, {**counts, "stablehlo.add": 3, "stablehlo.custom": 0}) == {
         "stablehlo.add": 2, "stablehlo.custom": -1}
+
+
+def test_long_hex_literals_are_found_as_the_regex_of_their_form_finds_them(rng):
+    """normalize / returned_arguments shorten '"0x<256+ hex digits>"' literals with str.find
+    instead of a regex over megabytes: on any text they replace exactly what the regex
+    matches."""
+    import re
+
+    from reactant_lab.analysis.normalize import replace_long_hex
+
+    pattern = re.compile(r'"0x[0-9A-Fa-f]{256,}"')
+    pieces = ['"0x', '"', "AB" * 130, "ab", "z", " ", "\n", "0x", "F" * 300, "é"]
+    for _ in range(500):
+        text = "".join(rng.choice(pieces, size=int(rng.integers(1, 30))))
+        want = pattern.sub(lambda m: f"<{len(m.group(0))}>", text)
+        assert replace_long_hex(text, lambda s: f"<{len(s)}>") == want, text

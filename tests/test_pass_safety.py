@@ -213,6 +213,16 @@ def test_arrows_do_not_hide_nesting():
     assert backend._deepest_nesting("func.func @f() -> tensor<f32>\n" * 5000, 10) is None
 
 
+def test_hex_payloads_of_folded_constants_are_not_scanned_for_brackets(rng):
+    """A folded constant's hex string holds no structure: nesting around one is found (at its
+    line), and brackets inside a "0x..." string literal are not counted."""
+    payload = rng.bytes(4096).hex().upper()
+    text = "module {\n" + "(" * 1100 + f'dense<"0x{payload}">' + ")" * 1100 + "\n}\n"
+    assert backend._deepest_nesting(text, 1000) == (1102, 2)
+    quoted = f'module {{\n  %c = "x"() {{a = "0x{"(" * 2000}"}} : () -> ()\n}}\n'
+    assert backend._deepest_nesting(quoted, 1000) is None
+
+
 def test_unparsable_text_is_blamed_on_the_parser():
     for call in (lambda: rl.run_pipeline(UNPARSABLE, "canonicalize"),
                  lambda: run_on_text(UNPARSABLE, optimize="none"),

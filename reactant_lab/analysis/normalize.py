@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _LOC_ALIAS_LINE = re.compile(r"^\s*#loc\w*\s*=\s*loc\(.*$")
@@ -144,11 +145,34 @@ def _renumber(lines: list[str]) -> list[str]:
     return [_BLOCK.sub(block, _SSA.sub(ssa, line)) for line in lines]
 
 
-_LONG_HEX = re.compile(r'"0x[0-9A-Fa-f]{256,}"')
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_LONG_HEX_MIN = 256
+"""Hex digits from which a ``"0x..."`` literal is a long one (a folded constant's data)."""
 
 
-def _digest(m: re.Match[str]) -> str:
-    return f'"0x…{hashlib.sha1(m.group(0).encode()).hexdigest()}"'
+def replace_long_hex(text: str, replacement: Callable[[str], str]) -> str:
+    """``text`` with each ``"0x<at least 256 hex digits>"`` literal (quotes included) replaced
+    by ``replacement(literal)``. Found with ``str.find`` and checked as bytes: a regex over the
+    megabytes of a folded constant took ~30 ms a call on a 16 MB module, this ~5."""
+    if '"0x' not in text:
+        return text
+    pieces: list[str] = []
+    done = pos = 0
+    while (start := text.find('"0x', pos)) >= 0:
+        end = text.find('"', start + 3)
+        if end < 0:
+            break
+        if end - start - 3 < _LONG_HEX_MIN or text[start + 3:end].encode(
+                "ascii", "replace").translate(None, _HEX_DIGITS):
+            pos = end  # not one: its closing quote may open the next literal
+            continue
+        pieces += [text[done:start], replacement(text[start:end + 1])]
+        done = pos = end + 1
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _digest(literal: str) -> str:
+    return f'"0x…{hashlib.sha1(literal.encode()).hexdigest()}"'
 
 
 def normalize(text: str) -> str:
@@ -156,7 +180,7 @@ def normalize(text: str) -> str:
     blocks renumbered in order of appearance, blank lines and trailing spaces dropped. A long
     hex constant stands as a digest of itself (equal constants stay equal, different ones
     different), so megabytes of folded data do not weigh on every comparison."""
-    return "\n".join(_renumber(list(structural_lines(_LONG_HEX.sub(_digest, text)).keys))) + "\n"
+    return "\n".join(_renumber(list(structural_lines(replace_long_hex(text, _digest)).keys))) + "\n"
 
 
 def same_structure(before: str, after: str) -> bool:
