@@ -114,6 +114,22 @@ def test_triangular_solve_rolls(rng):
     assert traced.mutated == ("args[1]",)
 
 
+def trmm_like(A, B):
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+
+
+def test_slices_starting_at_the_same_index_plus_constant_meet_without_moving_data(rng):
+    """A[i + 1:, i] and B[i + 1:, j] start at i + 1 computed twice (in the loop over j, i
+    belongs to the enclosing loop): known equal, so neither is rolled into the other's frame,
+    and the bound i + 1, inside the axis for every i, is neither wrapped nor clipped."""
+    n, m = int(rng.integers(12, 20)), int(rng.integers(10, 16))
+    traced = _check(trmm_like, rng.random((n, n)), rng.random((n, m)))
+    calls = set(re.findall(r"call @([\w.]+)", traced.ir))
+    assert not calls & {"_roll_dynamic", "remainder", "clip"}, calls
+
+
 def test_back_substitution_with_a_negative_step(rng):
     n = int(rng.integers(10, 25))
     _check(back_substitution, np.triu(rng.random((n, n))) + n * np.eye(n), rng.random(n))

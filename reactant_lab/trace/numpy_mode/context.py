@@ -43,15 +43,17 @@ def tracing(fn_name: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def fresh_memo() -> Iterator[None]:
-    """An empty ``memo`` while the block runs (a rolled loop body or a branch traced as its own
+    """A new ``memo`` while the block runs (a rolled loop body or a branch traced as its own
     function: values it remembers belong to that trace, and must not reach another), the
-    trace's own afterwards."""
+    trace's own afterwards. Facts about traced values (``("affine", ...)`` keys: an enclosing
+    loop's index and its range) hold inside it too, and are kept."""
     stack = _stack()
     if not stack:
         yield
         return
     name, saved = stack[-1]
-    stack[-1] = (name, {})
+    stack[-1] = (name, {k: v for k, v in saved.items()
+                        if type(k) is tuple and k and k[0] == "affine"})
     try:
         yield
     finally:

@@ -362,8 +362,15 @@ def assign_into(target: RangedArray, value: Any) -> None:
 
 
 def same_start(a: Any, b: Any) -> bool:
-    """Whether two starts are known to be equal (the same traced value, or equal ints)."""
-    return a is b or (isinstance(a, int) and isinstance(b, int) and a == b)
+    """Whether two starts are known to be equal: the same traced value, equal ints, or the same
+    loop index plus the same constant (``A[i + 1:, i]`` and ``B[i + 1:, j]``, each ``i + 1``
+    computed on its own; see affine)."""
+    if a is b or (isinstance(a, int) and isinstance(b, int) and a == b):
+        return True
+    known_a = affine.of(a) if is_traced(a) else None
+    known_b = affine.of(b) if is_traced(b) else None
+    return (known_a is not None and known_b is not None and known_a[0] is known_b[0]
+            and known_a[1] == known_b[1])
 
 
 def _plain(x: Any) -> Any:
