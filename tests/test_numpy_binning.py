@@ -59,6 +59,35 @@ def test_equal_bins_are_computed_and_agree_with_the_edges_to_the_last_bit(dtype,
         _same(kernel, x.astype(dtype), rtol=1e-6 if dtype is np.float32 else 1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.uint8])
+@pytest.mark.parametrize(("bins", "hi"), [(64, 1.0), (256, 256.0), (128, 256.0), (8, 0.5)])
+def test_binary_grid_bins_skip_the_correction_and_still_agree_with_the_edges(dtype, bins, hi,
+                                                                             rng):
+    """Edges 0, h, ..., n h with n and n h powers of two (an image's bins=256 over (0, 256)):
+    x / (n h) * n is exact, so the bin is computed with no correction against the edges (no
+    gather in the module), and values on every edge, one ulp either side, 0, the top and just
+    past it land where NumPy puts them. Other ranges keep the correction."""
+    def kernel(x, w):
+        return (np.histogram(x, bins=bins, range=(0, hi)),
+                np.histogram(x, bins=bins, range=(0.0, hi), weights=w))
+
+    def corrected(x):
+        return np.histogram(x, bins=bins, range=(0.0, hi * 0.75))
+
+    probe = np.zeros(8, dtype)
+    assert "stablehlo.gather" not in rl.trace(kernel, probe, np.zeros(8)).ir
+    assert "stablehlo.gather" in rl.trace(corrected, probe).ir
+    if dtype is np.uint8:
+        x = rng.integers(0, 256, 2000).astype(dtype)
+    else:
+        edges = np.histogram_bin_edges(np.zeros(0, dtype), bins=bins, range=(0, hi)).astype(dtype)
+        near = np.concatenate([edges, np.nextafter(edges, np.inf, dtype=dtype),
+                               np.nextafter(edges[1:], -np.inf, dtype=dtype)])
+        x = rng.permutation(np.concatenate([near, rng.uniform(-0.1, 1.1 * hi, 2000)
+                                            .astype(dtype)]))
+    _same(kernel, x, rng.random(x.size), rtol=1e-9)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.int8, np.uint8, np.bool_])
 def test_histogram_dtypes_follow_numpy(dtype, rng):
     def kernel(x, w32, wi):

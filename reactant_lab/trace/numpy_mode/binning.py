@@ -58,7 +58,8 @@ def histogram(*args: Any, **kwargs: Any) -> tuple[ProxyArray, Any]:
     ntype = np.dtype(np.intp) if weights is None else np.dtype(weights.dtype)
     bins = p.get("bins", 10)
     uniform = not (_holds_proxy(bins) or np.ndim(bins) == 1)  # a number of equal bins
-    hist = _counts(x, valid, w, jnp.asarray(unwrap(edges)), ntype, uniform)
+    hist = _counts(x, valid, w, jnp.asarray(unwrap(edges)), ntype, uniform,
+                   uniform and _binary_grid(unwrap(edges)))
     if p.get("density"):
         widths = jnp.diff(jnp.asarray(unwrap(edges))).astype(np.float64)
         hist = hist / widths / hist.sum()
@@ -246,11 +247,12 @@ def _data_edges(x: Any, valid: Any, n: int, dtype: np.dtype) -> Any:
 
 
 def _counts(x: Any, valid: Any, w: Any, edges: Any, ntype: np.dtype,
-            uniform: bool = False) -> Any:
+            uniform: bool = False, exact: bool = False) -> Any:
     """Per bin, the count (or the sum of weights) of ``edges[i] <= x < edges[i + 1]``, the last
     bin closed on the right; NaN and values outside the edges count nowhere. ``uniform``: the
     edges are equally spaced (``bins`` a number), so each value's bin is computed, as NumPy
-    does, instead of searched."""
+    does, instead of searched; ``exact``: they are a binary grid (``_binary_grid``), where that
+    computation needs no correction."""
     n = max(edges.shape[0] - 1, 0)
     cmp = np.result_type(x.dtype, edges.dtype)
     x, edges = x.astype(cmp), edges.astype(cmp)
@@ -260,7 +262,7 @@ def _counts(x: Any, valid: Any, w: Any, edges: Any, ntype: np.dtype,
     if valid is not None:
         inside &= valid
     kind = np.int32 if n < 2**31 - 1 else np.intp  # narrow bin numbers for the scatter
-    index = _uniform_bins(x, inside, edges, n, kind) if uniform else jnp.clip(
+    index = _uniform_bins(x, inside, edges, n, kind, exact) if uniform else jnp.clip(
         jnp.searchsorted(edges, x, side="right") - 1, 0, n - 1)
     # Values outside go to bin n, past the end, where the scatter drops them (no select of what
     # each adds).
@@ -272,18 +274,40 @@ def _counts(x: Any, valid: Any, w: Any, edges: Any, ntype: np.dtype,
     return jnp.zeros(n, total).at[index].add(add, mode="drop").astype(ntype)
 
 
-def _uniform_bins(x: Any, inside: Any, edges: Any, n: int, kind: type) -> Any:
+def _uniform_bins(x: Any, inside: Any, edges: Any, n: int, kind: type,
+                  exact: bool = False) -> Any:
     """The bin of each value inside equally spaced ``edges`` as NumPy's histogram finds it:
     ``(x - first) / (last - first) * n`` rounded down (n itself is the last bin), then moved one
     bin down or up where the edges say the rounding went wrong, so that the bin agrees with
     the edges exactly (as a search would find it) with two small gathers instead of a binary
     search of log2(n) gathers; some bin for the values outside (the caller drops them). ``kind``:
-    the integer type of the bin numbers."""
+    the integer type of the bin numbers. With ``exact`` (a binary grid) the rounding cannot go
+    wrong, and the gathers are left out."""
     first, last = edges[0], edges[-1]
     f = jnp.where(inside, (x - first) / (last - first) * n, 0)
     index = jnp.clip(f, 0, n - 1).astype(kind)
+    if exact:
+        return index
     index = index - (x < edges[index]).astype(kind)
     return index + ((x >= edges[index + 1]) & (index != n - 1)).astype(kind)
+
+
+def _binary_grid(edges: Any) -> bool:
+    """Whether static ``edges`` are ``0, h, 2h, ..., n h`` exactly, with ``n`` and ``n h``
+    powers of two (``bins=64, range=(0, 1)``, ``bins=256, range=(0, 256)``): then for every
+    ``x`` in range, ``x / (n h) * n`` only scales by powers of two, so it is exact (a value
+    so small that the division rounds, below the type's smallest normal number, lies in bin 0
+    either way while n times that number is below 1), and rounding it down gives the bin the
+    edges give, with no correction."""
+    if not isinstance(edges, np.ndarray) or edges.ndim != 1 or edges.dtype.kind != "f":
+        return False
+    n = edges.shape[0] - 1
+    last = float(edges[-1]) if n > 0 else 0.0
+    if n < 1 or n & (n - 1) or not np.isfinite(last) or last <= 0 or edges[0] != 0:
+        return False
+    if np.frexp(last)[0] != 0.5 or n * float(np.finfo(edges.dtype).tiny) >= 1:
+        return False
+    return bool(np.array_equal(edges, np.arange(n + 1, dtype=np.float64) * (last / n)))
 
 
 def _data(a: Any) -> tuple[Any, Any]:
