@@ -173,7 +173,6 @@ def reads_the_whole(out):
 def test_loops_whose_iterations_depend_on_each_other_stay_rolled(rng):
     n = int(rng.integers(12, 30))
     cases = [(recurrence, (rng.standard_normal(n),)),
-             (shift_left, (rng.standard_normal(n),)),
              (row_and_column, (rng.standard_normal((n, n)),)),
              (reads_the_whole, (rng.standard_normal(n),)),
              (forward_recurrence, (rng.standard_normal(n),)),
@@ -188,6 +187,54 @@ def test_loops_whose_iterations_depend_on_each_other_stay_rolled(rng):
         traced = _run(fn, *args)
         assert _batched(traced) == [] and _whiles(traced) == 0, fn.__name__
         assert any(" summed (" in note for note in traced.loop_notes), fn.__name__
+
+
+def twice_ahead(A, out):
+    for j in range(A.shape[1] - 2):
+        A[:, j] = A[:, j + 2] - A[:, j]
+        out[j] = A[:, j].sum()
+
+
+def down_the_axis(x):
+    for i in range(x.shape[0] - 1, 0, -1):
+        x[i] = x[i - 1] + x[i]  # going down, i - 1 is written later
+
+
+def read_then_written(x, y):
+    for i in range(x.shape[0] - 1):
+        ahead = x[i + 1]
+        x[i] = ahead + 1.0
+        y[i] = x[i + 1] * x[i]  # x[i + 1] read again after this iteration's write
+
+
+def nested_ahead(A, w):
+    for i in range(A.shape[0] - 1):
+        for k in range(w.shape[0]):  # a loop in the body, on row i, reading row i + 1
+            A[i] += A[i + 1] * w[k]
+
+
+def both_ways(x):
+    for i in range(1, x.shape[0] - 1):
+        x[i] = x[i + 1] - x[i - 1]  # x[i - 1] was written by the previous iteration
+
+
+def test_reads_of_slots_that_later_iterations_write_run_batched(rng):
+    """x[i] = x[i + 1] ... going up (x[i - 1] going down) reads a slot no earlier iteration
+    wrote: it still holds what it held before the loop, so the loop runs batched, reading it
+    from there, with NumPy's results; a read of an earlier iteration's slot keeps the loop."""
+    n = int(rng.integers(12, 30))
+    cases = [(shift_left, (rng.standard_normal(n),)),
+             (twice_ahead, (rng.standard_normal((4, n)), np.zeros(n))),
+             (down_the_axis, (rng.standard_normal(n),)),
+             (read_then_written, (rng.standard_normal(n), np.zeros(n))),
+             (nested_ahead, (rng.standard_normal((n, 12)), rng.standard_normal(12) * 0.3))]
+    for fn, args in cases:
+        traced = _run(fn, *args)
+        # nested_ahead's inner loop runs on the slabs, all rows at once, one while
+        assert _whiles(traced) == (fn is nested_ahead), (fn.__name__, traced.loop_notes)
+        assert "reads no slot an earlier one wrote" in _batched(traced)[-1], fn.__name__
+    traced = _run(both_ways, rng.standard_normal(n))
+    assert _batched(traced) == [] and _whiles(traced) == 1
 
 
 def big_temporaries(A, x, out):
@@ -225,8 +272,9 @@ def column_offsets(x, out, a, b, s):
 
 
 def test_random_read_and_write_offsets_give_numpys_result(rng):
-    # batched exactly when the read and the written slot coincide (a == b); any other offset
-    # is a dependence between iterations, and the loop stays rolled
+    # batched exactly when the read is of the written slot (a == b) or of a slot only a later
+    # iteration writes (b - a of the sign of the step); any other offset may read what an
+    # earlier iteration wrote, and the loop stays rolled
     for _ in range(12):
         a, b = (int(v) for v in rng.integers(-2, 3, 2))
         s = int(rng.choice([1, 1, 2, -1]))
@@ -236,7 +284,7 @@ def test_random_read_and_write_offsets_give_numpys_result(rng):
         if s == -1:
             fn = _reversed(fn)
         traced = _run(fn, rng.standard_normal(n), out, a, b, abs(s))
-        assert bool(_batched(traced)) == (a == b), (fn.__name__, a, b, s)
+        assert bool(_batched(traced)) == (a == b or (b - a) * s > 0), (fn.__name__, a, b, s)
 
 
 def _reversed(fn):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -185,23 +185,83 @@ class _Slot:
 
     axis: int | None = None
     at: _Sym | None = None
+    pending: list[tuple[Any, Sequence[Value], Sequence[int], Sequence[int]]] = field(
+        default_factory=list)
+    """Reads met before a write fixed the slot: (equation, starts, sizes, the array's shape)."""
+    ahead: dict[int, int] = field(default_factory=dict)
+    """Reads of a later iteration's slot: id of the dynamic_slice equation -> its distance d
+    from the slot (the slot of iteration k is ``at``, the read ``at + d``)."""
 
-    def fits(self, starts: Sequence[Value], sizes: Sequence[int], shape: Sequence[int],
-             lo: int, hi: int) -> bool:
-        """Whether a dynamic_slice / dynamic_update_slice at ``starts`` (window ``sizes``) of
-        the array touches only this slot, inside the axis for every k (the first use fixes
-        the slot: the one axis indexed by a multiple of k plus a constant, with size 1)."""
+    def fits(self, eqn: Any, starts: Sequence[Value], sizes: Sequence[int],
+             shape: Sequence[int], lo: int, hi: int, write: bool) -> bool:
+        """Whether a dynamic_slice (``write``: a dynamic_update_slice) at ``starts`` (window
+        ``sizes``) of the array touches only this slot, inside the axis for every k, or (a read)
+        the slot of a later iteration. The first write fixes the slot: the one axis indexed by
+        a multiple of k plus a constant, with size 1 (reads before it wait for it)."""
         if self.axis is None:
-            found = [d for d, v in enumerate(starts)
-                     if isinstance(v, _Sym) and v.coef != 0 and sizes[d] == 1]
+            found = _slot_axes(starts, sizes)
+            if not write:
+                self.pending.append((eqn, starts, sizes, shape))
+                return bool(found)
+            if len(found) > 1:  # M[i, i]: the axis the reads before it agree on
+                found = [d for d in found
+                         if all(d in _slot_axes(p[1], p[2]) for p in self.pending)]
             if len(found) != 1:
                 return False
             self.axis, self.at = found[0], starts[found[0]]  # type: ignore[assignment]
+            waiting, self.pending = self.pending, []
+            if not all(self._read(*p, lo, hi) for p in waiting):
+                return False
+        if write:
+            return self._at_slot(starts, sizes, shape, lo, hi)
+        return self._read(eqn, starts, sizes, shape, lo, hi)
+
+    def settle(self, lo: int, hi: int) -> bool:
+        """After the body: reads that no write followed fix the slot (an axis all of them index
+        by k) from the first of them."""
+        if self.axis is not None or not self.pending:
+            return True
+        common = [d for d in _slot_axes(self.pending[0][1], self.pending[0][2])
+                  if all(d in _slot_axes(p[1], p[2]) for p in self.pending)]
+        if not common:
+            return False
+        self.axis, self.at = common[0], self.pending[0][1][common[0]]  # type: ignore[assignment]
+        waiting, self.pending = self.pending, []
+        return all(self._read(*p, lo, hi) for p in waiting)
+
+    def _at_slot(self, starts: Sequence[Value], sizes: Sequence[int], shape: Sequence[int],
+                 lo: int, hi: int) -> bool:
+        assert self.axis is not None
         at = starts[self.axis]
         if not isinstance(at, _Sym) or at != self.at or sizes[self.axis] != 1:
             return False
         least, most = _span(at, lo, hi)
         return least >= 0 and most < shape[self.axis]
+
+    def _read(self, eqn: Any, starts: Sequence[Value], sizes: Sequence[int],
+              shape: Sequence[int], lo: int, hi: int) -> bool:
+        """A read at the slot, or at the slot of a later iteration: ``at + d`` with d of the
+        sign of k's coefficient (``x[i + 1]`` in a loop writing ``x[i]``). Every iteration
+        writes only its own slot, so what it reads there is what the array held before the
+        loop: the batched loop reads it from there (an anti-dependence, no dependence)."""
+        if self._at_slot(starts, sizes, shape, lo, hi):
+            return True
+        assert self.axis is not None and self.at is not None
+        at = starts[self.axis]
+        if not isinstance(at, _Sym) or at.coef != self.at.coef or sizes[self.axis] != 1:
+            return False
+        d = at.const - self.at.const
+        least, most = _span(at, lo, hi)
+        if d == 0 or (d > 0) != (at.coef > 0) or least < 0 or most >= shape[self.axis]:
+            return False
+        self.ahead[id(eqn)] = d
+        return True
+
+
+def _slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
+    """The axes a window indexes by a multiple of k plus a constant, with size 1."""
+    return [d for d, v in enumerate(starts) if isinstance(v, _Sym) and v.coef != 0
+            and sizes[d] == 1]
 
 
 @dataclass
@@ -210,6 +270,8 @@ class _Plan:
     """Carried position -> the slot of an array the body updates."""
     known: dict[Any, _Sym | _Bool]
     """Scalars of the body known for every iteration (a bounds check that always holds)."""
+    ahead: dict[int, tuple[int, int]]
+    """Reads of a later iteration's slot: id of the equation -> (position, distance d)."""
 
 
 _WINDOWS = ("dynamic_slice", "dynamic_update_slice")
@@ -228,7 +290,8 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
                if out is not v}
     walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())})
-    if not walk.eqns(jaxpr.eqns, env, version):
+    if not walk.eqns(jaxpr.eqns, env, version) or not all(
+            slot.settle(lo, hi) for slot in walk.slots.values()):
         return None
     for pos, out in enumerate(jaxpr.outvars):
         owner = None if isinstance(out, jcore.Literal) else version.get(out)
@@ -242,7 +305,8 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
         return None
     known = {v: o for v, o in env.items() if getattr(v.aval, "shape", None) == () and (
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
-    return _Plan(slots, known)
+    ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
+    return _Plan(slots, known, ahead)
 
 
 def _touched(eqn: Any, version: dict[Any, int]) -> list[int]:
@@ -285,8 +349,9 @@ class _Walk:
                     starts, sizes = ins[2:], eqn.invars[1].aval.shape
                     version[eqn.outvars[0]] = pos
                 span = self.indices
-                if not self.slots[pos].fits(starts, sizes, eqn.invars[0].aval.shape, span.lo,
-                                            span.hi):
+                if not self.slots[pos].fits(eqn, starts, sizes, eqn.invars[0].aval.shape,
+                                            span.lo, span.hi,
+                                            eqn.primitive.name == "dynamic_update_slice"):
                     return False
             env.update(zip(eqn.outvars, self.indices.eqn(eqn, ins), strict=True))
             self.held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
@@ -324,18 +389,24 @@ class _Walk:
         return True
 
 
+Aheads = dict[tuple[int, int], Any]
+"""(position, distance d) -> the slabs of a later iteration's slot, as they were before the
+loop (see ``_Slot._read``)."""
+
+
 def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
-              flat: Sequence[Any]) -> list[Any]:
+              flat: Sequence[Any], aheads: Aheads) -> list[Any]:
     """One iteration of the body with each updated array replaced by its slab (size 1 on the slot
-    axis, the slot's index there becoming 0): the slabs it leaves."""
+    axis, the slot's index there becoming 0), and each read of a later iteration's slot by that
+    slot's slab before the loop (``aheads``): the slabs it leaves."""
     args = [k, *flat]
     version = {jaxpr.invars[1 + pos]: pos for pos in the_plan.slots}
-    outs = _on_slabs(jaxpr, consts, args, version, the_plan, the_plan.known)
+    outs = _on_slabs(jaxpr, consts, args, version, the_plan, the_plan.known, aheads)
     return [outs[pos] for pos in sorted(the_plan.slots)]
 
 
 def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: dict[Any, int],
-              the_plan: _Plan, known: dict[Any, _Sym | _Bool]) -> list[Any]:
+              the_plan: _Plan, known: dict[Any, _Sym | _Bool], aheads: Aheads) -> list[Any]:
     """``jaxpr`` evaluated with the updated arrays (``version``: invar -> position) as their
     slabs: windows on them taken at index 0 of the slot axis, nested loops run on the slabs."""
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
@@ -360,7 +431,7 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
         ins = [read(v) for v in eqn.invars]
         touched = _touched(eqn, version)
         if touched and eqn.primitive.name == "scan":
-            outs = _scan_on_slabs(eqn, ins, touched, version, the_plan)
+            outs = _scan_on_slabs(eqn, ins, touched, version, the_plan, aheads)
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
             continue
@@ -371,6 +442,8 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             update = eqn.primitive.name == "dynamic_update_slice"
             if update:
                 version[eqn.outvars[0]] = pos
+            elif id(eqn) in the_plan.ahead:  # a later slot: read from before the loop
+                ins[0] = aheads[the_plan.ahead[id(eqn)]]
             whole = eqn.outvars[0].aval.shape if not update else eqn.invars[1].aval.shape
             if tuple(whole) == tuple(np.shape(ins[0])):  # the whole slab: no op needed
                 env[eqn.outvars[0]] = ins[1] if update else ins[0]
@@ -385,7 +458,7 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
 
 
 def _scan_on_slabs(eqn: Any, ins: list[Any], touched: list[int], version: dict[Any, int],
-                   the_plan: _Plan) -> list[Any]:
+                   the_plan: _Plan, aheads: Aheads) -> list[Any]:
     """A nested loop (a scan equation) that carries updated arrays, run on their slabs."""
     params = eqn.params
     n_consts, n_carry = params["num_consts"], params["num_carry"]
@@ -399,7 +472,7 @@ def _scan_on_slabs(eqn: Any, ins: list[Any], touched: list[int], version: dict[A
 
     def step(carry: list[Any], xs: list[Any]) -> tuple[list[Any], list[Any]]:
         outs = _on_slabs(jaxpr, inner.consts, [*fixed, *carry, *xs], dict(inner_version),
-                         the_plan, {})
+                         the_plan, {}, aheads)
         return outs[:n_carry], outs[n_carry:]
 
     carry, ys = lax.scan(step, ins[n_consts:n_consts + n_carry], ins[n_consts + n_carry:],
@@ -421,30 +494,42 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     axes: list[int] = []
     places: list[np.ndarray] = []
     slabs: list[Any] = []
-    for pos in order:
+
+    def slabs_of(pos: int, d: int) -> tuple[int, np.ndarray, Any]:
+        """(batch axis, slot per iteration, batched slabs) of the slots ``d`` past each
+        iteration's own in the array at ``pos`` before the loop."""
         slot = the_plan.slots[pos]
         assert slot.axis is not None and slot.at is not None
         batch = 0 if active is not None else slot.axis
-        axes.append(batch)
-        where = slot.at.coef * np.arange(lo, hi) + slot.at.const
-        places.append(where)
+        where = slot.at.coef * np.arange(lo, hi) + slot.at.const + d
         x = jnp.asarray(flat[pos])
         taken = (lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
                  if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
-        slabs.append(jnp.expand_dims(jnp.moveaxis(taken, slot.axis, batch), slot.axis + 1))
+        return batch, where, jnp.expand_dims(jnp.moveaxis(taken, slot.axis, batch),
+                                             slot.axis + 1)
 
-    def one(k: Any, own: list[Any]) -> list[Any]:
+    for pos in order:
+        batch, where, slab = slabs_of(pos, 0)
+        axes.append(batch)
+        places.append(where)
+        slabs.append(slab)
+    later = sorted(set(the_plan.ahead.values()))
+    read_ahead = [slabs_of(pos, d) for pos, d in later]
+
+    def one(k: Any, own: list[Any], ahead: list[Any]) -> list[Any]:
         values = list(flat)
         for pos, slab in zip(order, own, strict=True):
             values[pos] = slab
-        outs = _slot_run(jaxpr, consts, the_plan, k, values)
+        outs = _slot_run(jaxpr, consts, the_plan, k, values,
+                         dict(zip(later, ahead, strict=True)))
         if active is None:
             return outs
         keep = active(k)
         return [lax.select(jnp.broadcast_to(keep, o.shape), o, jnp.asarray(i).astype(o.dtype))
                 for o, i in zip(outs, own, strict=True)]
 
-    outs = jax.vmap(one, in_axes=(0, axes), out_axes=axes)(ks, slabs)
+    outs = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]), out_axes=axes)(
+        ks, slabs, [slab for _, _, slab in read_ahead])
     result = list(flat)
     for pos, where, out, batch in zip(order, places, outs, axes, strict=True):
         axis = the_plan.slots[pos].axis

@@ -335,8 +335,8 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
         count = f"{n - done}" if span is None else f"up to {span[1] - span[0]}"
         if runs[-1] == batched.BATCHED:
             session.note(f"{where(site)}: `{site[2]}` batched ({count} iterations): each one "
-                         "reads and writes only its own slot of the arrays it updates, so they "
-                         "run at once")
+                         "writes only its own slot of the arrays it updates and reads no slot an "
+                         "earlier one wrote, so they run at once")
         elif runs[-1] == batched.SUMMED:
             session.note(f"{where(site)}: `{site[2]}` summed ({count} iterations): it only adds "
                          "to the arrays it updates terms that read none of them, so it is their "
