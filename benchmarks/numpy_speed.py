@@ -140,6 +140,13 @@ def jx_fdtd_2d(tmax, ex, ey, hz, fict):
     return None, lax.fori_loop(0, tmax, step, (ex, ey, hz))
 
 
+def jx_upwind_sweep(u, c, steps):
+    def step(_, u):
+        return u.at[:, :-1].add(-c * (u[:, :-1] - u[:, 1:]))
+
+    return None, (lax.fori_loop(0, steps, step, u),)
+
+
 def jx_adi(tsteps, n, u):
     DX, DY, DT = 1.0 / n, 1.0 / n, 1.0 / tsteps
     mul1, mul2 = 2.0 * DT / (DX * DX), 1.0 * DT / (DY * DY)
@@ -572,6 +579,8 @@ CASES: dict[str, Case] = {
                     jx_fdtd_2d, (0,)),
     "seidel_2d": Case(lambda r: (5, 80, r.random((80, 80))), "80^2 x 5", jx_seidel_2d, (0, 1)),
     "adi": Case(lambda r: (5, 80, r.random((80, 80))), "80^2 x 5", jx_adi, (0, 1)),
+    "upwind_sweep": Case(lambda r: (r.random((400, 300)), 0.4, 10), "400x300 x 10",
+                         jx_upwind_sweep, (1, 2)),
     "heat_3d": Case(lambda r: (10, *_pair(r, (50, 50, 50))), "50^3 x 10", jx_heat_3d, (0,)),
     "hdiff": Case(lambda r: (r.random((132, 132, 64)), r.random((128, 128, 64)),
                              r.random((128, 128, 64))), "128^2x64", jx_hdiff),

@@ -78,6 +78,14 @@ def fdtd_2d(TMAX, ex, ey, hz, _fict_):
         hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
 
 
+def upwind_sweep(u, c, steps):
+    # first-order upwind advection swept in place along each row: column j reads column j + 1,
+    # not yet updated in this sweep (an anti-dependence: the sweep over j runs batched)
+    for _ in range(steps):
+        for j in range(u.shape[1] - 1):
+            u[:, j] -= c * (u[:, j] - u[:, j + 1])
+
+
 def adi(TSTEPS, N, u):
     v = np.empty(u.shape, dtype=u.dtype)
     p = np.empty(u.shape, dtype=u.dtype)
@@ -801,6 +809,8 @@ KERNELS: tuple[Kernel, ...] = (
     Kernel("seidel_2d", seidel_2d, lambda r: (3, *_mk_adi(r)[1:]), ("args[2]",)),  # N, A
     Kernel("fdtd_2d", fdtd_2d, _mk_fdtd, ("args[1]", "args[2]", "args[3]")),
     Kernel("adi", adi, _mk_adi, ("args[2]",), tol=1e-9),
+    Kernel("upwind_sweep", upwind_sweep, lambda r: (r.random((_n(r), _n(r, 10, 30))), 0.4,
+                                                    int(r.integers(2, 5))), ("args[0]",)),
     Kernel("floyd_warshall", floyd_warshall, lambda r: (r.random((_n(r),) * 2) * 10,),
            ("args[0]",)),
     Kernel("gemm", gemm, _mk_gemm, ("args[2]",)),

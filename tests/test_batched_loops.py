@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import copy
 
+import jax
 import numpy as np
 import pytest
 
 import reactant_lab as rl
+from reactant_lab import backend
 from tests.numpy_kernels import gramschmidt
 from tests.test_numpy_kernels import assert_same
 
@@ -235,6 +237,28 @@ def test_reads_of_slots_that_later_iterations_write_run_batched(rng):
         assert "reads no slot an earlier one wrote" in _batched(traced)[-1], fn.__name__
     traced = _run(both_ways, rng.standard_normal(n))
     assert _batched(traced) == [] and _whiles(traced) == 1
+
+
+def test_a_loop_over_columns_reshapes_its_columns_in_place(rng):
+    """The upwind sweep's loop over columns reads column j + 1 (a later slot) and each column
+    as ``u[:, j]``, a reshape of the (n, 1) window: batched along the columns where they lie,
+    such a reshape keeps the batch axis in place (backend.batch_axis_kept_by_unit_reshapes)
+    rather than moving it to the front with a transpose, and JAX's own rule is back after."""
+    from tests.numpy_kernels import upwind_sweep
+
+    traced = _run(upwind_sweep, rng.random((int(rng.integers(9, 20)), int(rng.integers(12, 30)))),
+                  0.4, 3)
+    assert len(_batched(traced)) == 1
+
+    def columns():  # a new function each time: JAX caches what it traced
+        return jax.vmap(lambda c: c.reshape(-1) * 2.0, in_axes=1, out_axes=1)
+
+    x = rng.random((5, 4, 1))
+    with backend.batch_axis_kept_by_unit_reshapes():
+        kept = jax.make_jaxpr(columns())(x)
+        np.testing.assert_allclose(columns()(x), x[:, :, 0] * 2.0, rtol=1e-6)
+    assert "transpose" not in str(kept)
+    assert "transpose" in str(jax.make_jaxpr(columns())(x))  # JAX's rule again
 
 
 def big_temporaries(A, x, out):

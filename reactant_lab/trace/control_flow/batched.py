@@ -31,6 +31,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
+from reactant_lab import backend
 from reactant_lab.trace.control_flow import hoisted, summed
 from reactant_lab.trace.numpy_mode import context as numpy_context
 
@@ -528,8 +529,9 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         return [lax.select(jnp.broadcast_to(keep, o.shape), o, jnp.asarray(i).astype(o.dtype))
                 for o, i in zip(outs, own, strict=True)]
 
-    outs = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]), out_axes=axes)(
-        ks, slabs, [slab for _, _, slab in read_ahead])
+    with backend.batch_axis_kept_by_unit_reshapes():  # no transposes around column slabs
+        outs = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]),
+                        out_axes=axes)(ks, slabs, [slab for _, _, slab in read_ahead])
     result = list(flat)
     for pos, where, out, batch in zip(order, places, outs, axes, strict=True):
         axis = the_plan.slots[pos].axis
