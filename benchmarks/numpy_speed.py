@@ -27,7 +27,12 @@ compile + run), their ratio (flagged above 3x), the geometric means, and every k
 rl.jit is below 1x NumPy with its diagnosed cause (``CAUSES``).
 
 NumPy's matrix products run on its BLAS threads: on a loaded machine they can be slower than on
-an idle one (OPENBLAS_NUM_THREADS=1 compares single-threaded).
+an idle one (OPENBLAS_NUM_THREADS=1 compares single-threaded). OpenBLAS's threads keep spinning
+for about 0.1 s after each product before they sleep, and round-robin sampling puts a compiled
+call right after NumPy's: XLA's threads then share the cores with them, and mlp_forward's
+compiled call measured 23-25 ms there against 15-16 ms alone or after a 0.2 s pause (NumPy's own
+time, 13-15 ms, the same either way). This script sets OPENBLAS_THREAD_TIMEOUT=4 (the shortest
+spin, 2^4 cycles) before NumPy loads OpenBLAS, unless it is set already.
 
 Run: .venv/bin/python benchmarks/numpy_speed.py [--only NAME ...] [--min-time S] [--quick]
      [--no-numba]
@@ -35,7 +40,12 @@ Run: .venv/bin/python benchmarks/numpy_speed.py [--only NAME ...] [--min-time S]
 
 from __future__ import annotations
 
-import argparse
+import os
+
+# Before NumPy loads OpenBLAS (see the module's docstring): its threads stop spinning at once.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import argparse  # after the environment is set for OpenBLAS
 import copy
 import math
 import sys
@@ -745,23 +755,28 @@ CAUSES: dict[str, str] = {
     "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, level "
            "with the jax.jit port (with the matrix in cache NumPy's two gemv calls take ~2 ms); "
            + _TRANSFER,
-    "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: XLA:CPU's dot "
-                          "is slower than OpenBLAS's gemv on NumPy's 2 threads (the jax.jit port "
-                          "lands at the same ratio, 0.9-1.3x from run to run); " + _TRANSFER,
-    "power_iteration": "as conjugate_gradient: 20 f64 matvecs on 2000x2000 in a while loop, XLA:CPU's "
-                       "dot no faster than OpenBLAS's gemv; " + _TRANSFER,
-    "gemm": "one f64 500^3 dot: XLA:CPU's dot (the jax.jit port's too, 0.8x) is slower than "
-            "OpenBLAS's dgemm on NumPy's 2 threads when the machine is quiet (on a loaded one "
-            "NumPy's threads lose, and rl.jit leads 2x)",
-    "k2mm": "two f64 400^3 dots, as gemm: XLA:CPU's dots against OpenBLAS's threaded dgemm "
-            "(0.97-1.35x from run to run; the jax.jit port lands at the same ratio)",
-    "k3mm": "three f64 400^3 dots, as gemm: XLA:CPU's dots against OpenBLAS's threaded dgemm",
-    "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate and "
-                   "XLA:CPU's dots are no faster than OpenBLAS's dgemm on NumPy's 2 threads (the "
-                   "jax.jit port lands at the same ratio); the bias, ReLU and softmax fuse",
-    "atax_bicg": "four f64 matvecs over one 2000x2000 A: XLA:CPU's dot is no faster than "
-                 "OpenBLAS's gemv (0.97-1.2x from run to run, the jax.jit port 1.2-1.4x); "
-                 + _TRANSFER,
+    "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: 1.1x, the "
+                          "jax.jit port alike; 0.9-1.3x from run to run while OpenBLAS's threads "
+                          "still spun after NumPy's calls, sharing the 2 cores with the compiled "
+                          "call sampled next (this script now stops them: "
+                          "OPENBLAS_THREAD_TIMEOUT); " + _TRANSFER,
+    "power_iteration": "as conjugate_gradient: 20 f64 matvecs on 2000x2000 in a while loop, 1.1x; "
+                       + _TRANSFER,
+    "gemm": "one f64 500^3 dot: XLA:CPU's dot (YNNPACK) level with OpenBLAS's dgemm, 1.0-1.1x, "
+            "the jax.jit port alike; it measured 0.8-1.3x while OpenBLAS's threads, spinning "
+            "for ~0.1 s after each of NumPy's calls, shared the 2 cores with the compiled call "
+            "sampled next (this script now stops them at once: OPENBLAS_THREAD_TIMEOUT)",
+    "k2mm": "two f64 400^3 dots, as gemm: level with OpenBLAS's dgemm (0.8-1.35x while its "
+            "threads spun into the next sample)",
+    "k3mm": "three f64 400^3 dots, as gemm: level with OpenBLAS's dgemm",
+    "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate; "
+                   "the bias, ReLU and softmax fuse. Level with NumPy (1.0-1.06x) once "
+                   "OpenBLAS's threads stop spinning after NumPy's calls: before, the compiled "
+                   "call sampled right after them took 23-25 ms against 15-16 ms alone "
+                   "(0.55-0.64x), the jax.jit port alike",
+    "atax_bicg": "four f64 matvecs over one 2000x2000 A (~3 ms, the matrix in cache): XLA:CPU's "
+                 "matvec is slower than OpenBLAS's gemv there (the jax.jit port lands at the "
+                 "same ratio, 0.85-0.9x); " + _TRANSFER,
     "gemver": "f64 matvecs on 2000x2000 (no faster than OpenBLAS) after NumPy's (alpha * A) @ x "
               "order; 1.2x while the 32 MB A was copied in and donated (2.9x with aligned "
               "arrays, A not donated); " + _TRANSFER,

@@ -120,7 +120,11 @@ def round_robin(variants: Sequence[Variant], rounds: int,
     round in its own order (shuffled, seeded: the same from run to run), so that no variant
     mostly follows the same one. What runs just before a sample shows in it: right after
     NumPy's eager loops a compiled call measured up to twice its time after another compiled
-    call here, and a fixed order gave that to the variant listed after NumPy alone."""
+    call here, and a fixed order gave that to the variant listed after NumPy alone. Much of it
+    is OpenBLAS's threads, which spin for about 0.1 s after each of NumPy's matrix products and
+    share the cores with the call sampled next (a 256x1024 @ 1024x1024 MLP layer pair compiled:
+    23-25 ms after NumPy's, 15-16 ms alone); OPENBLAS_THREAD_TIMEOUT=4 in the environment before
+    Python starts makes them sleep at once (benchmarks/numpy_speed.py sets it)."""
     samples: list[list[float]] = [[] for _ in variants]
     order = list(range(len(variants)))
     shuffle = random.Random(0).shuffle
