@@ -9,13 +9,15 @@ one after the other. The body is traced once, inside the ``lax.fori_loop`` that 
 (``jax.make_jaxpr`` of the loop), and checked on its jaxpr (the loop's scan body), where every
 use of a carried array is an equation: an updated array may only be read with ``dynamic_slice``
 and written with ``dynamic_update_slice`` at its slot (index ``step * k + c`` on the slot axis,
-proven inside the axis for every iteration, size 1 there); arrays the body does not update may
-be read in any way. A masked write of the slot (``C[i, :i + 1] *= beta``) is traced in that
-window form while the body is traced for the check (NumPy mode's ``context.window_writes``), and
-a loop nested in the body that carries an updated array passes when its own body touches it only
-at the slot (syrk's loop over k on row i): it then runs on the slabs, batched. Anything else (a
-scalar accumulator, a read of the previous row, a scattered write) keeps the loop rolled: the
-traced loop itself, one equation, goes into the module.
+proven inside the axis for every iteration, size 1 there), or read at the slot of a later
+iteration (``x[i + 1]`` in a loop up the axis that writes ``x[i]``: not yet written, so read
+from the array before the loop); arrays the body does not update may be read in any way. A
+masked write of the slot (``C[i, :i + 1] *= beta``) is traced in that window form while the body
+is traced for the check (NumPy mode's ``context.window_writes``), and a loop nested in the body
+that carries an updated array passes when its own body touches it only at the slot (syrk's loop
+over k on row i): it then runs on the slabs, batched. Anything else (a scalar accumulator, a read
+of the previous row, a scattered write) keeps the loop rolled: the traced loop itself, one
+equation, goes into the module.
 """
 
 from __future__ import annotations
