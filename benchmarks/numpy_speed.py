@@ -762,21 +762,21 @@ CAUSES: dict[str, str] = {
                           "OPENBLAS_THREAD_TIMEOUT); " + _TRANSFER,
     "power_iteration": "as conjugate_gradient: 20 f64 matvecs on 2000x2000 in a while loop, 1.1x; "
                        + _TRANSFER,
-    "gemm": "one f64 500^3 dot: XLA:CPU's dot (YNNPACK) level with OpenBLAS's dgemm, 1.0-1.1x, "
-            "the jax.jit port alike; it measured 0.8-1.3x while OpenBLAS's threads, spinning "
+    "gemm": "one f64 500^3 dot: XLA:CPU's dot (YNNPACK) level with OpenBLAS's dgemm, 1.0x in "
+            "two runs, the jax.jit port 1.1x; it measured 0.8-1.3x while OpenBLAS's threads, spinning "
             "for ~0.1 s after each of NumPy's calls, shared the 2 cores with the compiled call "
             "sampled next (this script now stops them at once: OPENBLAS_THREAD_TIMEOUT)",
-    "k2mm": "two f64 400^3 dots, as gemm: level with OpenBLAS's dgemm (0.8-1.35x while its "
-            "threads spun into the next sample)",
-    "k3mm": "three f64 400^3 dots, as gemm: level with OpenBLAS's dgemm",
+    "k2mm": "two f64 400^3 dots, as gemm: 0.87-1.0x OpenBLAS's dgemm (two runs; 0.8-1.35x "
+            "while its threads spun into the next sample)",
+    "k3mm": "three f64 400^3 dots, as gemm: level with OpenBLAS's dgemm (0.99-1.01x)",
     "mlp_forward": "the three f64 matmuls (256x1024 @ 1024x1024 twice, then 1024x10) dominate; "
-                   "the bias, ReLU and softmax fuse. Level with NumPy (1.0-1.06x) once "
+                   "the bias, ReLU and softmax fuse. 0.85-1.06x NumPy (two runs) once "
                    "OpenBLAS's threads stop spinning after NumPy's calls: before, the compiled "
                    "call sampled right after them took 23-25 ms against 15-16 ms alone "
                    "(0.55-0.64x), the jax.jit port alike",
     "atax_bicg": "four f64 matvecs over one 2000x2000 A (~3 ms, the matrix in cache): XLA:CPU's "
-                 "matvec is slower than OpenBLAS's gemv there (the jax.jit port lands at the "
-                 "same ratio, 0.85-0.9x); " + _TRANSFER,
+                 "matvec is slower than OpenBLAS's gemv there (0.77-0.85x, the jax.jit port "
+                 "0.88-0.91x); " + _TRANSFER,
     "gemver": "f64 matvecs on 2000x2000 (no faster than OpenBLAS) after NumPy's (alpha * A) @ x "
               "order; 1.2x while the 32 MB A was copied in and donated (2.9x with aligned "
               "arrays, A not donated); " + _TRANSFER,
