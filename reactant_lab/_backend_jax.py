@@ -358,7 +358,7 @@ def batch_axis_kept_by_unit_reshapes() -> Iterator[None]:
     """While open, ``jax.vmap`` batches reshapes that only add or drop size-1 axes with the batch
     axis kept in place (``_unit_reshape_rule``), on every thread (the rule is correct for any
     such reshape). A loop batched along its slot axis (NumPy mode's column loops) then needs no
-    transposes: a 400x300 upwind sweep over columns ran 1.2-1.3x faster so. Nested uses keep
+    transposes: a 400x300 upwind sweep over columns ran 1.2-1.5x faster so. Nested uses keep
     it until the outermost ends; a JAX without the batching table it replaces keeps its own
     rule."""
     try:
