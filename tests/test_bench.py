@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import re
 import time
@@ -260,3 +261,34 @@ def html_escape(text: str) -> str:
     import html
 
     return html.escape(text)
+
+
+def test_the_openblas_spin_caveat_names_the_setting_only_where_it_applies(rng, monkeypatch):
+    """OpenBLAS's threads spin ~0.1 s after each of NumPy's calls and slow the compiled sample
+    taken next: a run that timed compiled code beside NumPy calls long enough for BLAS threads,
+    on OpenBLAS, with no OPENBLAS_THREAD_TIMEOUT, says so and names the setting; others do not."""
+    from reactant_lab.bench import result as bench_result
+    from reactant_lab.bench.result import blas_spin_caveat
+
+    says = blas_spin_caveat("scipy-openblas", {}, 5e-3, True)
+    assert says is not None and "OPENBLAS_THREAD_TIMEOUT=4" in says
+    for blas, env, median, compiled in [("scipy-openblas", {"OPENBLAS_THREAD_TIMEOUT": "4"}, 5e-3,
+                                         True),
+                                        ("scipy-openblas", {"GOTO_THREAD_TIMEOUT": "4"}, 5e-3, True),
+                                        ("accelerate", {}, 5e-3, True), (None, {}, 5e-3, True),
+                                        ("scipy-openblas", {}, 1e-5, True),
+                                        ("scipy-openblas", {}, None, True),
+                                        ("scipy-openblas", {}, 5e-3, False)]:
+        assert blas_spin_caveat(blas, env, median, compiled) is None, (blas, env, median)
+
+    u = rng.random(2000)
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    monkeypatch.delenv("GOTO_THREAD_TIMEOUT", raising=False)
+    monkeypatch.setattr(bench_result, "BLAS_SPIN_MIN_S", 0.0)  # any NumPy time counts here
+    monkeypatch.setattr(importlib.import_module("reactant_lab.bench"), "_numpy_blas",
+                        lambda: "scipy-openblas")
+    result = bench(smooth, u, 8, baselines=("numpy",), repeats=3, roofline=False)
+    assert result.caveats and result.caveats[0] in result.table()
+    assert "set OPENBLAS_THREAD_TIMEOUT=4 in the environment" in result_html(result)
+    monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "4")
+    assert bench(smooth, u, 8, baselines=("numpy",), repeats=3, roofline=False).caveats == ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -22,7 +23,7 @@ from reactant_lab.bench.measure import (
     round_robin,
     warm_up,
 )
-from reactant_lab.bench.result import BenchResult, BenchRow, make_row
+from reactant_lab.bench.result import BenchResult, BenchRow, blas_spin_caveat, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
 from reactant_lab.bench.scaling import ScalingResult, ScalingRow, bench_scaling
 from reactant_lab.errors import ReactantLabError, ShardingError
@@ -122,9 +123,22 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     if reference is not None:
         base = next(r.median_s for r in rows if r.name == reference)
         rows = [_with_ratio(r, r.median_s / base) for r in rows]
+    numpy_row = next((r for r in rows if r.name == "numpy"), None)
+    caveat = blas_spin_caveat(_numpy_blas(), os.environ,
+                              None if numpy_row is None else numpy_row.median_s,
+                              any(r.name not in _EAGER for r in rows))
     return BenchResult(traced.fn_name, traced.mode, str(dev), tuple(rows),
                        types.MappingProxyType(skipped), reference,
-                       calibrate(dev) if roofline else None)
+                       calibrate(dev) if roofline else None, () if caveat is None else (caveat,))
+
+
+def _numpy_blas() -> str | None:
+    """The name NumPy's build gives its BLAS (``scipy-openblas`` in NumPy's wheels), if known."""
+    try:
+        config = np.show_config(mode="dicts")
+        return str(config["Build Dependencies"]["blas"]["name"])
+    except Exception:  # an older NumPy, or a build that does not say
+        return None
 
 
 def _check_names(presets: Sequence[str], baselines: Sequence[str]) -> None:

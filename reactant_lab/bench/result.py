@@ -108,6 +108,30 @@ def make_row(name: str, kind: str, samples: Sequence[float], *, compile_s: float
                     calls_per_sample)
 
 
+BLAS_SPIN_MIN_S = 1e-3
+"""NumPy's samples from this long up may run OpenBLAS on several threads (see
+``blas_spin_caveat``)."""
+
+
+def blas_spin_caveat(blas: str | None, environ: Mapping[str, str], numpy_median_s: float | None,
+                     compiled: bool) -> str | None:
+    """The caveat for a run that timed compiled code beside NumPy eager on OpenBLAS: its threads
+    keep spinning for about 0.1 s after each of NumPy's calls and share the cores with the
+    compiled call sampled next (a compiled MLP layer pair measured 23-25 ms right after NumPy's
+    call, 15-16 ms alone), unless OPENBLAS_THREAD_TIMEOUT (or GOTO_THREAD_TIMEOUT) was set
+    before NumPy loaded it; None when that cannot be the case. ``blas``: the name NumPy's build
+    gives its BLAS; ``numpy_median_s``: the NumPy baseline's median, None without one."""
+    if (not compiled or numpy_median_s is None or numpy_median_s < BLAS_SPIN_MIN_S
+            or "openblas" not in (blas or "").lower()
+            or environ.get("OPENBLAS_THREAD_TIMEOUT") or environ.get("GOTO_THREAD_TIMEOUT")):
+        return None
+    return ("NumPy's OpenBLAS threads keep spinning for about 0.1 s after each of its calls, and "
+            "a compiled sample taken right after NumPy's shares the cores with them (matrix "
+            "products measured up to 1.6x slower so): for compiled times as they run alone, "
+            "set OPENBLAS_THREAD_TIMEOUT=4 in the environment before Python starts (NumPy's "
+            "own times do not change)")
+
+
 def _fmt_time(seconds: float | None) -> str:
     return timing.format_seconds(seconds, micro="us")
 
@@ -134,6 +158,8 @@ class BenchResult:
     """The baseline ratios are taken against (the first baseline measured)."""
     roofline: Roofline | None
     """The device's measured peak compute and bandwidth."""
+    caveats: tuple[str, ...] = ()
+    """What may have skewed this run's samples, and what to do about it (``blas_spin_caveat``)."""
 
     def row(self, name: str) -> BenchRow:
         """The row of one variant."""
@@ -171,13 +197,15 @@ class BenchResult:
             out.append(f"* {ROOFLINE_OVER_NOTE}")
         if any(r.noisy for r in self.rows):
             out.append(NOISY_NOTE)
+        out.extend(self.caveats)
         return out + [f"skipped {name}: {why}" for name, why in self.skipped.items()]
 
     def __str__(self) -> str:
         return self.table()
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything, as plain data."""
+        """Everything, as plain data (the explorer's payload: render/explorer.schema.json), the
+        caveats aside: they are in ``notes()``, which the table and the HTML chart print."""
         return {"fn_name": self.fn_name, "mode": self.mode, "device": self.device,
                 "reference": self.reference, "skipped": dict(self.skipped),
                 "roofline": dataclasses.asdict(self.roofline) if self.roofline else None,
