@@ -215,6 +215,12 @@ def nested_ahead(A, w):
             A[i] += A[i + 1] * w[k]
 
 
+def sweeps_from_k(A):
+    for k in range(A.shape[1] - 2):
+        for j in range(k, A.shape[1] - 1):
+            A[:, j] -= 0.25 * A[:, j + 1]
+
+
 def both_ways(x):
     for i in range(1, x.shape[0] - 1):
         x[i] = x[i + 1] - x[i - 1]  # x[i - 1] was written by the previous iteration
@@ -237,6 +243,10 @@ def test_reads_of_slots_that_later_iterations_write_run_batched(rng):
         assert "reads no slot an earlier one wrote" in _batched(traced)[-1], fn.__name__
     traced = _run(both_ways, rng.standard_normal(n))
     assert _batched(traced) == [] and _whiles(traced) == 1
+    # a range with a traced start: batched over the values it can take, the outer loop rolled
+    traced = _run(sweeps_from_k, rng.standard_normal((4, n)))
+    (note,) = _batched(traced)
+    assert "range(k, A.shape[1] - 1)` batched" in note and _whiles(traced) == 1
 
 
 def test_a_loop_over_columns_reshapes_its_columns_in_place(rng):
