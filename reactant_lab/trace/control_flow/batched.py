@@ -207,13 +207,8 @@ class _Slot:
                 self.pending.append((eqn, starts, sizes, shape))
                 return bool(found)
             if len(found) > 1:  # M[i, i]: the axis the reads before it agree on
-                found = [d for d in found
-                         if all(d in _slot_axes(p[1], p[2]) for p in self.pending)]
-            if len(found) != 1:
-                return False
-            self.axis, self.at = found[0], starts[found[0]]  # type: ignore[assignment]
-            waiting, self.pending = self.pending, []
-            if not all(self._read(*p, lo, hi) for p in waiting):
+                found = self._agreed(found)
+            if len(found) != 1 or not self._fix(found[0], starts, lo, hi):
                 return False
         if write:
             return self._at_slot(starts, sizes, shape, lo, hi)
@@ -224,11 +219,17 @@ class _Slot:
         by k) from the first of them."""
         if self.axis is not None or not self.pending:
             return True
-        common = [d for d in _slot_axes(self.pending[0][1], self.pending[0][2])
-                  if all(d in _slot_axes(p[1], p[2]) for p in self.pending)]
-        if not common:
-            return False
-        self.axis, self.at = common[0], self.pending[0][1][common[0]]  # type: ignore[assignment]
+        first = self.pending[0][1]
+        common = self._agreed(_slot_axes(first, self.pending[0][2]))
+        return bool(common) and self._fix(common[0], first, lo, hi)
+
+    def _agreed(self, axes: list[int]) -> list[int]:
+        """Those of ``axes`` that every waiting read indexes by k."""
+        return [d for d in axes if all(d in _slot_axes(p[1], p[2]) for p in self.pending)]
+
+    def _fix(self, axis: int, starts: Sequence[Value], lo: int, hi: int) -> bool:
+        """Fix the slot at ``starts[axis]``; whether every waiting read then fits it."""
+        self.axis, self.at = axis, starts[axis]  # type: ignore[assignment]
         waiting, self.pending = self.pending, []
         return all(self._read(*p, lo, hi) for p in waiting)
 
