@@ -93,6 +93,21 @@ def test_loops_whose_work_depends_on_what_they_update_keep_it(rng):
         assert _matrix_products(traced.ir) == 0, fn.__name__
 
 
+def test_products_too_large_to_hold_for_every_iteration_stay_in_the_loop(rng, monkeypatch):
+    """The hoisted products of all iterations are alive at once: past MAX_HOISTED_BYTES the loop
+    keeps them (conv2d's taps ran 3x slower hoisted, its 68 MiB temporary page-faulted on every
+    call)."""
+    from reactant_lab.trace.control_flow import hoisted
+
+    n, m = int(rng.integers(20, 40)), int(rng.integers(64, 128))
+    X, W = rng.standard_normal((n, 64)), rng.standard_normal((64, m))
+    for limit, expect in ((8 * n * m * 8, True), (n * m * 8 - 1, False)):  # products: n x m f64
+        monkeypatch.setattr(hoisted, "MAX_HOISTED_BYTES", limit)
+        traced = _run(smoothed, X, W, np.zeros((n, m)))
+        assert bool(_hoisted(traced)) == expect, limit
+        assert _whiles(traced) == 1 and _matrix_products(traced.ir) == int(expect)
+
+
 def test_loops_roll_hoists_nothing(rng):
     traced = _run(smoothed, rng.standard_normal((12, 64)), rng.standard_normal((64, 96)),
                   np.zeros((12, 96)), loops="roll")
