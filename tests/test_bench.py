@@ -290,5 +290,6 @@ def test_the_openblas_spin_caveat_names_the_setting_only_where_it_applies(rng, m
     result = bench(smooth, u, 8, baselines=("numpy",), repeats=3, roofline=False)
     assert result.caveats and result.caveats[0] in result.table()
     assert "set OPENBLAS_THREAD_TIMEOUT=4 in the environment" in result_html(result)
+    assert result.to_dict()["caveats"] == list(result.caveats)  # the explorer's bench panel
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "4")
     assert bench(smooth, u, 8, baselines=("numpy",), repeats=3, roofline=False).caveats == ()

@@ -204,12 +204,11 @@ class BenchResult:
         return self.table()
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything, as plain data (the explorer's payload: render/explorer.schema.json), the
-        caveats aside: they are in ``notes()``, which the table and the HTML chart print."""
+        """Everything, as plain data (the explorer's payload: render/explorer.schema.json)."""
         return {"fn_name": self.fn_name, "mode": self.mode, "device": self.device,
                 "reference": self.reference, "skipped": dict(self.skipped),
                 "roofline": dataclasses.asdict(self.roofline) if self.roofline else None,
-                "rows": [r.as_dict() for r in self.rows]}
+                "rows": [r.as_dict() for r in self.rows], "caveats": list(self.caveats)}
 
     def to_json(self, indent: int | None = 2) -> str:
         """JSON text of ``to_dict()``."""

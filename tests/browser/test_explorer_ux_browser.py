@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 
 import reactant_lab as rl
 from reactant_lab.bench import BenchResult, Roofline
-from reactant_lab.bench.result import make_row
+from reactant_lab.bench.result import blas_spin_caveat, make_row
 from reactant_lab.notebook.display import explorer_payload
 from reactant_lab.render.payload import MIME_TYPE, PayloadOptions, build_payload
 from reactant_lab.render.report import report_html
@@ -75,7 +75,8 @@ def real_payload() -> dict:
     why = ("jax.jit cannot trace the function: TypeError: the function reads a global that is "
            "rebound between calls. Pass it as an argument instead, and the baseline is timed.")
     bench = BenchResult("_f", "numpy", "cpu", (replace(row, ratio=0.562), replace(base, ratio=1.0)),
-                        {"jax": why}, "numpy", roof)
+                        {"jax": why}, "numpy", roof,
+                        (blas_spin_caveat("scipy-openblas", {}, 1.78e-3, compiled=True),))
     return json.loads(json.dumps(explorer_payload(ex, bench=bench), sort_keys=True))
 
 
@@ -236,13 +237,15 @@ def test_find_copy_and_download_in_jupyterlab(jupyterlab_server, browser, real_p
         assert info.value.suggested_filename.endswith("-payload.json")
         assert json.loads(Path(info.value.path()).read_text(encoding="utf-8")) == real_payload
 
-        # Timing: ratios in words, the roofline explained, the skipped reason whole.
+        # Timing: ratios in words, the roofline explained, the caveat and the skipped reason whole.
         explorer.locator(".rl-tab-timing").click()
         timing = explorer.locator(".rl-timing")
         expect(timing.locator("table.rl-bench")).to_contain_text("1.78× faster than numpy")
         expect(timing.locator("table.rl-bench th", has_text="vs numpy")).to_have_count(1)
         expect(timing).to_contain_text("roofline: the least time this work can take")
         expect(timing).to_contain_text("over 100%")
+        expect(timing.locator(".rl-caveat")).to_contain_text(
+            "set OPENBLAS_THREAD_TIMEOUT=4 in the environment before Python starts")
         expect(timing.locator(".rl-skipped")).to_contain_text(
             "Pass it as an argument instead, and the baseline is timed.")
         _shoot(explorer, "timing-bench-light")

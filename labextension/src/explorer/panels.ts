@@ -153,8 +153,8 @@ const NOISY =
   'noisy: the interquartile range of the samples is over 10% of the median, so the median is ' +
   'not reliable to better than that (rerun with more samples, or on a quieter machine)';
 
-/** The benchmark: a table whose ratios read "N× faster than X", the roofline explained, and
- * the variants not measured with their reasons in full. */
+/** The benchmark: a table whose ratios read "N× faster than X", the roofline explained, what
+ * may have skewed the samples, and the variants not measured with their reasons in full. */
 function benchPanel(bench: BenchEntry): HTMLElement[] {
   const over = bench.rows.some(r => (r.roofline_fraction ?? 0) > 1);
   const rows = bench.rows.map(r => [
@@ -203,6 +203,9 @@ function benchPanel(bench: BenchEntry): HTMLElement[] {
   }
   if (bench.rows.some(r => r.noisy)) {
     out.push(el('p', 'rl-note rl-noisy-note', `(noisy) ${NOISY}.`));
+  }
+  for (const caveat of bench.caveats ?? []) {
+    out.push(el('p', 'rl-note rl-caveat', caveat));
   }
   const skipped = Object.entries(bench.skipped ?? {});
   if (skipped.length) {

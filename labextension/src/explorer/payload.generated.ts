@@ -763,6 +763,10 @@ export interface BenchEntry {
    * One per variant, in the order measured.
    */
   rows: BenchRowEntry[];
+  /**
+   * What may have skewed this run's samples, and what to do about it, one sentence each (absent in payloads saved before it was recorded).
+   */
+  caveats?: string[];
 }
 /**
  * The device's measured peak compute and bandwidth.
