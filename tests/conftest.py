@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import shutil
 import signal
+import tempfile
 
 import jax
 import numpy as np
@@ -27,6 +29,7 @@ FUZZ_VAR = "REACTANT_LAB_FUZZ"
 """Environment variable naming the Hypothesis profile: 'ci' (default), 'shrink' or 'long'."""
 
 _SEED = pytest.StashKey[int]()
+_REPRO = pytest.StashKey[str]()
 _SEEDED: set[object] = set()  # Hypothesis tests whose seed this file sets (not the test's own)
 
 # "ci": a fixed budget per fuzz test (the differential fuzzer stays within ~2-3 minutes on two
@@ -61,11 +64,23 @@ def pytest_configure(config: pytest.Config) -> None:
     # A pattern set that never reaches a fixed point fails its test in two minutes (with the
     # stage and a reproducer) instead of holding the run until CI's deadline.
     os.environ.setdefault("REACTANT_LAB_PASS_TIMEOUT", "120")
+    # Reproducers of the passes tests make fail go to a folder of this run, removed at its end,
+    # not to the user's temp dir (tests that read them set their own).
+    if not os.environ.get("REACTANT_LAB_REPRO_DIR"):
+        os.environ["REACTANT_LAB_REPRO_DIR"] = tempfile.mkdtemp(prefix="reactant_lab_tests_")
+        config.stash[_REPRO] = os.environ["REACTANT_LAB_REPRO_DIR"]
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         # A run started in the background by a non-interactive shell (`cmd &`) inherits Ctrl-C
         # ignored, and so would every process it starts: the interrupt tests need it as a
         # user has it.
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    repro = config.stash.get(_REPRO, None)
+    if repro is not None:
+        shutil.rmtree(repro, ignore_errors=True)
+        os.environ.pop("REACTANT_LAB_REPRO_DIR", None)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
