@@ -64,6 +64,34 @@ _FFT = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2
 _FFT_KEEP = ("fftshift", "ifftshift")
 
 
+def _deviations_apart(jnp_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``jnp.var`` or ``jnp.std`` (``jnp_fn``) with its deviations computed as ``(-x) - (-mean)``,
+    not ``x - mean``: the same values exactly (a negation is exact, and ``a - b`` is ``-(b - a)``
+    in every rounding), so the same squares and the same result, but not an expression XLA
+    finds equal to the caller's own ``x - mean`` (batch norm's ``(x - mean) / sqrt(var + eps)``).
+    Found equal, the deviations were shared: written out in full once and read back by both the
+    variance's reduction and the caller's expression, where apart each fuses into its consumer
+    (a 32x64x32x32 batch norm: one 16 MiB array written and read back per call). The mean is
+    ``jnp.mean``'s, as ``jnp_fn`` computes its own, and the caller's ``np.mean`` is the same
+    reduction (XLA computes it once). Float32 and float64 arrays without ``dtype``, ``out``,
+    ``where`` or ``mean`` only; anything else is ``jnp_fn`` as it is."""
+
+    def fn(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+           keepdims: bool = False, *, where: Any = None, mean: Any = None,
+           correction: Any = None) -> Any:
+        x = jnp.asarray(a)
+        if (dtype is not None or out is not None or where is not None or mean is not None
+                or x.dtype not in (jnp.float32, jnp.float64)):
+            return jnp_fn(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                          correction=correction)
+        centre = jnp.mean(x, axis=axis, keepdims=True)
+        return jnp_fn(-x, axis, ddof=ddof, keepdims=keepdims, mean=-centre,
+                      correction=correction)
+
+    fn.__name__, fn.__doc__ = jnp_fn.__name__, jnp_fn.__doc__
+    return fn
+
+
 @dataclass(frozen=True)
 class Entry:
     """How one NumPy function runs on proxies."""
@@ -89,6 +117,8 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.linalg, jnp.linalg, _LINALG, True), **_entries(np.fft, jnp.fft, _FFT, True),
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
+    np.var: Entry(_deviations_apart(jnp.var), promote=True),
+    np.std: Entry(_deviations_apart(jnp.std), promote=True),
     np.median: Entry(order.median, promote=True), np.argsort: Entry(order.argsort),
     np.sort: Entry(order.sort), np.percentile: Entry(order.percentile, promote=True),
     np.quantile: Entry(order.quantile, promote=True),
