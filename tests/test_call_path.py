@@ -179,3 +179,63 @@ def test_a_call_turns_64_bit_types_on_for_itself_only(rng):
             jitted(x, y)
             assert jnp.zeros(1).dtype == np.float64
         assert jnp.zeros(1).dtype == np.float32
+
+
+
+def _scale_in_place(a, b):
+    a *= 1.5
+    a += b
+    b -= 1.0
+
+
+def _scale_one(a, b):
+    a *= 1.5
+    a += b
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "1-D"])
+@pytest.mark.parametrize("kernel", [_scale_in_place, _scale_one])
+def test_large_updated_arrays_are_written_back_whole_in_two_halves(kernel, layout, rng,
+                                                                   monkeypatch):
+    """An updated array from PARALLEL_COPY_MIN bytes up is copied back in two halves at once
+    (lowered here so that small arrays take that path, in every layout; one updated array is
+    written by the lean call path itself, two by the general write-back): every element lands,
+    on the first call and the later ones."""
+    import reactant_lab.compile as compiled
+
+    monkeypatch.setattr(compiled, "PARALLEL_COPY_MIN", 0)
+    n, m = int(rng.integers(7, 40)), int(rng.integers(5, 30))
+    make = {"C": lambda: rng.standard_normal((n, m)),
+            "F": lambda: np.asfortranarray(rng.standard_normal((n, m))),
+            "strided": lambda: rng.standard_normal((2 * n, m + 3))[::2, 1:m + 1],
+            "1-D": lambda: rng.standard_normal(n * m)}[layout]
+    jf = rl.jit(kernel)
+    for _ in range(3):  # the first call (full path) and later ones (the lean path)
+        a, b = make(), make()
+        want_a, want_b = a.copy(), b.copy()
+        kernel(want_a, want_b)
+        jf(a, b)
+        np.testing.assert_allclose(a, want_a, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(b, want_b, rtol=1e-13, atol=1e-13)
+
+
+def test_a_large_update_in_place_at_full_size(rng):
+    import reactant_lab.compile as compiled
+
+    a = rng.standard_normal(compiled.PARALLEL_COPY_MIN // 8 + int(rng.integers(1, 1000)))
+    b = rng.standard_normal(a.shape)
+    want_a, want_b = a * 1.5 + b, b - 1.0
+    rl.jit(_scale_in_place)(a, b)
+    np.testing.assert_allclose(a, want_a, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(b, want_b, rtol=1e-13, atol=1e-13)
+
+
+def test_copy_into_writes_every_shape_and_layout_whole(rng, monkeypatch):
+    import reactant_lab.compile as compiled
+
+    monkeypatch.setattr(compiled, "PARALLEL_COPY_MIN", 0)
+    for target in (np.zeros((6, 5)), np.zeros((6, 5), order="F"), np.zeros((1, 9)),
+                   np.zeros((2, 3, 4))[:, ::2], np.zeros(()), np.zeros((0, 3))):
+        host = rng.standard_normal(target.shape)
+        compiled.copy_into(target, host)
+        np.testing.assert_array_equal(target, host)
