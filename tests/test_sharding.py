@@ -104,7 +104,8 @@ def test_jax_sharded_inputs_run_over_the_mesh() -> None:
         # The same shapes unsharded: another signature, compiled again for one device.
         single = jf(np.asarray(xm), np.asarray(wm))
         assert jf.cache_size == 2
-        np.testing.assert_allclose(np.asarray(single), np.asarray(out), rtol=1e-6, atol=1e-6)
+        # float32 products blocked otherwise on one device than on eight: a few ulps of the sum
+        np.testing.assert_allclose(np.asarray(single), np.asarray(out), rtol=2e-5, atol=2e-5)
 
         u = rng.standard_normal((32, 24)).astype(f32)
         us = put(u, mesh, P("data", None))
