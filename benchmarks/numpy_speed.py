@@ -15,7 +15,13 @@ arguments (copying is not timed):
 - ``jax.jit`` a port written the way a JAX expert would (functional, vectorized,
   ``lax.fori_loop`` / ``lax.scan`` for time loops, library routines where JAX has them), inputs
   already on the device, float64 under x64 where the NumPy kernel is float64. It returns
-  ``(result, updated arguments)`` and is checked against NumPy once per run.
+  ``(result, updated arguments)`` and is checked against NumPy once per run. It is timed as the
+  others are: each call waits for its result (``block_until_ready``), and small inputs rotate
+  among as many device copies as the other variants' (so caches flatter none of them more).
+  ``--pipelined-port`` times it as this script did before: one input set, and a sample's
+  calls left to overlap, the next dispatched while the last still runs (kernels under ~0.2 ms,
+  whose samples hold several calls, then measure up to ~1.6x faster: cholesky 0.05 against
+  0.08 ms per call).
 
 rl.jit's first results (updated arguments included) and numba's are compared with NumPy's at the
 benchmark size too; a variant that fails or differs is listed in the notes at the end.
@@ -35,7 +41,7 @@ time, 13-15 ms, the same either way). This script sets OPENBLAS_THREAD_TIMEOUT=4
 spin, 2^4 cycles) before NumPy loads OpenBLAS, unless it is set already.
 
 Run: .venv/bin/python benchmarks/numpy_speed.py [--only NAME ...] [--min-time S] [--quick]
-     [--no-numba]
+     [--no-numba] [--pipelined-port]
 """
 
 from __future__ import annotations
@@ -929,7 +935,10 @@ def _rl_variant(name: str, kernel: Callable[..., Any], args: tuple, mutated: lis
                    (lambda: copy_inputs((args, {}), np.array)) if mutated else None), ex.traced
 
 
-def _jax_variant(case: Case, args: tuple, want: Any, tol: float, res: Result) -> Variant | None:
+def _jax_variant(case: Case, args: tuple, want: Any, tol: float, res: Result,
+                 pipelined: bool = False) -> Variant | None:
+    """The port's variant; ``pipelined`` (--pipelined-port): timed on one input set, the calls
+    of a sample not waited for one by one (what this script did before)."""
     with backend.x64_scope(True):
         fn = jax.jit(case.port, static_argnums=case.static)
         dev = tuple(a if i in case.static or not isinstance(a, np.ndarray) else jax.device_put(a)
@@ -946,11 +955,27 @@ def _jax_variant(case: Case, args: tuple, want: Any, tol: float, res: Result) ->
     if bad is not None:
         res.notes["jax.jit"] = f"port differs from NumPy: {bad}"
 
+    if pipelined:
+        def overlapped(*a):
+            with backend.x64_scope(True):
+                return fn(*a)
+
+        return Variant("jax.jit", overlapped, [(dev, {})])
+
     def call(*a):
         with backend.x64_scope(True):
-            return fn(*a)
+            return jax.block_until_ready(fn(*a))
 
-    return Variant("jax.jit", call, [(dev, {})])
+    def placed() -> tuple[tuple, dict]:
+        return tuple(a if i in case.static or not isinstance(a, np.ndarray)
+                     else jax.device_put(np.array(a)) for i, a in enumerate(args)), {}
+
+    with backend.x64_scope(True):  # float64 stays float64
+        pool = [placed() for _ in copies((args, {}), lambda a: a)]
+        jax.block_until_ready(pool)
+    assert [getattr(a, "dtype", None) for a in pool[0][0]] == [
+        getattr(a, "dtype", None) for a in dev], "the port's copies changed a dtype"
+    return Variant("jax.jit", call, pool)
 
 
 def _numba_variant(kernel: Callable[..., Any], traced: rl.Traced, args: tuple,
@@ -967,7 +992,7 @@ def _numba_variant(kernel: Callable[..., Any], traced: rl.Traced, args: tuple,
 
 
 def measure(name: str, case: Case, args: tuple, min_time: float, repeats: int | None,
-            numba: bool, size: str | None = None) -> Result:
+            numba: bool, size: str | None = None, pipelined_port: bool = False) -> Result:
     """One kernel: first calls, checks against NumPy, then round-robin warm samples."""
     kernel = KERNELS[name].fn
     mutated = _mutated(name)
@@ -987,7 +1012,7 @@ def measure(name: str, case: Case, args: tuple, min_time: float, repeats: int | 
         variants.append(_numba_variant(kernel, traced, args, res))
     elif numba:
         res.notes["numba"] = "not run: no trace of the kernel to check numba's result against"
-    variants.append(_jax_variant(case, args, want, tol, res))
+    variants.append(_jax_variant(case, args, want, tol, res, pipelined_port))
     running = [v for v in variants if v is not None]
     with np.errstate(all="ignore"):
         per_sample = [warm_up(v, 3) for v in running]
@@ -1111,6 +1136,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="smoke test: the differential suite's small sizes, 3 samples each")
     parser.add_argument("--no-numba", action="store_true", help="leave the numba baseline out")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs")
+    parser.add_argument("--pipelined-port", action="store_true",
+                        help="time the jax.jit port as before: one input set, its calls in a "
+                             "sample left to overlap (dispatch of one during the run of the last)")
     parser.add_argument("--allocator", choices=("aligned", "numpy"), default="aligned",
                         help="NumPy's allocator for every variant's arrays: reactant_lab's "
                              "64-byte-aligned one (rl.use_aligned_arrays, on in notebooks with "
@@ -1147,7 +1175,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         with np.errstate(all="ignore"):  # cumulative_update's cumprod overflows, as in NumPy
             rows.append(measure(name, case, args, opts.min_time, 3 if opts.quick else None,
                                 not opts.no_numba and numba_baseline.available(),
-                                "suite's" if opts.quick else None))
+                                "suite's" if opts.quick else None, opts.pipelined_port))
         print(f"  measured {name} ({time.perf_counter() - total:.0f} s)", file=sys.stderr,
               flush=True)
     print_tables(rows)

@@ -108,19 +108,22 @@ class Compiled:
         """A computed result as the caller gets it: NumPy for NumPy callers."""
         self._one_leaf = layout.out_treedef.num_nodes == layout.out_treedef.num_leaves == 1
         """True when the result is a single leaf (one array or scalar), rebuilt without JAX."""
-        n_linear = len(self._linear_pos)
-        self.array_args = n_linear if (
-            self._takes_leaves and self._leaves_linear and layout.numpy_out
-            and self._plain_treedef == jax.tree_util.tree_structure(((0,) * n_linear, {}))
+        n_plain = len(self._linear_pos) + len(self._statics)
+        self.array_args = n_plain if (
+            self._takes_leaves and layout.numpy_out
+            and self._plain_treedef == jax.tree_util.tree_structure(((0,) * n_plain, {}))
         ) else None
-        """The number of positional arguments ``call_arrays`` takes, when the call is NumPy
-        arrays only, one per linear argument and no keyword (else None: ``call_arrays`` is then
-        the plain call)."""
+        """The number of positional arguments ``call_arrays`` takes, when the call is only
+        positional: a NumPy array per linear argument, a Python value per static one (syrk's
+        ``alpha``), no keyword and no container (else None: ``call_arrays`` is then the plain
+        call)."""
+        self.array_positions: tuple[int, ...] = tuple(self._linear_pos)
+        """The positions of ``call_arrays``' NumPy arrays (the others are its static values)."""
         self.call_arrays: Callable[[tuple[Any, ...]], Any] = (
             self._lean_call() if self.array_args is not None else lambda args: self(*args))
         """``self(*args)`` for positional NumPy arrays (``type(a) is np.ndarray``, which
-        ``jit`` checks): a NumPy kernel's per-call path, a few microseconds over the
-        executable's own call (see ``_lean_call``)."""
+        ``jit`` checks) and static values: a NumPy kernel's per-call path, a few microseconds
+        over the executable's own call (see ``_lean_call``)."""
         # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch
         # (not when the trace's views depend on the arguments' memory layout: that is checked).
         self._direct = executable.fast_call if (
@@ -154,7 +157,9 @@ class Compiled:
         skip the general rebuild and write-back."""
         layout, n, used, x64 = self._layout, self.array_args, self.used_args, self._x64
         deps, unused, writeback = layout.layout_deps, self._unused, layout.writeback
-        others = [(i, [j for j in range(n or 0) if j != i]) for i in self._targets]
+        n_linear, statics = len(self._linear_pos), self._statics
+        others = [(i, [j for j in range(n_linear) if j != i]) for i in self._targets]
+        linear_of = None if self._leaves_linear else _taker(self._linear_pos)
         call_flat, asarray = self._exe.call_flat, np.asarray
         take = None if used is None else _taker(used)
         swap, restore = backend.x64_switch(bool(x64))
@@ -165,11 +170,16 @@ class Compiled:
         arg, k = writeback[0] if len(writeback) == 1 else (-1, -1)
         name = self.traced.fn_name
 
-        def call(args: tuple[Any, ...]) -> Any:
-            if len(args) != n or (deps and not layouts_hold(deps, args)):
-                return self._off_lean(args)
+        def call(given: tuple[Any, ...]) -> Any:
+            if len(given) != n:
+                return self(*given)
+            if statics and any(_static_key(given[i]) != key for i, key in statics):
+                raise SignatureMismatchError(f"{name} was compiled for other static values")
+            args = given if linear_of is None else linear_of(given)
+            if deps and not layouts_hold(deps, args):
+                raise SignatureMismatchError(self._layout_mismatch(list(args)))
             if unused and not _shapes_hold(unused, args):
-                self._check(args, {})  # raises: an array is never a Python number
+                self._check(given, {})  # raises: an array is never a Python number
             if others and not _writable_apart(others, args):
                 self._check_targets(list(args))  # raises, explaining which and why
             try:
@@ -179,7 +189,7 @@ class Compiled:
                 finally:
                     restore(prev)
             except (TypeError, ValueError, RuntimeError):
-                self._check(args, {})
+                self._check(given, {})
                 raise
             if single is None:
                 result = self._rebuild(args, outs)
@@ -195,13 +205,6 @@ class Compiled:
                 self._write_back(args, outs)
             return result
         return call
-
-    def _off_lean(self, args: tuple[Any, ...]) -> Any:
-        """A call the lean path does not take: another count of arguments (the full call), or
-        arrays laid out otherwise than traced (SignatureMismatchError)."""
-        if len(args) != self.array_args:
-            return self(*args)
-        raise SignatureMismatchError(self._layout_mismatch(list(args)))
 
     def _fast_call(self, *args: Any, **kwargs: Any) -> Any:
         fast = self._exe.fast_call

@@ -381,8 +381,9 @@ class JitFunction:
         self._kinds: tuple[Any, ...] = ()
         """The types of the last call's leaves (see ``__call__``)."""
         self._arrays: tuple[type, ...] | None = None
-        """``(np.ndarray,) * n`` when the last call was n positional NumPy arrays and its
-        executable takes such calls on a lean path (``call_arrays``, kept as ``_lean``), else
+        """The types of the last call's n positional arguments when they were NumPy arrays and
+        static values (Python numbers, strings) and its executable takes such calls on a lean
+        path (``call_arrays``, kept as ``_lean``, which compares the static values), else
         None."""
         self._lean: Callable[[tuple[Any, ...]], Any] = lambda args: self(*args)
         functools.update_wrapper(self, fn)
@@ -417,8 +418,9 @@ class JitFunction:
         self.last, self._kinds = entry, kinds
         compiled = entry.compiled
         assert compiled is not None  # built from a trace
-        self._arrays = kinds if (compiled.array_args == len(args) and not kwargs
-                                 and kinds == (np.ndarray,) * len(args)) else None
+        self._arrays = kinds if (
+            compiled.array_args == len(args) == len(kinds) and not kwargs
+            and all(kinds[i] is np.ndarray for i in compiled.array_positions)) else None
         self._lean = compiled.call_arrays
         return compiled(*args, **kwargs)
 

@@ -158,6 +158,32 @@ def test_later_calls_updating_two_arrays_and_returning_several_results(rng):
     assert jitted.cache_size == 1
 
 
+def scaled_update(alpha, C, A, beta, steps):
+    for _ in range(steps):
+        C *= beta
+        C += alpha * (A @ A.T)
+    return C.trace()
+
+
+def test_later_calls_with_python_numbers_among_the_arrays(rng):
+    """A kernel taking Python numbers beside its arrays (syrk's alpha and beta, a step count)
+    takes the per-call path too: a later call with the same numbers gives NumPy's result, one
+    with another number (or the same number as another type, 2 for 2.0) is traced again, each
+    signature's executable used again after, and an array where a number was is refused as
+    NumPy mode refuses it on a first call."""
+    jitted = rl.jit(scaled_update)
+    calls = [(1.5, 0.5, 2), (1.5, 0.5, 2), (2.5, 0.5, 2), (1.5, 0.5, 3), (1.5, 0.5, 2),
+             (2, 0.5, 2), (2.0, 0.5, 2)]
+    for alpha, beta, steps in calls:
+        C, A = rng.random((5, 5)), rng.random((5, 3))
+        want_C = C.copy()
+        want = scaled_update(alpha, want_C, A.copy(), beta, steps)
+        got = jitted(alpha, C, A, beta, steps)
+        np.testing.assert_allclose(C, want_C, rtol=1e-12)
+        assert got == pytest.approx(want, rel=1e-12)
+    assert jitted.cache_size == 5  # (1.5, 2), (2.5, 2), (1.5, 3), (2, 2), (2.0, 2)
+
+
 def test_a_call_turns_64_bit_types_on_for_itself_only(rng):
     """The lean path sets JAX's 64-bit flag for the executable's call and restores it after,
     also when the call fails: the caller's JAX code keeps its own types."""
