@@ -157,9 +157,14 @@ class Compiled:
         skip the general rebuild and write-back."""
         layout, n, used, x64 = self._layout, self.array_args, self.used_args, self._x64
         deps, unused, writeback = layout.layout_deps, self._unused, layout.writeback
-        n_linear, statics = len(self._linear_pos), self._statics
+        n_linear = len(self._linear_pos)
         others = [(i, [j for j in range(n_linear) if j != i]) for i in self._targets]
-        linear_of = None if self._leaves_linear else _taker(self._linear_pos)
+        linear_of = None if self._leaves_linear else _taker(tuple(self._linear_pos))
+        # The static values, compared by value: ``jit`` takes this path only for arguments of
+        # the types traced (1 == 1.0 == True is no match then); a NaN never matches, and goes
+        # the full way, which keys it as the same value.
+        statics_of = _taker(tuple(i for i, _ in self._statics)) if self._statics else None
+        static_values = tuple(key[1] for _, key in self._statics)
         call_flat, asarray = self._exe.call_flat, np.asarray
         take = None if used is None else _taker(used)
         swap, restore = backend.x64_switch(bool(x64))
@@ -173,7 +178,7 @@ class Compiled:
         def call(given: tuple[Any, ...]) -> Any:
             if len(given) != n:
                 return self(*given)
-            if statics and any(_static_key(given[i]) != key for i, key in statics):
+            if statics_of is not None and statics_of(given) != static_values:
                 raise SignatureMismatchError(f"{name} was compiled for other static values")
             args = given if linear_of is None else linear_of(given)
             if deps and not layouts_hold(deps, args):
