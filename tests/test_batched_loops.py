@@ -6,6 +6,7 @@ so; loops whose iterations may depend on each other stay rolled, and give NumPy'
 from __future__ import annotations
 
 import copy
+import re
 
 import jax
 import numpy as np
@@ -68,6 +69,52 @@ def test_an_inner_loop_over_columns_is_batched_inside_the_rolled_outer_one(rng):
     assert _whiles(traced) == 1  # the outer loop reads rows the previous iterations wrote
     (note,) = _batched(traced)
     assert "for j in range(B.shape[1])" in note
+
+
+def _writes(traced) -> list[tuple[str, str]]:
+    """(update type, array type) of each dynamic_update_slice in the module."""
+    found = re.findall(r"stablehlo\.dynamic_update_slice [^:]*: \((tensor<[^>]*>), "
+                       r"(tensor<[^>]*>)", traced.ir)
+    return [(update, array) for array, update in found]
+
+
+def every_other_column(A, B):
+    for i in range(B.shape[0]):
+        for j in range(0, B.shape[1], 2):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+
+
+def row_twice(A, B):
+    for i in range(1, B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] *= 0.5
+            B[i, j] += A[i, j] * B[i - 1, j]  # the row before: the outer loop stays rolled
+
+
+def two_rows(A, B):
+    for i in range(1, B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] = B[i, j] * 0.5 + A[i, j]
+            B[0, j] += B[i, j]  # row 0 too: no one window
+
+
+def test_an_inner_loop_writing_one_row_of_its_columns_puts_back_that_row_only(rng):
+    """An inner loop over columns that writes only row i of each (trmm's `B[i, j] += ...` in
+    the loop over i) puts back a 1 x m window per run, not all of B (a copy of the array per
+    outer iteration); with a stride the window's columns are scattered. Writes at two rows keep
+    the whole columns. NumPy's results in every case."""
+    n, m = int(rng.integers(9, 20)), int(rng.integers(9, 20))
+    wide = int(rng.integers(24, 40))  # a short loop is unrolled: a stride needs more columns
+    for kernel, cols in ((upper_product, m), (row_twice, m), (every_other_column, wide)):
+        traced = _run(kernel, rng.random((n, max(n, cols))), rng.random((n, cols)))
+        assert _whiles(traced) == 1 and len(_batched(traced)) == 1, traced.loop_notes
+        assert f"tensor<{n}x{cols}xf64>" not in [u for u, _ in _writes(traced)], _writes(traced)
+        if kernel is every_other_column:
+            assert "stablehlo.scatter" in traced.ir  # each slot's element of row i
+        else:
+            assert (f"tensor<1x{m}xf64>", f"tensor<{n}x{m}xf64>") in _writes(traced)
+    traced = _run(two_rows, rng.random((n, m)), rng.random((n, m)))
+    assert (f"tensor<{n}x{m}xf64>", f"tensor<{n}x{m}xf64>") in _writes(traced)
 
 
 def test_a_loop_with_a_traced_start_is_batched_over_the_values_it_can_take(rng):

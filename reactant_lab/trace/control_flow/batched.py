@@ -17,7 +17,10 @@ is traced for the check (NumPy mode's ``context.window_writes``), and a loop nes
 that carries an updated array passes when its own body touches it only at the slot (syrk's loop
 over k on row i): it then runs on the slabs, batched. Anything else (a scalar accumulator, a read
 of the previous row, a scattered write) keeps the loop rolled: the traced loop itself, one
-equation, goes into the module.
+equation, goes into the module. A batched loop whose writes all fall in one window of each slab,
+the same for every iteration (``B[i, j]`` in a loop over j, i fixed by an enclosing loop), puts
+back only those windows (row i), not the whole slabs: run once per outer iteration, it then
+costs no copy of the array.
 """
 
 from __future__ import annotations
@@ -276,6 +279,11 @@ class _Plan:
     """Scalars of the body known for every iteration (a bounds check that always holds)."""
     ahead: dict[int, tuple[int, int]]
     """Reads of a later iteration's slot: id of the equation -> (position, distance d)."""
+    narrow: dict[int, int] = field(default_factory=dict)
+    """Position -> id of the body's last write of that array, for each array whose writes all
+    land in one window of its slab that is the same for every iteration (``B[i, j]`` in a loop
+    over j inside one over i: row i of each column slab): the batched loop puts back those
+    windows only, not the whole slabs (see ``_narrow_writes``)."""
 
 
 _WINDOWS = ("dynamic_slice", "dynamic_update_slice")
@@ -310,7 +318,60 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     known = {v: o for v, o in env.items() if getattr(v.aval, "shape", None) == () and (
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
-    return _Plan(slots, known, ahead)
+    return _Plan(slots, known, ahead, _narrow_writes(jaxpr, slots))
+
+
+def _narrow_writes(jaxpr: Any, slots: dict[int, _Slot]) -> dict[int, int]:
+    """The updated arrays whose every write in the body (a dynamic_update_slice of a version of
+    the array, none in a nested loop) covers the same window of the slab: the same update
+    shape, smaller than the slab on some axis, at the same start on every axis but the slot's,
+    each start a literal or a value of the loop's constants alone (the same for every
+    iteration). The body's result then differs from the slab in that window alone, where it is
+    the update of the write that made it. Position -> id of that write: the batched loop puts
+    back the windows, where the whole slabs would cost a copy of the array per run of the loop
+    (trmm's loop over columns, run once per row of an outer loop, wrote all of B back each
+    time). NumPy mode's second write of a window replaces the first (storage.write_window):
+    both are writes of the array before them."""
+    variant = set(jaxpr.invars)  # the counter and the carried values
+    versions = {v: pos for pos, v in enumerate(jaxpr.invars[1:]) if pos in slots}
+    writes: dict[int, list[Any]] = {pos: [] for pos in slots}
+    broken: set[int] = set()
+    for eqn in jaxpr.eqns:
+        if any(not isinstance(v, jcore.Literal) and v in variant for v in eqn.invars):
+            variant.update(eqn.outvars)
+        held = [(i, versions[v]) for i, v in enumerate(eqn.invars)
+                if not isinstance(v, jcore.Literal) and v in versions]
+        if not held:
+            continue
+        name, (first, pos) = eqn.primitive.name, held[0]
+        if name == "dynamic_update_slice" and len(held) == 1 and first == 0:
+            writes[pos].append(eqn)
+            versions[eqn.outvars[0]] = pos
+        elif not (name == "dynamic_slice" and len(held) == 1 and first == 0):
+            broken |= {p for _, p in held}  # a nested loop or another use: not narrowed
+    narrow = {}
+    for pos, chain in writes.items():
+        axis, out = slots[pos].axis, jaxpr.outvars[pos]
+        last = [e for e in chain if e.outvars[0] is out]
+        if pos in broken or not last or axis is None:
+            continue
+        shape, full = chain[0].invars[1].aval.shape, chain[0].invars[0].aval.shape
+        if any(e.invars[1].aval.shape != shape for e in chain) or all(
+                shape[d] == full[d] for d in range(len(full)) if d != axis):
+            continue
+        starts = {tuple(_start_key(e.invars[2 + d], variant) for d in range(len(full))
+                        if d != axis) for e in chain}
+        if len(starts) == 1 and None not in next(iter(starts)):
+            narrow[pos] = id(last[0])
+    return narrow
+
+
+def _start_key(v: Any, variant: set[Any]) -> Any:
+    """What identifies a write's start on one axis when it is the same for every iteration: a
+    literal's value, or the variable of one computed from the loop's constants; else None."""
+    if isinstance(v, jcore.Literal):
+        return ("literal", int(v.val))
+    return None if v in variant else ("var", id(v))
 
 
 def _touched(eqn: Any, version: dict[Any, int]) -> list[int]:
@@ -398,21 +459,33 @@ Aheads = dict[tuple[int, int], Any]
 loop (see ``_Slot._read``)."""
 
 
+Written = dict[int, tuple[Any, list[Any]]]
+"""id of a narrowed array's last write -> (its update, its start on each axis)."""
+
+
 def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
-              flat: Sequence[Any], aheads: Aheads) -> list[Any]:
+              flat: Sequence[Any], aheads: Aheads) -> tuple[list[Any], list[list[Any]]]:
     """One iteration of the body with each updated array replaced by its slab (size 1 on the slot
     axis, the slot's index there becoming 0), and each read of a later iteration's slot by that
-    slot's slab before the loop (``aheads``): the slabs it leaves."""
+    slot's slab before the loop (``aheads``): the slabs it leaves (for an array in
+    ``the_plan.narrow``, the window its writes cover), and the starts of those windows."""
     args = [k, *flat]
     version = {jaxpr.invars[1 + pos]: pos for pos in the_plan.slots}
-    outs = _on_slabs(jaxpr, consts, args, version, the_plan, the_plan.known, aheads)
-    return [outs[pos] for pos in sorted(the_plan.slots)]
+    written: Written = {}
+    outs = _on_slabs(jaxpr, consts, args, version, the_plan, the_plan.known, aheads, written)
+    order = sorted(the_plan.slots)
+    narrowed = [written[the_plan.narrow[pos]] for pos in order if pos in the_plan.narrow]
+    return ([written[the_plan.narrow[pos]][0] if pos in the_plan.narrow else outs[pos]
+             for pos in order], [starts for _, starts in narrowed])
 
 
 def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: dict[Any, int],
-              the_plan: _Plan, known: dict[Any, _Sym | _Bool], aheads: Aheads) -> list[Any]:
+              the_plan: _Plan, known: dict[Any, _Sym | _Bool], aheads: Aheads,
+              written: Written | None = None) -> list[Any]:
     """``jaxpr`` evaluated with the updated arrays (``version``: invar -> position) as their
-    slabs: windows on them taken at index 0 of the slot axis, nested loops run on the slabs."""
+    slabs: windows on them taken at index 0 of the slot axis, nested loops run on the slabs.
+    ``written`` (the loop's own body) gets the update and starts of each narrowed array's last
+    write."""
     env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
     env.update(zip(jaxpr.invars, args, strict=True))
 
@@ -446,6 +519,8 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             update = eqn.primitive.name == "dynamic_update_slice"
             if update:
                 version[eqn.outvars[0]] = pos
+                if written is not None and id(eqn) in the_plan.narrow.values():
+                    written[id(eqn)] = (ins[1], list(ins[2:]))
             elif id(eqn) in the_plan.ahead:  # a later slot: read from before the loop
                 ins[0] = aheads[the_plan.ahead[id(eqn)]]
             whole = eqn.outvars[0].aval.shape if not update else eqn.invars[1].aval.shape
@@ -520,34 +595,63 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     later = sorted(set(the_plan.ahead.values()))
     read_ahead = [slabs_of(pos, d) for pos, d in later]
 
-    def one(k: Any, own: list[Any], ahead: list[Any]) -> list[Any]:
+    narrowed = [pos for pos in order if pos in the_plan.narrow]
+
+    def one(k: Any, own: list[Any], ahead: list[Any]) -> tuple[list[Any], list[list[Any]]]:
         values = list(flat)
         for pos, slab in zip(order, own, strict=True):
             values[pos] = slab
-        outs = _slot_run(jaxpr, consts, the_plan, k, values,
-                         dict(zip(later, ahead, strict=True)))
+        outs, starts = _slot_run(jaxpr, consts, the_plan, k, values,
+                                 dict(zip(later, ahead, strict=True)))
+        starts = [[jnp.asarray(s, ks.dtype) for s in st] for st in starts]
         if active is None:
-            return outs
+            return outs, starts
         keep = active(k)
+        kept = dict(zip(narrowed, starts, strict=True))
+        for i, pos in enumerate(order):  # a narrowed slab keeps its window's old values
+            if pos in kept:
+                axis = the_plan.slots[pos].axis
+                at = [jnp.zeros((), ks.dtype) if d == axis else s
+                      for d, s in enumerate(kept[pos])]
+                own[i] = lax.dynamic_slice(own[i], at, outs[i].shape)
         return [lax.select(jnp.broadcast_to(keep, o.shape), o, jnp.asarray(i).astype(o.dtype))
-                for o, i in zip(outs, own, strict=True)]
+                for o, i in zip(outs, own, strict=True)], starts
 
     with backend.batch_axis_kept_by_unit_reshapes():  # no transposes around column slabs
-        outs = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]),
-                        out_axes=axes)(ks, slabs, [slab for _, _, slab in read_ahead])
+        outs, starts = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]),
+                                out_axes=(axes, 0))(ks, slabs,
+                                                    [slab for _, _, slab in read_ahead])
+    # The same in every iteration (_narrow_writes): the first iteration's.
+    window_at = {pos: [lax.index_in_dim(s, 0, keepdims=False) for s in st]
+                 for pos, st in zip(narrowed, starts, strict=True)}
     result = list(flat)
     for pos, where, out, batch in zip(order, places, outs, axes, strict=True):
         axis = the_plan.slots[pos].axis
         assert axis is not None
         block = jnp.moveaxis(jnp.squeeze(out, axis + 1), batch, axis)
-        x = jnp.asarray(flat[pos])
-        if the_plan.slots[pos].at.coef == 1:  # type: ignore[union-attr]
-            result[pos] = lax.dynamic_update_slice_in_dim(x, block.astype(x.dtype),
-                                                          int(where[0]), axis)
-        else:
-            index = (slice(None),) * axis + (jnp.asarray(where),)
-            result[pos] = x.at[index].set(block.astype(x.dtype), unique_indices=True)
+        result[pos] = _put_back(jnp.asarray(flat[pos]), block, axis, where,
+                                window_at.get(pos))
     return result
+
+
+def _put_back(x: Any, block: Any, axis: int, where: np.ndarray, at: list[Any] | None) -> Any:
+    """``x`` with the batched loop's ``block`` written back: the slots ``where`` along ``axis``
+    (a slice when they are consecutive), whole or (``at``: the window's start on each axis) in
+    their window."""
+    block, step = block.astype(x.dtype), where[1] - where[0] if len(where) > 1 else 1
+    if at is None:
+        if step == 1:
+            return lax.dynamic_update_slice_in_dim(x, block, int(where[0]), axis)
+        index = (slice(None),) * axis + (jnp.asarray(where),)
+        return x.at[index].set(block, unique_indices=True)
+    dtype = jnp.asarray(at[0]).dtype
+    if step == 1:
+        return lax.dynamic_update_slice(x, block, [jnp.asarray(int(where[0]), dtype) if d == axis
+                                                   else s for d, s in enumerate(at)])
+    grid = [  # each slot's window, its start clamped as dynamic_update_slice clamps it
+        jnp.asarray(where) if d == axis else lax.iota(dtype, block.shape[d])
+        + jnp.clip(s, 0, x.shape[d] - block.shape[d]) for d, s in enumerate(at)]
+    return x.at[jnp.ix_(*grid)].set(block, unique_indices=True)
 
 
 BATCHED, SUMMED, HOISTED = "batched", "summed", "hoisted"
