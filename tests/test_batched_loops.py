@@ -124,6 +124,9 @@ def test_a_loop_with_a_traced_start_is_batched_over_the_values_it_can_take(rng):
     (note,) = _batched(traced)
     assert "range(k + 1, A.shape[1])` batched (up to 11 iterations)" in note
     assert _whiles(traced) == 1
+    # R[k, j] is all the loop writes of R: row k of its columns is put back, not R[:, 1:]
+    assert ("tensor<1x11xf64>", "tensor<12x12xf64>") in _writes(traced), _writes(traced)
+    assert ("tensor<12x11xf64>", "tensor<12x12xf64>") not in _writes(traced)
 
 
 def strided_slots(x, out, back):
