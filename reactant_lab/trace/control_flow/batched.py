@@ -339,16 +339,16 @@ def _narrow_writes(jaxpr: Any, slots: dict[int, _Slot]) -> dict[int, int]:
     for eqn in jaxpr.eqns:
         if any(not isinstance(v, jcore.Literal) and v in variant for v in eqn.invars):
             variant.update(eqn.outvars)
-        held = [(i, versions[v]) for i, v in enumerate(eqn.invars)
-                if not isinstance(v, jcore.Literal) and v in versions]
-        if not held:
+        touched = _touched(eqn, versions)
+        if not touched:
             continue
-        name, (first, pos) = eqn.primitive.name, held[0]
-        if name == "dynamic_update_slice" and len(held) == 1 and first == 0:
+        name = eqn.primitive.name
+        if touched == [0] and name == "dynamic_update_slice":
+            pos = versions[eqn.invars[0]]
             writes[pos].append(eqn)
             versions[eqn.outvars[0]] = pos
-        elif not (name == "dynamic_slice" and len(held) == 1 and first == 0):
-            broken |= {p for _, p in held}  # a nested loop or another use: not narrowed
+        elif touched != [0] or name != "dynamic_slice":  # a nested loop or another use
+            broken |= {versions[eqn.invars[i]] for i in touched}
     narrow = {}
     for pos, chain in writes.items():
         axis, out = slots[pos].axis, jaxpr.outvars[pos]
@@ -474,9 +474,9 @@ def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
     written: Written = {}
     outs = _on_slabs(jaxpr, consts, args, version, the_plan, the_plan.known, aheads, written)
     order = sorted(the_plan.slots)
-    narrowed = [written[the_plan.narrow[pos]] for pos in order if pos in the_plan.narrow]
-    return ([written[the_plan.narrow[pos]][0] if pos in the_plan.narrow else outs[pos]
-             for pos in order], [starts for _, starts in narrowed])
+    last = {pos: written[the_plan.narrow[pos]] for pos in order if pos in the_plan.narrow}
+    return ([last[pos][0] if pos in last else outs[pos] for pos in order],
+            [starts for _, starts in last.values()])
 
 
 def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: dict[Any, int],
