@@ -73,7 +73,9 @@ def test_the_first_wrong_stage_is_named_in_the_payload_and_marked_in_the_report(
     for column in ("XLA compile", "run", "error"):
         assert column in text
     assert f"First stage that went wrong: 1 {wrong['name']}" in text
-    assert ("tr", "class", "changed first-wrong") in page.attrs
+    # The row may also be marked first-slower: that one depends on the machine's load.
+    assert any(tag == "tr" and k == "class" and {"changed", "first-wrong"} <= set(val.split())
+               for tag, k, val in page.attrs)
     assert any(k == "title" and "tolerance" in val for _, k, val in page.attrs)
 
 
