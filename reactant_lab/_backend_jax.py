@@ -33,6 +33,7 @@ from reactant_lab._compile_isolation import (
     Guard,
     ReproducerWriter,
     compile_lowered,
+    cpu_options,
     guard_for,
     isolated,
 )
@@ -308,7 +309,8 @@ def _compile_raw(text: str, device: Any, guard: Guard | None) -> Any:
     from jaxlib import xla_client
 
     client, devices = device.client, xla_client.DeviceList((device,))
-    options = jex_backend.get_compile_options(num_replicas=1, num_partitions=1)
+    options = cpu_options(jex_backend.get_compile_options(num_replicas=1, num_partitions=1),
+                          device.platform)
     if guard is not None:
         exe, options = isolated(guard, text, devices, options, client)
         if exe is not None:

@@ -49,6 +49,19 @@ CHECK_OPS = 1000
 grow with size rather than depth."""
 FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
 """The XLA:CPU option turned off to compile a module whose compile crashed with it on."""
+SMALL_LOOP_VAR = "REACTANT_LAB_SMALL_LOOP_BYTES"
+"""Environment variable: XLA:CPU's small-loop threshold for our compiles (``cpu_options``)."""
+SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
+"""XLA:CPU's backend option: a while loop whose one iteration accesses fewer bytes than this
+(and holds no scatter, sort, FFT or custom call) is compiled into one kernel; above it, each
+iteration dispatches the body's kernels one by one (a few microseconds each)."""
+SMALL_LOOP_BYTES = 1 << 18
+"""Our default for SMALL_LOOP_OPTION (256 KiB). XLA's own, 1 KiB, leaves the loops of NumPy
+mode's row-by-row kernels dispatching op by op: 80x80 cholesky (3,160 iterations of a small
+body) took 1.4 ms, 0.3-0.4 ms as one kernel; lu 2.7 -> 0.8 ms, seidel_2d 1.1 -> 0.3 ms. 64 KiB
+leaves durbin's loop (n=1000) out (1.5x slower than at 256 KiB); 1 MiB gains a little more on
+this 2-core machine (trmm, syr2k) but runs bodies of up to a megabyte on one core, where a
+machine with many cores runs XLA's kernels in parallel (``benchmarks/numpy_speed.py``)."""
 
 # XLA:CPU logs how far it got (HLO passes done, code generation started) to the worker's output,
 # which is read only after a crash: its last words. (jax sets TF_CPP_MIN_LOG_LEVEL=1 here.)
@@ -73,6 +86,56 @@ class Guard:
 class _Current(threading.local):
     guard: Guard | None = None
     """The Guard of the compile this thread is running, if any."""
+    ours: bool = False
+    """Whether the compile this thread is running is ours (``cpu_options`` applies)."""
+
+
+def small_loop_bytes() -> int:
+    """SMALL_LOOP_VAR's value, else SMALL_LOOP_BYTES."""
+    raw = os.environ.get(SMALL_LOOP_VAR, "").strip()
+    if not raw:
+        return SMALL_LOOP_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise CompileError(
+            f"{SMALL_LOOP_VAR}={raw!r} is not a number of bytes: set it to a whole number "
+            f"(1024 is XLA's own default; unset, reactant_lab uses {SMALL_LOOP_BYTES})")
+    return value
+
+
+def _proto_field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field: its key, its length, its bytes."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while n > 0x7F:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        return bytes(out) + bytes([n])
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def cpu_options(options: Any, platform: str) -> Any:
+    """``options`` for our XLA:CPU compiles: SMALL_LOOP_OPTION at ``small_loop_bytes()``,
+    unless the user's XLA_FLAGS set it. Other platforms' options are returned as they are.
+
+    The option sits in DebugOptions' ``xla_backend_extra_options`` map, which neither the
+    Python CompileOptions nor JAX's ``compiler_options`` (flag-style overrides) can set: the
+    entry is appended to the serialized proto as CompileOptionsProto.executable_build_options
+    (3) > ExecutableBuildOptionsProto.debug_options (3) > DebugOptions.xla_backend_extra_options
+    (500), which protobuf merges into the message.
+    """
+    if platform != "cpu":
+        return options
+    data = options.SerializeAsString()
+    if SMALL_LOOP_OPTION.encode() in data:
+        return options
+    entry = _proto_field(1, SMALL_LOOP_OPTION.encode()) + _proto_field(
+        2, str(small_loop_bytes()).encode())
+    return type(options).ParseFromString(
+        data + _proto_field(3, _proto_field(3, _proto_field(500, entry))))
 
 
 _CURRENT = _Current()
@@ -112,15 +175,16 @@ def guard_for(text: str, device: Any, stage: str,
 
 def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
                     guard: Guard | None) -> jax.stages.Compiled:
-    """``lowered.compile()``, in the compile worker when ``guard`` says so."""
-    if guard is None:
-        return lowered.compile()
+    """``lowered.compile()`` with ``cpu_options``, in the compile worker when ``guard`` says
+    so."""
     if wrap_jax_compile():
-        _CURRENT.guard = guard
+        _CURRENT.guard, _CURRENT.ours = guard, True
         try:
             return lowered.compile()
         finally:
-            _CURRENT.guard = None
+            _CURRENT.guard, _CURRENT.ours = None, False
+    if guard is None:  # pragma: no cover - depends on the JAX version
+        return lowered.compile()
     from jax.extend import backend as jex_backend  # no function to wrap: probe, then compile
     from jaxlib import xla_client
 
@@ -132,8 +196,9 @@ def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
 
 @functools.cache
 def wrap_jax_compile() -> bool:
-    """Route JAX's XLA compile through ``isolated`` while a Guard is set on the calling thread;
-    False when this JAX has no backend_compile_and_load to wrap.
+    """Route JAX's XLA compile through ``cpu_options`` and, while a Guard is set on the calling
+    thread, ``isolated``, for our compiles only; False when this JAX has no
+    backend_compile_and_load to wrap.
 
     The one use of ``jax._src.compiler.backend_compile_and_load`` (docs/architecture.md).
     """
@@ -148,10 +213,12 @@ def wrap_jax_compile() -> bool:
     @functools.wraps(original)
     def compile_and_load(client: Any, module: ir.Module, devices: Any, options: Any,
                          host_callbacks: Sequence[Any]) -> Any:
-        guard = _CURRENT.guard
+        guard, ours = _CURRENT.guard, _CURRENT.ours
+        _CURRENT.guard, _CURRENT.ours = None, False  # one compile per call of compile_lowered
+        if ours:
+            options = cpu_options(options, devices[0].platform)
         if guard is None or host_callbacks:  # callbacks live in this process
             return original(client, module, devices, options, host_callbacks)
-        _CURRENT.guard = None  # one compile per guard
         exe, options = isolated(guard, asm(module), devices, options, client)
         return exe if exe is not None else original(client, module, devices, options,
                                                     host_callbacks)
