@@ -37,6 +37,9 @@ def test_a_loop_writing_a_row_and_a_column_computes_its_products_ahead(kernel, r
     assert "rolled, its work that reads none of the arrays it updates hoisted" in note
     assert _whiles(traced) == 1
     assert _matrix_products(traced.ir) == 1
+    # The writes' coordinates (iotas and the counter) stay in the loop: not stored for every
+    # iteration ahead of it, one (m, m, 2) index array per write
+    assert not re.search(rf"tensor<{m}x{m}x2xi(32|64)>", traced.ir)
 
 
 def smoothed(X, W, out):

@@ -13,8 +13,9 @@ equations are split in two, on its jaxpr (the loop's scan body, as ``batched`` r
 The invariant values that the dependent equations (or the loop's results) read are computed for
 all the iterations at once, the invariant equations vmapped over the counter (the 299
 vector-matrix products become one matrix product), and the loop that remains reads its
-iteration's row of each. Scalar arithmetic of the counter alone (indices, bounds checks) stays in
-the loop: it costs nothing there, and storing it would. It is done only when it pays: the
+iteration's row of each. Arithmetic of the counter alone (indices, bounds checks, the
+coordinates of a masked row's write, built from iotas) stays in the loop: it costs little there,
+and storing it for every iteration would not. It is done only when it pays: the
 hoisted products and reductions hold at least twice the work of the equations that stay (a
 ``dot_general`` counts its multiply-adds, a reduction the elements it reads, other computing
 equations the elements they read or write, moving data nothing), and the hoisted values for all
@@ -150,8 +151,12 @@ def split(closed: Any, n: int) -> Split | None:
         invariant.append(eqn)
         if any(v in varying for v in ins):
             varying.update(eqn.outvars)
-        if any(v in heavy for v in ins) or any(
-                getattr(v.aval, "shape", ()) != () for v in [*ins, *eqn.outvars]):
+        # Heavy: an array computed by a product or a reduction, or from one. Index arrays
+        # (a masked row's coordinates, from iotas and the counter) stay in the loop, where they
+        # fuse into the write that reads them; hoisted, they would be stored for every
+        # iteration (covariance: two 300x300x2 index arrays, and gathers XLA compiles slowly).
+        if any(v in heavy for v in ins) or (work(eqn, reducing_only=True) > 0 and any(
+                getattr(v.aval, "shape", ()) != () for v in [*ins, *eqn.outvars])):
             heavy.update(eqn.outvars)
     if not heavy:
         return None
