@@ -23,6 +23,12 @@ arguments (copying is not timed):
   whose samples hold several calls, then measure up to ~1.6x faster: cholesky 0.05 against
   0.08 ms per call).
 
+XLA's options differ in one respect: rl.jit (and ``none``) compile on CPU with reactant_lab's
+small-loop threshold (``REACTANT_LAB_SMALL_LOOP_BYTES``, 256 KiB: a while loop whose iteration
+touches less runs as one kernel), the ports with jax.jit's, XLA's default of 1 KiB. The header
+says which. ``--port-small-loops`` gives the ports (and NumPy-free JAX in this process) the same
+threshold through XLA_FLAGS, to compare the two on equal XLA options.
+
 rl.jit's first results (updated arguments included) and numba's are compared with NumPy's at the
 benchmark size too; a variant that fails or differs is listed in the notes at the end.
 ``--quick`` runs the differential suite's own small inputs with 3 samples: a smoke test.
@@ -41,7 +47,7 @@ time, 13-15 ms, the same either way). This script sets OPENBLAS_THREAD_TIMEOUT=4
 spin, 2^4 cycles) before NumPy loads OpenBLAS, unless it is set already.
 
 Run: .venv/bin/python benchmarks/numpy_speed.py [--only NAME ...] [--min-time S] [--quick]
-     [--no-numba] [--pipelined-port]
+     [--no-numba] [--pipelined-port] [--port-small-loops]
 """
 
 from __future__ import annotations
@@ -715,7 +721,8 @@ CAUSES: dict[str, str] = {
                  "array just updated, and XLA fused that read with the update, reading the old "
                  "array after it was written: 2 copies of the carried 80x80 A per iteration of the "
                  "24k-iteration while loop. Now the read takes the written value and the second "
-                 "write replaces the first (storage.write_window): no copy, ~5x NumPy",
+                 "write replaces the first (storage.write_window): no copy, ~5x NumPy; ~25x "
+                 "with the loop compiled as one kernel (small-loop threshold: 1.1 -> 0.3 ms)",
     "gramschmidt": "was a while over j inside the loop over k (1,770 iterations, ~14 fusions each); "
                    "the inner loop's iterations each touch only column j of A and R, so it now "
                    "runs batched over the columns (control_flow.batched): 60 iterations of a "
@@ -731,9 +738,11 @@ CAUSES: dict[str, str] = {
                 "the array just updated, which XLA fused with the update (reading the old array "
                 "after writing it): 2 copies of the carried 80x80 A in each of 3,160 iterations. "
                 "Now those reads come from the value before the first write and the second write "
-                "replaces it (storage.write_window): no copy",
+                "replaces it (storage.write_window): no copy. XLA:CPU then dispatched the small "
+                "loop body's kernels one by one (1.4 ms); compiled as one kernel under "
+                "reactant_lab's small-loop threshold, 0.3-0.4 ms. The port is LAPACK's potrf",
     "lu": "was 1.3-1.5x with 2 copies of the carried 80x80 A per inner iteration, as cholesky's; "
-          "now none",
+          "now none, and its loops run as one kernel each (small-loop threshold: 2.7 -> 0.8 ms)",
     "ludcmp": "was 0.9x: lu's loops (see lu) plus two 80-step substitutions of masked "
               "full-length dots",
     "trisolv": "1,500 iterations of `L[i, :i] @ x[:i]` masked to full 1,500-wide rows in a while "
@@ -1149,7 +1158,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="NumPy's allocator for every variant's arrays: reactant_lab's "
                              "64-byte-aligned one (rl.use_aligned_arrays, on in notebooks with "
                              "%%load_ext reactant_lab), or NumPy's own")
+    parser.add_argument("--port-small-loops", action="store_true",
+                        help="compile the jax.jit ports with reactant_lab's small-loop "
+                             "threshold too (XLA_FLAGS), not XLA's default")
     opts = parser.parse_args(argv)
+    threshold = backend.small_loop_bytes()
+    if opts.port_small_loops:  # read when JAX makes its CPU client: before any computation
+        os.environ["XLA_FLAGS"] = (
+            f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_extra_options="
+            f"{backend.SMALL_LOOP_OPTION}={threshold}").strip()
     unknown = [n for n in opts.only if n not in CASES]
     if unknown:
         parser.error(f"unknown kernel(s) {unknown}; known: {', '.join(CASES)}")
@@ -1170,6 +1187,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         except rl.AlignedArraysUnavailable as exc:
             allocator = f"NumPy's own (the aligned one is unavailable: {exc})"
     print(f"arrays allocated by {allocator}")
+    ports = ("the same" if opts.port_small_loops else "set by XLA_FLAGS"
+             if backend.SMALL_LOOP_OPTION in os.environ.get("XLA_FLAGS", "")
+             else "jax.jit's default, 1024 bytes")
+    print(f"XLA:CPU small-loop threshold: rl.jit and none {threshold} bytes; ports {ports}")
     _warm_stacks()
     rows = []
     total = time.perf_counter()

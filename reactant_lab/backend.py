@@ -64,9 +64,13 @@ from reactant_lab._compile_isolation import (
     CHECK_OPS,
     COMPILE_CHECK_VAR,
     FUSION_EMITTERS,
+    SMALL_LOOP_BYTES,
+    SMALL_LOOP_OPTION,
+    SMALL_LOOP_VAR,
     ReproducerWriter,
     compile_check_mode,
     isolation_reason,
+    small_loop_bytes,
 )
 from reactant_lab._compile_isolation import COMPILER as _COMPILER  # noqa: F401 - tests and benchmarks stop it
 from reactant_lab.errors import (
@@ -83,6 +87,9 @@ __all__ = [
     "COMPILE_CHECK_VAR",
     "FUSION_EMITTERS",
     "MAX_NESTING",
+    "SMALL_LOOP_BYTES",
+    "SMALL_LOOP_OPTION",
+    "SMALL_LOOP_VAR",
     "Aval",
     "Executable",
     "FlatFunction",
@@ -113,6 +120,7 @@ __all__ = [
     "resolve_device",
     "run_pipeline",
     "runnable_passes",
+    "small_loop_bytes",
     "transform_patterns",
     "upstream_pass_available",
     "versions",
