@@ -722,7 +722,7 @@ CAUSES: dict[str, str] = {
                  "array after it was written: 2 copies of the carried 80x80 A per iteration of the "
                  "24k-iteration while loop. Now the read takes the written value and the second "
                  "write replaces the first (storage.write_window): no copy, ~5x NumPy; ~25x "
-                 "with the loop compiled as one kernel (small-loop threshold: 1.1 -> 0.3 ms)",
+                 "with the loop compiled as one kernel (small-loop threshold: 1.1 -> 0.3-0.4 ms)",
     "gramschmidt": "was a while over j inside the loop over k (1,770 iterations, ~14 fusions each); "
                    "the inner loop's iterations each touch only column j of A and R, so it now "
                    "runs batched over the columns (control_flow.batched): 60 iterations of a "

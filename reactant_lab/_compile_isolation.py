@@ -58,10 +58,11 @@ iteration dispatches the body's kernels one by one (a few microseconds each)."""
 SMALL_LOOP_BYTES = 1 << 18
 """Our default for SMALL_LOOP_OPTION (256 KiB). XLA's own, 1 KiB, leaves the loops of NumPy
 mode's row-by-row kernels dispatching op by op: 80x80 cholesky (3,160 iterations of a small
-body) took 1.4 ms, 0.3-0.4 ms as one kernel; lu 2.7 -> 0.8 ms, seidel_2d 1.1 -> 0.3 ms. 64 KiB
-leaves durbin's loop (n=1000) out (1.5x slower than at 256 KiB); 1 MiB gains a little more on
-this 2-core machine (trmm, syr2k) but runs bodies of up to a megabyte on one core, where a
-machine with many cores runs XLA's kernels in parallel (``benchmarks/numpy_speed.py``)."""
+body) took 1.4 ms, 0.3-0.4 ms as one kernel; lu 2.7 -> 0.8 ms, seidel_2d 1.1 -> 0.3-0.4 ms.
+64 KiB leaves durbin's loop (n=1000) out (1.5x slower than at 256 KiB); 1 MiB gains a little
+more on this 2-core machine (trmm, syr2k) but runs bodies of up to a megabyte on one core,
+where a machine with many cores runs XLA's kernels in parallel
+(``benchmarks/numpy_speed.py``)."""
 
 # XLA:CPU logs how far it got (HLO passes done, code generation started) to the worker's output,
 # which is read only after a crash: its last words. (jax sets TF_CPP_MIN_LOG_LEVEL=1 here.)
