@@ -8,6 +8,8 @@ import __future__
 import ast
 import functools
 import inspect
+import linecache
+import re
 import textwrap
 import types
 from collections.abc import Callable
@@ -24,6 +26,29 @@ _MADE: set[types.CodeType] = set()
 """Code objects made by the rewrite (never rewritten again)."""
 
 
+_DEF_LINE = re.compile(r"^\s*(?:async\s+)?def\s|^\s*@")
+"""A line that starts a function's source: its ``def`` or a decorator."""
+
+
+def source_lines(code: types.CodeType) -> tuple[list[str], int]:
+    """``inspect.getsourcelines(code)``: the lines of the function ``code`` was compiled from and
+    the number of the first. Read from the line cache directly: for a code object,
+    ``inspect.getmodule`` first scans every loaded module's file (a realpath of each: 0.07-0.1 s
+    on a process's first call with JAX loaded). Falls back to ``inspect`` where the line cache
+    has no source (a loader-only module)."""
+    file = code.co_filename
+    linecache.checkcache(file)
+    lines = linecache.getlines(file)
+    if not lines:
+        return inspect.getsourcelines(code)
+    at = code.co_firstlineno - 1
+    if not 0 <= at < len(lines):
+        raise OSError(f"line {at + 1} is past the end of {file}")
+    while at > 0 and not _DEF_LINE.match(lines[at]):
+        at -= 1
+    return inspect.getblock(lines[at:]), at + 1
+
+
 @functools.lru_cache(maxsize=2048)
 def rewritten_code(code: types.CodeType) -> tuple[types.CodeType | None, str | None]:
     """(the rewritten code, None), (None, None) when nothing needs rewriting, or (None, why
@@ -33,7 +58,7 @@ def rewritten_code(code: types.CodeType) -> tuple[types.CodeType | None, str | N
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         return None, f"{code.co_name} is a generator or async function"
     try:
-        lines, start = inspect.getsourcelines(code)
+        lines, start = source_lines(code)
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError, IndentationError) as exc:
         return None, f"the source of {code.co_qualname} is not available ({type(exc).__name__})"
