@@ -1142,6 +1142,15 @@ def _warm_stacks() -> None:
         jax.block_until_ready(jax.jit(lambda x: x.at[1:].add(1.0).sum())(jnp.ones(4)))
 
 
+def _ports_threshold(same: bool) -> str:
+    """Which small-loop threshold the ports compile with, in words."""
+    if same:
+        return "the same"
+    if backend.SMALL_LOOP_OPTION in os.environ.get("XLA_FLAGS", ""):
+        return "set by XLA_FLAGS"
+    return "jax.jit's default, 1024 bytes"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[], metavar="NAME", help="kernel names")
@@ -1187,10 +1196,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         except rl.AlignedArraysUnavailable as exc:
             allocator = f"NumPy's own (the aligned one is unavailable: {exc})"
     print(f"arrays allocated by {allocator}")
-    ports = ("the same" if opts.port_small_loops else "set by XLA_FLAGS"
-             if backend.SMALL_LOOP_OPTION in os.environ.get("XLA_FLAGS", "")
-             else "jax.jit's default, 1024 bytes")
-    print(f"XLA:CPU small-loop threshold: rl.jit and none {threshold} bytes; ports {ports}")
+    print(f"XLA:CPU small-loop threshold: rl.jit and none {threshold} bytes; ports "
+          f"{_ports_threshold(opts.port_small_loops)}")
     _warm_stacks()
     rows = []
     total = time.perf_counter()

@@ -4,6 +4,8 @@ Differential against NumPy eager / JAX run as Python on fresh random inputs."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from typing import Any
 
@@ -613,6 +615,9 @@ def test_a_short_loop_around_a_loop_rolls_when_it_can(rng: Any) -> None:
 
 # ---------------------------------------------------------------- reading the function's source
 
+_convert = importlib.import_module("reactant_lab.trace.control_flow.convert")
+"""The module (``reactant_lab.trace.control_flow.convert`` is also the name of its function)."""
+
 def _decorated(fn: Any) -> Any:
     return fn
 
@@ -632,36 +637,27 @@ class _Smoother:
 
 
 def test_source_lines_match_inspect_for_every_kind_of_function() -> None:
-    import importlib
-    import inspect
-
-    convert = importlib.import_module("reactant_lab.trace.control_flow.convert")
-
     def nested(x: Any) -> Any:
         while x.sum() > 1:
             x = x / 2
         return x
 
     for fn in (_scaled_rows, _Smoother.run, nested, check, whiles):
-        assert convert.source_lines(fn.__code__) == inspect.getsourcelines(fn.__code__)
+        assert _convert.source_lines(fn.__code__) == inspect.getsourcelines(fn.__code__)
 
 
 def test_a_first_rewrite_does_not_scan_every_loaded_module(rng: Any, monkeypatch: Any) -> None:
     """inspect.getsourcelines of a code object asks inspect.getmodule, which resolves the file of
     every module loaded (0.07-0.1 s on a process's first call): the rewrite reads the line cache
     instead. Differential: the rewritten loop still gives NumPy's result."""
-    import importlib
-    import inspect
-
-    convert = importlib.import_module("reactant_lab.trace.control_flow.convert")
-
     def refuse(*_: Any, **__: Any) -> Any:
         raise AssertionError("inspect.getmodule was asked")
 
-    convert.rewritten_code.cache_clear()
+    _convert.rewritten_code.cache_clear()
     monkeypatch.setattr(inspect, "getmodule", refuse)
-    a = rng.random((6, 5)) + 0.5
-    check(_scaled_rows, a)
-    code, why = convert.rewritten_code(_scaled_rows.__code__)
-    assert code is not None and why is None  # its loop was rewritten, from its source
-    convert.rewritten_code.cache_clear()
+    try:
+        check(_scaled_rows, rng.random((6, 5)) + 0.5)
+        code, why = _convert.rewritten_code(_scaled_rows.__code__)
+        assert code is not None and why is None  # its loop was rewritten, from its source
+    finally:
+        _convert.rewritten_code.cache_clear()
