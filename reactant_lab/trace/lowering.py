@@ -80,9 +80,10 @@ def is_array(leaf: Any) -> bool:
 
 
 def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x64: bool,
-               mode: str) -> Lowered:
+               mode: str, rewrite: Callable[[Any], Any] | None = None) -> Lowered:
     """Trace ``call`` on ``flat``'s avals (Python runs it exactly once), plan its results and
-    lower it to StableHLO."""
+    lower it to StableHLO. ``rewrite``: a mode's change of the traced closed jaxpr (same
+    results), applied before lowering."""
     captured: dict[str, CallOutput] = {}
 
     def flat_fn(*linear: Any) -> list[Any]:
@@ -97,6 +98,8 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
              for a, s in zip(flat.linear, shardings, strict=True)]
     with backend.x64_scope(x64), user_code_errors(name, mode):
         closed = jax.make_jaxpr(flat_fn)(*avals)
+        if rewrite is not None:
+            closed = rewrite(closed)
     session = control_flow_session.current()
     if session is not None and session.discarded:  # a loop traced again left one unused
         closed = backend.without_dead_code(closed)

@@ -15,7 +15,7 @@ from reactant_lab.errors import UnsupportedArgumentError
 from reactant_lab.trace import captures
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.lowering import CallOutput, Lowered, lower_call
-from reactant_lab.trace.numpy_mode import context, errors
+from reactant_lab.trace.numpy_mode import context, errors, fused_reads
 from reactant_lab.trace.numpy_mode.creation import overlays
 from reactant_lab.trace.numpy_mode.overlap import check_independent
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray
@@ -59,7 +59,7 @@ def trace_numpy(fn: Callable[..., Any], flat: FlatCall) -> Lowered:
                 raise
         return _output(out, proxies, flat)
 
-    return lower_call(name, flat, call, x64=True, mode="numpy")
+    return lower_call(name, flat, call, x64=True, mode="numpy", rewrite=fused_reads.guard)
 
 
 def _argument_root(flat: FlatCall, i: int, traced: Any) -> Root:
