@@ -218,7 +218,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
                    device: Any, x64: bool, donate: Sequence[bool],
                    structure: Structure | None, stage: str = "final",
                    reproducer: ReproducerWriter | None = None,
-                   shardings: Sequence[Any] = ()) -> Executable:
+                   shardings: Sequence[Any] = (),
+                   template: Prelowering | None = None) -> Executable:
     """Compile module text for ``device``; ``stage`` names it in errors, and ``reproducer``
     (stages.reproducer.write_reproducer) writes a directory when XLA crashes on it.
 
@@ -230,13 +231,15 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
     ``shardings`` (a NamedSharding per argument, all over one mesh) compiles the module for that
     mesh: XLA's Shardy partitioner partitions it, and the executable runs on every device of
     the mesh. Only JAX's dispatch runs such an executable.
+
+    ``template``: ``prelower``'s handle for this same signature, lowered while the passes ran.
     """
     text = module_text(text)
     donation = donation_plan(donate, avals, out_avals)
     guard = guard_for(text, device, stage, reproducer)
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
-                                    guard, shardings)
+                                    guard, shardings, template)
         if compiled is not None:
             exe = Executable(*compiled, None, device, x64, structure is not None)
             exe.note = guard.note if guard is not None else None
@@ -251,16 +254,11 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
     return exe
 
 
-def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
-                     out_avals: Sequence[Aval], device: Any, x64: bool,
-                     structure: Structure | None, guard: Guard | None,
-                     shardings: Sequence[Any] = ()) -> tuple[str, jax.stages.Compiled] | None:
-    """Compile through a JAX lowering of the same signature whose module is swapped for ours.
-
-    This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns (text
-    compiled, JAX's Compiled), or None when this JAX version's lowering object does not have the
-    expected shape.
-    """
+def _template_lowering(avals: Sequence[Aval], out_avals: Sequence[Aval], device: Any,
+                       x64: bool, structure: Structure | None,
+                       shardings: Sequence[Any] = ()) -> jax.stages.Lowered:
+    """JAX's lowering of a function of the signature (``structure``'s, else one of the linear
+    values giving ``out_avals``), whose module ``_compile_via_jax`` swaps for ours."""
     if structure is None:
         def template(*_: Any) -> list[jax.Array]:
             # jnp.zeros lowers to a broadcast of one zero; a NumPy array would be a dense
@@ -272,7 +270,50 @@ def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
                                     for a, s in zip(avals, shards, strict=True)), {}
     fn, args, kwargs = structure
     with x64_scope(x64):
-        lowered = jax.jit(fn, keep_unused=True).lower(*args, **kwargs)
+        return jax.jit(fn, keep_unused=True).lower(*args, **kwargs)
+
+
+class Prelowering:
+    """``_template_lowering`` run on a thread of its own, started before the module to compile
+    exists: a first call's pass pipeline runs in the pass worker, and this process lowers the
+    template meanwhile (a few milliseconds of JAX tracing and lowering off the first call)."""
+
+    def __init__(self, avals: Sequence[Aval], out_avals: Sequence[Aval], device: Any,
+                 x64: bool, structure: Structure | None, shardings: Sequence[Any] = ()):
+        self._lowered: jax.stages.Lowered | None = None
+
+        def run() -> None:
+            # Any failure leaves None: the compile then lowers again on its own thread, where
+            # the error (if it is one) surfaces as usual.
+            with contextlib.suppress(Exception):
+                self._lowered = _template_lowering(avals, out_avals, device, x64, structure,
+                                                   shardings)
+
+        self._thread = threading.Thread(target=run, name="reactant_lab-prelower", daemon=True)
+        self._thread.start()
+
+    def take(self) -> jax.stages.Lowered | None:
+        """The lowering (once: its module is then swapped), or None if it failed."""
+        self._thread.join()
+        lowered, self._lowered = self._lowered, None
+        return lowered
+
+
+def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
+                     out_avals: Sequence[Aval], device: Any, x64: bool,
+                     structure: Structure | None, guard: Guard | None,
+                     shardings: Sequence[Any] = (), template: Prelowering | None = None
+                     ) -> tuple[str, jax.stages.Compiled] | None:
+    """Compile through a JAX lowering of the same signature whose module is swapped for ours.
+
+    This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns (text
+    compiled, JAX's Compiled), or None when this JAX version's lowering object does not have the
+    expected shape.
+    """
+    lowered = template.take() if template is not None else None
+    if lowered is None:
+        lowered = _template_lowering(avals, out_avals, device, x64, structure, shardings)
+    with x64_scope(x64):
         module = swap_module(lowered, text, donation)
         if module is None:
             return None

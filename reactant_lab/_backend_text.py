@@ -166,6 +166,28 @@ def module_size(text: str) -> tuple[int, int]:
     return ops, chain
 
 
+_MAIN_LINE = re.compile(r"^  func\.func public @main\((.*)$", re.MULTILINE)
+_MAIN_END = re.compile(r"^  }", re.MULTILINE)
+
+
+def main_reads_every_arg(text: str) -> bool:
+    """Whether the printed ``@main`` of ``text`` surely reads each of its arguments: each
+    ``%argN`` of its one-line signature appears again in its body (regions nested in it number
+    their block arguments on from @main's, so the name is @main's argument). False also where
+    the text is not laid out as MLIR prints a module (then the module itself says)."""
+    line = _MAIN_LINE.search(text)
+    if line is None:
+        return False
+    n = len(re.findall(r"%arg\d+:", line.group(1)))
+    if not n:
+        return True
+    end = _MAIN_END.search(text, line.end())
+    if end is None:
+        return False
+    read = {int(m) for m in re.findall(r"%arg(\d+)(?![\w$.-])", text[line.end():end.start()])}
+    return all(i in read for i in range(n))
+
+
 def restore_main(text: str, name: str) -> str:
     """``text`` with its entry function ``name`` (enzyme-ad's private @main_<n>) renamed to the
     public @main again."""

@@ -39,6 +39,7 @@ from reactant_lab._backend_enzyme import FlatFunction, autodiff, batch, fwddiff,
 from reactant_lab._backend_ir import Aval
 from reactant_lab._backend_jax import (
     Executable,
+    Prelowering,
     Structure,
     abstract_value,
     batch_axis_kept_by_unit_reshapes,
@@ -52,6 +53,7 @@ from reactant_lab._backend_text import (
     MAX_NESTING,
     compile_message,
     hex_bool_constants,
+    main_reads_every_arg,
     module_size,
     module_text,
     parse_error_message,
@@ -96,6 +98,7 @@ __all__ = [
     "PassCrash",
     "PassRunFailure",
     "PassTimeout",
+    "Prelowering",
     "ReproducerWriter",
     "Structure",
     "abstract_value",
@@ -337,6 +340,9 @@ def drop_main_results(text: str, drop: Sequence[int]) -> str:
 def drop_unused_main_args(text: str) -> tuple[str, list[int]]:
     """``text`` with the arguments ``@main`` never reads removed, and their indices (text
     unchanged and [] when there are none)."""
+    text = module_text(text)
+    if main_reads_every_arg(text):  # the common case, without parsing the module
+        return text, []
     edited, unused = _edit_module(text, _backend_ir.drop_unused_args)
     return (edited, unused) if unused else (text, [])
 

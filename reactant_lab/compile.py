@@ -616,9 +616,21 @@ def _out_avals(traced: Traced) -> list[backend.Aval]:
     return [(computed[i].shape, computed[i].dtype, False) for i in sorted(computed)]
 
 
+def prelower(traced: Traced, device: Any | None = None) -> backend.Prelowering:
+    """Start lowering, on a thread, the JAX template ``compile_traced`` swaps the module of
+    ``traced``'s final stage into (for a module that keeps every result and argument, as most
+    do): what this process does while the pass worker runs a first call's passes."""
+    dev = backend.resolve_device(device)
+    layout = traced.layout
+    out_avals = _out_avals(traced)
+    return backend.Prelowering(layout.avals, out_avals, dev, layout.x64,
+                               _structure(layout, out_avals, dev), layout.shardings)
+
+
 def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
                    donate: bool | str = False, stage_name: str = "final",
-                   in_place: Collection[int] = ()) -> Compiled:
+                   in_place: Collection[int] = (),
+                   prelowered: backend.Prelowering | None = None) -> Compiled:
     """Compile a stage's module of ``traced`` for ``device``.
 
     ``donate``: True gives every argument's buffer that is not returned unchanged to the
@@ -631,6 +643,9 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
     As Reactant's ``compile_mlir!``, results the passes reduced to an argument returned
     unchanged are removed from ``@main`` first: the call hands them back without computing or
     copying them on the device, and their arguments are not donated.
+
+    ``prelowered``: ``prelower(traced, device)``'s template, used when the module kept every
+    result and argument (its signature is then the template's).
     """
     dev = backend.resolve_device(device)
     layout, drop = after_pipeline(traced.layout, returned_arguments(ir, len(traced.linear_args)))
@@ -663,7 +678,8 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         donate=mask if used is None else [mask[i] for i in used], structure=structure,
         stage=stage_name, reproducer=write_reproducer,
         shardings=layout.shardings if used is None or not layout.shardings
-        else [layout.shardings[i] for i in used])
+        else [layout.shardings[i] for i in used],
+        template=prelowered if not drop and used is None else None)
     return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
                     used)
 

@@ -18,7 +18,7 @@ import numpy as np
 from reactant_lab import backend
 from reactant_lab.analysis.provenance import LineOps, function_code, main_file, op_source_sets
 from reactant_lab.analysis.provenance import ops_for_line as _ops_for_line
-from reactant_lab.compile import Compiled
+from reactant_lab.compile import Compiled, prelower
 from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
 from reactant_lab.host_memory import read_in_place
 from reactant_lab.stages.patterns import PatternChoice
@@ -230,7 +230,9 @@ def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = F
     module of one run of all the passes and runs the stages one by one only when they are
     first looked at (``run_deferred``: ``rl.jit``'s first call). ``in_place``: the linear
     arguments ``donate='auto'`` keeps (``compile_traced``)."""
+    prelowered = None
     if defer:
+        prelowered = prelower(traced, options.device)  # lowered while the passes run
         stages = run_deferred(traced, optimize=options.optimize,
                               granularity=options.granularity, pipeline=options.pipeline,
                               no_nan=options.no_nan, device=options.device,
@@ -240,7 +242,8 @@ def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = F
                                pipeline=options.pipeline, no_nan=options.no_nan,
                                device=options.device, shardy_passes=options.shardy_passes,
                                **options.pattern_kwargs)
-    compiled = stages.compile(device=options.device, donate=options.donate, in_place=in_place)
+    compiled = stages.compile(device=options.device, donate=options.donate, in_place=in_place,
+                              prelowered=prelowered)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
 

@@ -264,3 +264,30 @@ def test_copy_into_writes_every_shape_and_layout_whole(rng, monkeypatch):
         host = rng.standard_normal(target.shape)
         compiled.copy_into(target, host)
         np.testing.assert_array_equal(target, host)
+
+
+MAIN = """module @m {{
+  func.func public @main(%arg0: tensor<4xf64> loc("args[0]"), %arg1: tensor<4xf64>) -> (tensor<4xf64>) {{
+{body}
+  }}
+  func.func private @helper(%arg0: tensor<4xf64>, %arg1: tensor<4xf64>) -> tensor<4xf64> {{
+    %0 = stablehlo.add %arg0, %arg1 : tensor<4xf64>
+    return %0 : tensor<4xf64>
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("body", "every"), [
+    ("    %0 = stablehlo.add %arg0, %arg1 : tensor<4xf64>\n    return %0 : tensor<4xf64>", True),
+    # %arg1 read only inside a region of @main (regions number their arguments on)
+    ("    %0 = stablehlo.reduce(%arg0 init: %c) applies stablehlo.add across dimensions = [0]"
+     "\n    %1 = stablehlo.map %arg1 (%arg2: tensor<f64>) { stablehlo.return %arg2 }"
+     "\n    return %arg0 : tensor<4xf64>", True),
+    # %arg1 read only by @helper's own %arg1, and %arg10 is not %arg1
+    ("    %0 = call @helper(%arg0, %arg0) : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>"
+     "\n    %arg10 = stablehlo.add %0, %0 : tensor<4xf64>\n    return %0 : tensor<4xf64>", False),
+])
+def test_the_text_check_of_read_arguments_never_misses_an_unread_one(body, every):
+    from reactant_lab import _backend_text
+    assert _backend_text.main_reads_every_arg(MAIN.format(body=body)) is every
