@@ -4,6 +4,8 @@ answers."""
 
 from __future__ import annotations
 
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +14,7 @@ from jax._src import compiler as jax_compiler
 from jax._src.interpreters import pxla
 
 import reactant_lab as rl
-from reactant_lab import _compile_isolation, backend
+from reactant_lab import _backend_jax, _compile_isolation, backend
 
 
 def layer(params, x, *, bias):
@@ -161,3 +163,68 @@ def test_without_jaxs_compile_function_the_worker_compile_is_a_probe(rng, monkey
     assert compiled._exe.fast_call is not None  # then JAX compiled it here, as without a guard
     np.testing.assert_allclose(compiled(*args, **kwargs), layer_numpy(*args, **kwargs),
                                rtol=1e-5, atol=1e-6)
+
+
+def _template_threads(monkeypatch):
+    """The names of the threads that lower a compile's JAX template, in order."""
+    names: list[str] = []
+    lower = _backend_jax._template_lowering
+
+    def spy(*args, **kwargs):
+        names.append(threading.current_thread().name)
+        return lower(*args, **kwargs)
+
+    monkeypatch.setattr(_backend_jax, "_template_lowering", spy)
+    return names
+
+
+def scaled_update(a, b):
+    a += 2.0 * b
+    return a.sum()
+
+
+def test_a_first_call_lowers_its_template_while_the_passes_run(monkeypatch, rng):
+    names = _template_threads(monkeypatch)
+    a, b = rng.random(6), rng.random(6)
+    got_a, want_a = a.copy(), a.copy()
+    total = rl.jit(scaled_update)(got_a, b)
+    assert names == ["reactant_lab-prelower"]  # one lowering, on the prelowering thread
+    want = scaled_update(want_a, b)
+    np.testing.assert_allclose(got_a, want_a)
+    assert total == pytest.approx(want)
+
+
+def identity_and_double(a):
+    return a * 1.0 + 0.0, a * 2.0
+
+
+@pytest.mark.skipif(not rl.enzyme_available(), reason="the passes that forward it need enzyme-ad")
+def test_a_module_the_passes_changed_the_signature_of_lowers_its_own(monkeypatch, rng):
+    names = _template_threads(monkeypatch)
+    x = rng.random(5)
+    jitted = rl.jit(identity_and_double)
+    same, doubled = jitted(x)
+    assert jitted.last.compiled.forwarded == (("result[0]", "args[0]"),)
+    # the template lowered ahead had two results; the compile lowered one of the module's own
+    assert names == ["reactant_lab-prelower", threading.main_thread().name]
+    np.testing.assert_array_equal(same, x)
+    np.testing.assert_allclose(doubled, 2.0 * x)
+
+
+def test_a_template_that_fails_to_lower_ahead_is_lowered_again(monkeypatch, rng):
+    lower = _backend_jax._template_lowering
+    calls = []
+
+    def fails_ahead(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("lowering failed on the prelowering thread")
+        return lower(*args, **kwargs)
+
+    monkeypatch.setattr(_backend_jax, "_template_lowering", fails_ahead)
+    a, b = rng.random(6), rng.random(6)
+    got_a, want_a = a.copy(), a.copy()
+    rl.jit(scaled_update)(got_a, b)
+    scaled_update(want_a, b)
+    assert len(calls) == 2
+    np.testing.assert_allclose(got_a, want_a)
