@@ -34,6 +34,7 @@ from reactant_lab.trace.specs import (
     ArgView,
     CallLayout,
     Computed,
+    Constant,
     Forwarded,
     OutSlot,
     Preserved,
@@ -342,6 +343,9 @@ class Compiled:
                 for op in slot.ops:
                     view = op.get(view)
                 leaves.append(view)
+            elif isinstance(slot, Constant):  # a new array on every call, as NumPy's
+                leaves.append(np.array(slot.value, order="K") if self._layout.numpy_out
+                              else jax.device_put(slot.value, self.device))
             else:
                 leaves.append(slot.value)
         if self._one_leaf:
@@ -594,7 +598,7 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
     if layout.writeback or layout.captures or any(
             isinstance(s, Static) and s.value is not None for s in layout.in_slots):
         return None
-    if any(isinstance(s, Preserved | ArgView | Forwarded | UpdatedArg) or (
+    if any(isinstance(s, Preserved | ArgView | Forwarded | UpdatedArg | Constant) or (
             isinstance(s, Static) and s.value is not None) for s in layout.out_slots):
         return None
 

@@ -49,6 +49,9 @@ class ResultInfo:
     """Path of the argument it is, returned unchanged (an alias, no copy)."""
     writes_back: str | None = None
     """Path of the mutated argument this result is written into, if any."""
+    constant: bool = False
+    """Computed while tracing, from constants alone: the module does not compute it (NumPy
+    mode's large constant results, see ``trace.specs.Constant``)."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,8 @@ def signature_of(traced: Any, donated: bool | Sequence[bool] = False) -> Signatu
     args = tuple(ArgInfo(a.index, a.path, _type_str(a.shape, a.dtype), a.path in mutated,
                          bool(donated[i])) for i, a in enumerate(traced.linear_args))
     results = tuple(ResultInfo(r.path, _type_str(r.shape, r.dtype), r.index, r.preserved_from,
-                               _written_back(r.path, mutated)) for r in traced.linear_results)
+                               _written_back(r.path, mutated), getattr(r, "constant", False))
+                    for r in traced.linear_results)
     skipped = tuple((s.path, s.value_repr) for s in traced.skipped_args)
     return Signature(args, results, skipped)
 
@@ -245,10 +249,13 @@ class _Graph:
 
     def _result_node(self, n: int, r: ResultInfo, extra: tuple[str, ...] = ()) -> Node:
         marks = tuple(m for m, on in (("preserved", r.preserved_from is not None),
-                                      ("writes-back", r.writes_back is not None)) if on)
+                                      ("writes-back", r.writes_back is not None),
+                                      ("constant", r.constant)) if on)
         label = (r.path, r.type, *extra)
         if r.preserved_from:
             label += (f"alias of {r.preserved_from}",)
+        if r.constant:
+            label += ("constant, computed while tracing",)
         if r.writes_back:
             label += (f"written back to {r.writes_back}",)
         return Node(f"res{n}", "result", label, marks)

@@ -193,7 +193,8 @@ def _sig_dict(sig: Signature, forwarded: tuple[tuple[str, str], ...]) -> dict[st
                       "donated": a.donated and a.path not in kept} for a in sig.args],
             "results": [{"index": r.index, "path": r.path,
                          "type": r.type, "preserved_from": r.preserved_from,
-                         "writes_back": r.writes_back, "preserved_after": after.get(r.path)}
+                         "writes_back": r.writes_back, "preserved_after": after.get(r.path),
+                         "constant": r.constant}
                         for r in sig.results],
             "skipped": [list(s) for s in sig.skipped]}
 

@@ -163,4 +163,6 @@ def _result_marks(r: dict[str, Any]) -> str:
         out.append(f'<span class="mark preserved">alias of {esc(r["preserved_from"])}</span>')
     if r["writes_back"]:
         out.append(f'<span class="mark mutated">written back to {esc(r["writes_back"])}</span>')
+    if r.get("constant"):
+        out.append('<span class="mark preserved">constant, computed while tracing</span>')
     return " ".join(out)

@@ -19,6 +19,7 @@ from reactant_lab.trace.paths import FlatCall, is_none, result_path
 from reactant_lab.trace.specs import (
     ArgView,
     Computed,
+    Constant,
     OutSlot,
     Preserved,
     ResultSpec,
@@ -34,9 +35,10 @@ class CallOutput:
 
     treedef: Any
     """Tree structure of the result (None is a leaf)."""
-    leaves: list[tuple[str, Any, UpdatedArg | Preserved | ArgView | None]]
+    leaves: list[tuple[str, Any, UpdatedArg | Preserved | ArgView | Constant | None]]
     """Per result leaf: its path, its value (traced array or static), and what argument it is
-    when it is one (updated in place, returned unchanged) or a view of one (else None)."""
+    when it is one (updated in place, returned unchanged) or a view of one, or the constant it
+    is (else None)."""
     extras: list[tuple[str, Any, int]] = field(default_factory=list)
     """Per mutated argument: its ``resargs`` path, its final traced value, its linear index."""
     layout_deps: tuple[tuple[int, Any], ...] = ()
@@ -154,6 +156,11 @@ def _plan_leaves(closed: Any, out: CallOutput, flat: FlatCall) -> tuple[
     updated: list[tuple[int, int]] = []  # (position in results, argument) of updated arguments
     k = 0
     for path, leaf, kind in out.leaves:
+        if isinstance(kind, Constant):
+            slots.append(kind)
+            results.append(ResultSpec(path, tuple(kind.value.shape), kind.value.dtype, None,
+                                      constant=True))
+            continue
         if isinstance(kind, ArgView):
             slots.append(kind)
             results.append(ResultSpec(path, tuple(leaf.shape), np.dtype(leaf.dtype), None,

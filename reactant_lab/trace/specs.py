@@ -60,10 +60,14 @@ class ResultSpec:
     """Path of the argument this result is (returned unchanged) or is a view of, if any."""
     view: bool = False
     """True when the result is a view of that argument (NumPy mode), not the argument itself."""
+    constant: bool = False
+    """True when NumPy mode computed the result while tracing, from constants alone (no argument
+    reaches it): the module does not compute it, and each call hands back a new copy."""
 
     def __str__(self) -> str:
         kind = "view" if self.view else "alias"
-        where = f"{kind} of {self.preserved_from}" if self.preserved_from else f"#{self.index}"
+        where = f"{kind} of {self.preserved_from}" if self.preserved_from else (
+            "constant, computed while tracing" if self.constant else f"#{self.index}")
         return f"{self.path} {_type_str(self.shape, self.dtype)} ({where})"
 
 
@@ -128,7 +132,23 @@ class Forwarded:
     """As ``Computed.scalar``."""
 
 
-OutSlot: TypeAlias = Computed | Preserved | UpdatedArg | ArgView | Forwarded | Static
+@dataclass(frozen=True, eq=False)
+class Constant:
+    """A result leaf NumPy mode computed while tracing, from constants alone (no argument reaches
+    it, e.g. ``np.cumprod(np.ones(n) * 1.01)``), of at least ``CONSTANT_RESULT_BYTES``: the module
+    does not compute it (a folded constant of that size costs every stage and XLA's compile the
+    time to print, parse and copy it); each call hands back a new copy, as NumPy's call gives a
+    new array. Compared by identity (an array has no truth value)."""
+
+    value: np.ndarray
+    """The value, never handed out itself."""
+
+
+CONSTANT_RESULT_BYTES = 64 << 10
+"""From this size up, a result computed while tracing is a ``Constant``; a smaller one stays a
+constant of the module, where the stages show it."""
+
+OutSlot: TypeAlias = Computed | Preserved | UpdatedArg | ArgView | Forwarded | Static | Constant
 """What one result leaf of a call is (see ``CallLayout.out_slots``)."""
 
 

@@ -280,7 +280,8 @@ export function signaturePanel(payload: ExplorerPayload): HTMLElement {
             r.preserved_from === null && (r.preserved_after ?? null) !== null,
             `preserved after the pipeline: ${r.preserved_after} (traced as computed)`
           ],
-          [r.writes_back !== null, `written back to ${r.writes_back}`]
+          [r.writes_back !== null, `written back to ${r.writes_back}`],
+          [r.constant ?? false, 'constant, computed while tracing']
         ])
       ])
     )

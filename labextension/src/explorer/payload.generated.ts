@@ -221,6 +221,10 @@ export interface SignatureResult {
    * The argument this result is after the pass pipeline (the passes reduced it to the argument returned unchanged: the executable does not compute it, and the argument is not donated), else null. preserved_from is the traced view.
    */
   preserved_after?: string | null;
+  /**
+   * True when NumPy mode computed the result while tracing, from constants alone: the module does not compute it, and each call hands back a new copy.
+   */
+  constant?: boolean;
 }
 /**
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema

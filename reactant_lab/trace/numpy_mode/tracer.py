@@ -21,7 +21,13 @@ from reactant_lab.trace.numpy_mode.overlap import check_independent
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray
 from reactant_lab.trace.numpy_mode.storage import IMMUTABLE, Root
 from reactant_lab.trace.paths import FlatCall, is_none, memory_layout, result_path
-from reactant_lab.trace.specs import ArgView, Preserved, UpdatedArg
+from reactant_lab.trace.specs import (
+    CONSTANT_RESULT_BYTES,
+    ArgView,
+    Constant,
+    Preserved,
+    UpdatedArg,
+)
 from reactant_lab.trace.user_errors import called_jax, describe, user_frame
 
 _RANDOM_STATE = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
@@ -90,9 +96,11 @@ def _output(out: Any, proxies: list[ProxyArray], flat: FlatCall) -> CallOutput:
 
 
 def _result_leaf(path: str, leaf: Any, proxies: list[ProxyArray], mutated: list[int],
-                 flat: FlatCall) -> tuple[str, Any, UpdatedArg | Preserved | ArgView | None]:
+                 flat: FlatCall
+                 ) -> tuple[str, Any, UpdatedArg | Preserved | ArgView | Constant | None]:
     """(path, value, what argument it is) of one result leaf: an argument itself (updated in
-    place or not), a view of one, or a new value (a copy of an argument is one)."""
+    place or not), a view of one, a large array computed while tracing (``Constant``), or a new
+    value (a copy of an argument is one)."""
     if not isinstance(leaf, ProxyArray):
         return path, jnp.asarray(leaf) if isinstance(leaf, np.ndarray | np.generic) else leaf, None
     if leaf.mask is not None:
@@ -101,7 +109,24 @@ def _result_leaf(path: str, leaf: Any, proxies: list[ProxyArray], mutated: list[
     if arg is not None:
         return path, None, UpdatedArg(arg) if arg in mutated else Preserved(arg)
     view = _argument_view(leaf, flat)
-    return (path, leaf, view) if view is not None else (path, leaf.value, None)
+    if view is not None:
+        return path, leaf, view
+    constant = _constant(leaf)
+    return (path, None, constant) if constant is not None else (path, leaf.value, None)
+
+
+def _constant(leaf: ProxyArray) -> Constant | None:
+    """The ``Constant`` of a result computed while tracing from constants alone (an array the
+    kernel made and wrote only static values into, or a static view of one), when it is large."""
+    root = leaf.root
+    if root.concrete is None or root.arg is not None or not all(op.static for op in leaf._ops):
+        return None
+    value = root.concrete
+    for op in leaf._ops:
+        value = op.get(value)
+    if not isinstance(value, np.ndarray) or value.nbytes < CONSTANT_RESULT_BYTES:
+        return None
+    return Constant(np.array(value, order="K"))  # its own copy, laid out as NumPy's
 
 
 def _argument_view(leaf: ProxyArray, flat: FlatCall) -> ArgView | None:
