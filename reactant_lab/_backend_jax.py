@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -273,6 +274,10 @@ def _template_lowering(avals: Sequence[Aval], out_avals: Sequence[Aval], device:
         return jax.jit(fn, keep_unused=True).lower(*args, **kwargs)
 
 
+PRELOWER_DELAY = 0.002
+"""Seconds the prelowering thread waits before it starts (see ``Prelowering``)."""
+
+
 class Prelowering:
     """``_template_lowering`` run on a thread of its own, started before the module to compile
     exists: a first call's pass pipeline runs in the pass worker, and this process lowers the
@@ -283,6 +288,10 @@ class Prelowering:
         self._lowered: jax.stages.Lowered | None = None
 
         def run() -> None:
+            # First let the caller go on to hand the passes to the worker: a thread started
+            # holding the GIL keeps it for Python's switch interval (5 ms), which the caller
+            # would spend waiting before it could even send them.
+            time.sleep(PRELOWER_DELAY)
             # Any failure leaves None: the compile then lowers again on its own thread, where
             # the error (if it is one) surfaces as usual.
             with contextlib.suppress(Exception):
