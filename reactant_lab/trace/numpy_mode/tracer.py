@@ -118,13 +118,9 @@ def _result_leaf(path: str, leaf: Any, proxies: list[ProxyArray], mutated: list[
 def _constant(leaf: ProxyArray) -> Constant | None:
     """The ``Constant`` of a result computed while tracing from constants alone (an array the
     kernel made and wrote only static values into, or a static view of one), when it is large."""
-    root = leaf.root
-    if root.concrete is None or root.arg is not None or not all(op.static for op in leaf._ops):
-        return None
-    value = root.concrete
-    for op in leaf._ops:
-        value = op.get(value)
-    if not isinstance(value, np.ndarray) or value.nbytes < CONSTANT_RESULT_BYTES:
+    value = leaf.concrete
+    if (leaf.root.arg is not None or not isinstance(value, np.ndarray)
+            or value.nbytes < CONSTANT_RESULT_BYTES):
         return None
     return Constant(np.array(value, order="K"))  # its own copy, laid out as NumPy's
 
