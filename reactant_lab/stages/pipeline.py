@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from string import Template
 
@@ -14,6 +15,13 @@ _WRAPPER = re.compile(r"^\s*builtin\.module\((.*)\)\s*$", re.S)
 
 def split_passes(pipeline: str) -> list[str]:
     """Top-level passes of a pipeline: commas inside ``{}``, ``()`` or quotes do not split."""
+    return list(_split(pipeline))
+
+
+@functools.lru_cache(maxsize=256)
+def _split(pipeline: str) -> tuple[str, ...]:
+    """``split_passes``, remembered: a preset's pipelines (the pattern list alone is 10 KB) are
+    split on every first call, at about a millisecond each."""
     pipeline = pipeline.strip()
     wrapped = _WRAPPER.match(pipeline)
     if wrapped:
@@ -41,7 +49,7 @@ def split_passes(pipeline: str) -> list[str]:
     if empty and pipeline:
         raise PipelineError(f"empty pass at position {empty[0]} of pass pipeline "
                             f"{pipeline[:200]!r} (a doubled or trailing comma?)")
-    return [p for p in passes if p]
+    return tuple(p for p in passes if p)
 
 
 def pass_name(pass_text: str) -> str:

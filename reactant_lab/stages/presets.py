@@ -89,6 +89,24 @@ PRESETS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
 })
 """Preset name -> stage keys of STAGES, in order."""
 
+ONLY_ON: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
+    "propagate-constant-bounds": ("llvm.",),
+    "sroa-wrappers": ("llvm.",),
+    "libdevice-funcs-raise": ("llvm.",),
+    "remove-duplicate-func-def": ("llvm.",),
+    "lower-kernel": ("kernel_call", "llvm."),
+    "lower-jit": ("jit_call", "llvm."),
+})
+"""Pass name -> the text of the only ops it rewrites: LLVM dialect functions (SROA on them, the
+kernel pointers' bounds, libdevice calls raised to math ops, duplicate definitions) and the
+``enzymexla`` calls of custom kernels and jitted LLVM code. Only a front end writes those
+(Reactant.jl's kernels and ``@ccall``s); no pass of a preset makes them. A module whose text has
+none of a pass's markers comes out of that pass unchanged, so the one run of all a preset's
+passes on ``rl.jit``'s first call (``runner.run_deferred``) leaves such passes out: 6-7 ms of
+the 20-45 ms those runs took on the benchmark's kernels. The stages, run when looked at, run
+every pass; their final module is the one-shot one, text for text (tested over the
+differential suite)."""
+
 
 _JAXLIB = "run through jaxlib's pass manager: enzyme-ad does not register the sdy passes"
 

@@ -20,8 +20,15 @@ from reactant_lab.stages.patterns import (
     pattern_list,
     without_patterns,
 )
-from reactant_lab.stages.pipeline import TRANSFORM_TRIO, fill, group_steps, split_passes
+from reactant_lab.stages.pipeline import (
+    TRANSFORM_TRIO,
+    fill,
+    group_steps,
+    pass_name,
+    split_passes,
+)
 from reactant_lab.stages.presets import (
+    ONLY_ON,
     PRESETS,
     SHARDY_STAGES,
     STAGES,
@@ -315,7 +322,8 @@ def run_deferred(traced: Traced, *, optimize: str = "all", granularity: str = "s
     """``run_stages``' StageTrace with the final module from one run of all the preset's passes
     in the worker (one parse and print instead of one per stage: about a third of the time),
     the stages themselves run when first looked at (``StageTrace.deferred``): what ``rl.jit``
-    compiles from. The one-shot module is the stage-by-stage one, text for text (tested over
+    compiles from. The one-shot run leaves out the passes that cannot change the module
+    (``without_idle_passes``); its module is the stage-by-stage one, text for text (tested over
     the differential suite). A custom pipeline, a sharded module (whose Shardy stages run on
     another pass manager) or passes without enzyme-ad run stage by stage, as does a one-shot
     run that fails (so the failing stage is named)."""
@@ -332,7 +340,7 @@ def run_deferred(traced: Traced, *, optimize: str = "all", granularity: str = "s
     if not steps:
         return run_stages(traced, **kwargs)
     text = backend.module_text(traced.ir)
-    passes = [p for _, _, step in steps for p in split_passes(step)]
+    passes = without_idle_passes([p for _, _, step in steps for p in split_passes(step)], text)
     start, span = time.perf_counter(), f"{steps[0][0]} to {steps[-1][0]}"
     try:
         final = backend.run_pipeline(text, ",".join(passes), on_wait=StageProgress(
@@ -346,6 +354,14 @@ def run_deferred(traced: Traced, *, optimize: str = "all", granularity: str = "s
         lambda: run_stages(traced, **kwargs), (steps[-1][0], final, seconds), traced=traced,
         optimize=optimize, granularity=granularity, no_nan=no_nan, target=target,
         pattern_choice=choice, shardy_passes=shardy_passes, sharded=False)
+
+
+def without_idle_passes(passes: list[str], text: str) -> list[str]:
+    """``passes`` less those that cannot change module ``text``: each pass of ``ONLY_ON`` when the
+    text holds none of its markers (no pass of a preset writes them, so none can before it)."""
+    found = {m: m in text for markers in ONLY_ON.values() for m in markers}
+    return [p for p in passes
+            if not (markers := ONLY_ON.get(pass_name(p))) or any(found[m] for m in markers)]
 
 
 def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
