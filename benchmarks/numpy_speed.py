@@ -88,6 +88,29 @@ VARIANTS = ("numpy", "rl.jit", "none", "numba", "jax.jit")
 FIRST_CALL_LIMIT = 3.0
 """rl.jit's first call may take at most this many times the jax.jit port's first call."""
 
+_LOOP = ("benchmarks/xla_loop_compile.py reproduces it in plain JAX: a 300-iteration loop adds "
+         "0.03-0.1 s to XLA:CPU's compile whatever its body, 2-5x a loopless module's")
+FIRST_CALL_CAUSES: dict[str, str] = {
+    "covariance": "XLA's compile of the 300-iteration loop of masked row and column writes "
+                  "(0.16-0.27 s) against one product (0.04 s); the loop goes only once the "
+                  "writes are recognised as a triangle of the product. " + _LOOP,
+    "trmm": "its loop over i stays a while (see its warm-time note), compiled in 0.06-0.1 s; "
+            "the port is one product. " + _LOOP,
+    "cholesky": "a 80-iteration while with a nested loop, compiled in 0.1-0.13 s; the port's "
+                "LAPACK call compiles about as slowly, so it lands near 1-2x",
+    "syrk": "its loop over i stays a while (its loop over k runs batched), compiled in "
+            "0.05-0.06 s. " + _LOOP,
+    "conv2d": "a 3-iteration while of three (30752x16) @ (16x32) products (rolled: unrolled it "
+              "ran 2x slower and compiled slower still), 0.2-0.26 s against 0.1 s for the "
+              "port's one convolution",
+    "doitgen": "no loop left (it runs batched), but a floor of fixed costs against the port's "
+               "0.02-0.03 s: tracing the loop body and batching it (0.02-0.03 s), the preset's "
+               "passes (0.02 s, most of it the three pattern stages building their pattern "
+               "sets), the compile (0.01 s) and the first run with the 13 MB write-back",
+    "softmax": "the same fixed costs as doitgen's, against a 0.03 s port",
+}
+"""Why a kernel's first call can exceed FIRST_CALL_LIMIT times the port's, printed with it."""
+
 
 # ---------------------------------------------------------------- jax.jit ports
 # Each takes the kernel's arguments and returns (result, the updated arguments in argument order).
@@ -1123,6 +1146,7 @@ def print_summary(rows: Sequence[Result], quick: bool = False) -> None:
         trace_s, stages_s, compile_s = r.parts
         print(f"  {r.name:<19} {r.first['rl.jit']:.2f} s vs {r.first['jax.jit']:.2f} s "
               f"(trace {trace_s:.2f}, stages {stages_s:.2f}, XLA compile {compile_s:.2f})")
+        print(f"  {'':<19} {FIRST_CALL_CAUSES.get(r.name, 'not diagnosed')}")
     notes = [(r.name, v, r.notes[v]) for r in rows for v in VARIANTS if v in r.notes]
     if notes:
         print("\nNotes (variants not run or not matching NumPy)")

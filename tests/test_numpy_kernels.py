@@ -15,7 +15,7 @@ import reactant_lab as rl
 from tests.numpy_kernels import KERNELS, Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from numpy_speed import CASES, CAUSES, Case
+from numpy_speed import CASES, CAUSES, FIRST_CALL_CAUSES, Case
 
 
 def assert_same(got, want, tol: float, what: str) -> None:
@@ -53,6 +53,7 @@ def test_every_benchmarked_kernel_is_in_the_suite():
            if not (isinstance(case, Case) and callable(case.make) and callable(case.port))]
     assert not bad, f"not a benchmark case (a port and its inputs): {bad}"
     assert set(CAUSES) <= set(CASES), "a diagnosed cause names no benchmarked kernel"
+    assert set(FIRST_CALL_CAUSES) <= set(CASES), "a first call's cause names no such kernel"
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=[k.name for k in KERNELS])
