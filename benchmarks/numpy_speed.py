@@ -1146,7 +1146,9 @@ def print_summary(rows: Sequence[Result], quick: bool = False) -> None:
         trace_s, stages_s, compile_s = r.parts
         print(f"  {r.name:<19} {r.first['rl.jit']:.2f} s vs {r.first['jax.jit']:.2f} s "
               f"(trace {trace_s:.2f}, stages {stages_s:.2f}, XLA compile {compile_s:.2f})")
-        print(f"  {'':<19} {FIRST_CALL_CAUSES.get(r.name, 'not diagnosed')}")
+        cause = ("(--quick: the suite's sizes; causes are diagnosed at the benchmark sizes)"
+                 if quick else FIRST_CALL_CAUSES.get(r.name, "not diagnosed"))
+        print(f"  {'':<19} {cause}")
     notes = [(r.name, v, r.notes[v]) for r in rows for v in VARIANTS if v in r.notes]
     if notes:
         print("\nNotes (variants not run or not matching NumPy)")
