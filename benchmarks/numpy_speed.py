@@ -101,6 +101,8 @@ FIRST_CALL_CAUSES: dict[str, str] = {
     "covariance": "XLA's compile of the 300-iteration loop of masked row and column writes "
                   "(0.16-0.27 s) against one product (0.04 s); the loop goes only once the "
                   "writes are recognised as a triangle of the product. " + _LOOP,
+    "correlation": "as covariance: XLA's compile of the 299-iteration loop of masked row and "
+                   "column writes (0.15-0.2 s) against the port's one product. " + _LOOP,
     "trmm": "its loop over i stays a while (see its warm-time note), compiled in 0.06-0.1 s; "
             "the port is one product. " + _LOOP,
     "cholesky": "a 80-iteration while with a nested loop, compiled in 0.1-0.13 s; the port's "
