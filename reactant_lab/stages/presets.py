@@ -102,7 +102,7 @@ kernel pointers' bounds, libdevice calls raised to math ops, duplicate definitio
 ``enzymexla`` calls of custom kernels and jitted LLVM code. Only a front end writes those
 (Reactant.jl's kernels and ``@ccall``s); no pass of a preset makes them. A module whose text has
 none of a pass's markers comes out of that pass unchanged, so the one run of all a preset's
-passes on ``rl.jit``'s first call (``runner.run_deferred``) leaves such passes out: 6-7 ms of
+passes on ``rl.jit``'s first call (``runner.run_deferred``) leaves such passes out: 5-9 ms of
 the 20-45 ms those runs took on the benchmark's kernels. The stages, run when looked at, run
 every pass; their final module is the one-shot one, text for text (tested over the
 differential suite)."""
