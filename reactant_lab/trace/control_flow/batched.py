@@ -37,7 +37,7 @@ from jax import lax
 from jax.extend import core as jcore
 
 from reactant_lab import backend
-from reactant_lab.trace.control_flow import hoisted, summed
+from reactant_lab.trace.control_flow import hoisted, scattered, summed
 from reactant_lab.trace.numpy_mode import context as numpy_context
 
 MAX_BATCHED_BYTES = 256 << 20
@@ -654,18 +654,20 @@ def _put_back(x: Any, block: Any, axis: int, where: np.ndarray, at: list[Any] | 
     return x.at[jnp.ix_(*grid)].set(block, unique_indices=True)
 
 
-BATCHED, SUMMED, HOISTED = "batched", "summed", "hoisted"
+BATCHED, SUMMED, HOISTED, SELECTED = "batched", "summed", "hoisted", "selected"
 """How a loop ran, when not as a plain loop: batched (this module), as the sum of its terms
-(``summed``), or with its work that does not depend on the updated arrays hoisted ahead of it
-(``hoisted``)."""
+(``summed``), with its work that does not depend on the updated arrays hoisted ahead of it
+(``hoisted``), or that and its triangles of row and column writes made selects, no loop left
+(``scattered``)."""
 
 
 def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init: list[Any],
          batch: bool) -> tuple[list[Any], str | None]:
     """``lax.fori_loop(lo, hi, step_fn, init)``, batched when ``batch`` and the body's iterations
     are independent (see the module), else summed when it only accumulates (``summed``), else
-    with its invariant work hoisted when that pays (``hoisted``): the carried values after it,
-    and how it ran (BATCHED, SUMMED, HOISTED or None)."""
+    with its invariant work hoisted when that pays (``hoisted``), and then with no loop when
+    what remains writes triangles of rows and columns (``scattered``): the carried values after
+    it, and how it ran (BATCHED, SUMMED, HOISTED, SELECTED or None)."""
     if not batch or hi <= lo:
         return list(lax.fori_loop(lo, hi, step_fn, list(init))), None
     return _run(lo, hi, step_fn, list(init), None)
@@ -714,6 +716,10 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
         body = _scan_body(outer, init, lo, hi - lo)
     if body is not None:
         the_split = hoisted.split(body, hi - lo)
+        done = (scattered.try_run(body, the_split, lo, hi, init)
+                if the_split is not None and between is None else None)
+        if done is not None:
+            return done, SELECTED
         if the_split is not None:
             return hoisted.run(body, the_split, lo, hi, init, *(
                 () if between is None else (between.counter, between.trips))), HOISTED

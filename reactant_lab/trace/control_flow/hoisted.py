@@ -215,6 +215,16 @@ def one_call(closed: Any) -> Callable[..., list[Any]]:
     return call
 
 
+def stack(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any]) -> list[Any]:
+    """The hoisted work of every counter value in ``lo .. hi - 1``: each frontier value, stacked
+    over the counter where it varies."""
+    consts = list(closed.consts)
+    ks = lax.iota(closed.jaxpr.invars[0].aval.dtype, hi - lo) + lo  # an iota, not a constant
+    ahead = jcore.jaxpr_as_fun(the_split.ahead)
+    out_axes = [0 if v else None for v in the_split.varying]
+    return list(jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks))
+
+
 def run(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any],
         counter: Callable[[Any], Any] | None = None, trips: Any = None) -> list[Any]:
     """The loop with its hoisted work done first for every counter value in ``lo .. hi - 1``:
@@ -222,11 +232,7 @@ def run(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any],
     and the number of iterations, when the loop runs over part of that span (a traced range);
     by default it runs all of it."""
     consts = list(closed.consts)
-    dtype = closed.jaxpr.invars[0].aval.dtype
-    ks = lax.iota(dtype, hi - lo) + lo  # an iota in the module, not a constant
-    ahead = jcore.jaxpr_as_fun(the_split.ahead)
-    out_axes = [0 if v else None for v in the_split.varying]
-    stacked = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
+    stacked = stack(closed, the_split, lo, hi, init)
     rest = one_call(the_split.rest)
 
     def body(k: Any, flat: list[Any]) -> list[Any]:

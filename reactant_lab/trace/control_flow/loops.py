@@ -341,6 +341,11 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
             session.note(f"{where(site)}: `{site[2]}` summed ({count} iterations): it only adds "
                          "to the arrays it updates terms that read none of them, so it is their "
                          "first values plus the terms' sum, with no loop")
+        elif runs[-1] == batched.SELECTED:
+            session.note(f"{where(site)}: `{site[2]}` gone ({count} iterations): its work that "
+                         "reads none of the arrays it updates done for all iterations at once, "
+                         "and its writes of rows and columns, a triangle of the matrix each, "
+                         "made one select each, with no loop")
         else:
             session.note(f"{where(site)}: `{site[2]}` rolled, its work that reads none of the "
                          f"arrays it updates hoisted ahead of it ({count} iterations at once)")
