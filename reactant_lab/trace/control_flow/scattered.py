@@ -279,10 +279,10 @@ class _Val:
 
 class _Places:
     """A jaxpr of integer and boolean arithmetic (the places of a loop's writes, from the
-    counter and constants) evaluated for all counter values at once, each value carrying the
-    counter as a first axis where it depends on it: with NumPy while tracing (``xp=np``), or
-    as jax.numpy operations of the module (``xp=jnp``), without the gathers that vmapping a
-    window of an iota at the counter would make."""
+    counter and constants) evaluated with NumPy while tracing, for all counter values at once:
+    each value carries the counter as a first axis where it depends on it (a window of an iota
+    at the counter is an iota plus the counter, no gather). ``xp`` is the array module (NumPy;
+    its jax.numpy twin would emit the same as operations)."""
 
     def __init__(self, jaxpr: Any, consts: Sequence[Any], xp: Any):
         self.jaxpr, self.xp = jaxpr, xp
