@@ -109,7 +109,7 @@ FIRST_CALL_CAUSES: dict[str, str] = {
     "cholesky": "an 80-iteration while with a nested loop, compiled in 0.1-0.13 s; the port's "
                 "LAPACK call compiles about as slowly, so it lands near 1-2x",
     "syrk": "no loop left (its loop over k runs as one sum, the loop over i batched): the "
-            "trace is the cost, both loops traced, checked and rewritten (0.05-0.08 s) against "
+            "trace is the cost, both loops traced, checked and rewritten (0.05-0.09 s) against "
             "the port's one product; syr2k alike",
     "conv2d": "a 3-iteration while of three (30752x16) @ (16x32) products (rolled: unrolled it "
               "ran 2x slower and compiled slower still), 0.2-0.26 s against 0.1 s for the "
@@ -119,7 +119,7 @@ FIRST_CALL_CAUSES: dict[str, str] = {
                "passes (0.02 s, most of it the three pattern stages building their pattern "
                "sets), the compile (0.01 s) and the first run with the 13 MB write-back",
     "softmax": "the same fixed costs as doitgen's, against a 0.03 s port",
-    "syr2k": "as syrk: no loop left, the trace of both loops (0.06-0.08 s) against one product",
+    "syr2k": "as syrk: no loop left, the trace of both loops (0.06-0.09 s) against one product",
 }
 """Why a kernel's first call can exceed FIRST_CALL_LIMIT times the port's, printed with it."""
 
