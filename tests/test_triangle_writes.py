@@ -73,3 +73,18 @@ def test_a_loop_that_starts_later_keeps_the_rows_and_columns_before(order, rng):
     out = np.asarray(rng.standard_normal((m, m)), order=order)
     traced = _run(from_row_three, data, out, tol=1e-9)
     assert _gone(traced) and _whiles(traced) == 0
+
+
+def test_a_failing_check_of_the_places_keeps_the_loop_rolled(monkeypatch, rng):
+    """The places' evaluator meeting a shape NumPy refuses is no reason to unroll: the loop stays
+    the hoisted loop, with NumPy's results."""
+    from reactant_lab.trace.control_flow import scattered
+
+    def refuse(self, ks):
+        raise ValueError("operands could not be broadcast together")
+
+    monkeypatch.setattr(scattered._Places, "over", refuse)
+    m, n = int(rng.integers(30, 50)), int(rng.integers(160, 250))
+    traced = _run(covariance, m, float(n), rng.standard_normal((n, m)), tol=1e-9)
+    assert not _gone(traced) and _whiles(traced) == 1
+    assert any("hoisted ahead of it" in note for note in traced.loop_notes)

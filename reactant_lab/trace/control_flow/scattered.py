@@ -161,10 +161,18 @@ def plan(rest: Any, consts: Sequence[Any], n_front: int, lo: int, hi: int) -> Pl
     if any(e.effects for e in places) or not _free(places) <= known | {counter}:
         return None  # a place that depends on the data
     try:
-        at = _Places(_closed(jaxpr, [w.indices for w in writes]).jaxpr, consts,
-                     np).over(np.arange(lo, hi))
-    except _Unknown:
+        return _planned(jaxpr, writes, consts, carried, lo, hi)
+    except (_Unknown, ValueError, IndexError, TypeError):
+        # An equation the evaluator does not know, or NumPy refusing a shape it met: the loop
+        # stays a loop (an error here would make the loop's caller unroll it).
         return None
+
+
+def _planned(jaxpr: Any, writes: list[_Scatter], consts: Sequence[Any], carried: Sequence[Any],
+             lo: int, hi: int) -> Plan | None:
+    """``plan``'s checks on the places, computed for every iteration."""
+    at = _Places(_closed(jaxpr, [w.indices for w in writes]).jaxpr, consts,
+                 np).over(np.arange(lo, hi))
     forms: list[_Form] = []
     owners: dict[int, np.ndarray] = {}  # per written matrix: who wrote each place (-1: none)
     numbers: dict[int, int] = {}  # per update variable: where its writes' numbers start
