@@ -157,26 +157,26 @@ def plan(rest: Any, consts: Sequence[Any], n_front: int, lo: int, hi: int) -> Pl
         return None
     known = {v for v, c in zip(jaxpr.invars[:n_lead], consts, strict=True)
              if not isinstance(c, jax.core.Tracer)}
-    places = hoisted._needed(jaxpr.eqns, [w.indices for w in writes], set())
-    if any(e.effects for e in places) or not _free(places) <= known | {counter}:
+    places = _closed(jaxpr, [w.indices for w in writes]).jaxpr
+    if any(e.effects for e in places.eqns) or not _free(places.eqns) <= known | {counter}:
         return None  # a place that depends on the data
     try:
-        return _planned(jaxpr, writes, consts, carried, lo, hi)
+        return _planned(jaxpr, places, writes, consts, carried, lo, hi)
     except (_Unknown, ValueError, IndexError, TypeError):
         # An equation the evaluator does not know, or NumPy refusing a shape it met: the loop
         # stays a loop (an error here would make the loop's caller unroll it).
         return None
 
 
-def _planned(jaxpr: Any, writes: list[_Scatter], consts: Sequence[Any], carried: Sequence[Any],
-             lo: int, hi: int) -> Plan | None:
-    """``plan``'s checks on the places, computed for every iteration."""
-    at = _Places(_closed(jaxpr, [w.indices for w in writes]).jaxpr, consts,
-                 np).over(np.arange(lo, hi))
+def _planned(jaxpr: Any, places: Any, writes: list[_Scatter], consts: Sequence[Any],
+             carried: Sequence[Any], lo: int, hi: int) -> Plan | None:
+    """``plan``'s checks on the places (``places``: the jaxpr computing them), evaluated for
+    every iteration."""
+    at = _Places(places, consts).over(np.arange(lo, hi))
     forms: list[_Form] = []
     owners: dict[int, np.ndarray] = {}  # per written matrix: who wrote each place (-1: none)
     numbers: dict[int, int] = {}  # per update variable: where its writes' numbers start
-    sizes: list[np.ndarray] = []
+    total = 0
     for w, where in zip(writes, at, strict=True):
         shape = carried[w.pos].aval.shape
         coords, inside = _coords(w, where, shape)
@@ -184,11 +184,9 @@ def _planned(jaxpr: Any, writes: list[_Scatter], consts: Sequence[Any], carried:
         if form is None or not (w.drops or inside.all()):
             return None
         if id(w.updates) not in numbers:
-            numbers[id(w.updates)] = sum(x.size for x in sizes)
-            sizes.append(inside)
-        first = numbers[id(w.updates)]
-        if not _claim(owners.setdefault(w.pos, np.full(shape, -1, np.int64)), form,
-                      first, inside.shape, lo):
+            numbers[id(w.updates)], total = total, total + inside.size
+        if not _claim(owners.setdefault(w.pos, np.full(shape, -1, np.int64)), coords, inside,
+                      numbers[id(w.updates)]):
             return None  # two writes put different values in one place
         forms.append(form)
     return Plan(writes, _closed(jaxpr, [w.updates for w in writes]), forms)
@@ -240,23 +238,18 @@ def _form(coords: np.ndarray, inside: np.ndarray, shape: tuple[int, ...],
     return None
 
 
-def _claim(owner: np.ndarray, form: _Form, first: int, block: tuple[int, ...],
-           lo: int) -> bool:
-    """Mark in ``owner`` the writes of a scatter of ``form`` (numbered from ``first``, by
-    iteration then element, over a (iterations, elements) ``block``); whether every place it
-    writes was unwritten or written by the same write: the same element of the same update in
-    the same iteration (the diagonal of ``cov``, which both of covariance's scatters write)."""
-    rows, cols = np.indices(owner.shape)
-    x_axis, x_other = (rows, cols) if form.axis == 0 else (cols, rows)
-    k, e = x_axis - form.a - lo, x_other - form.b
-    mine = (k >= 0) & (k < block[0]) & (e >= 0) & (e < block[1])
-    if form.d is not None:
-        mine &= x_other - x_axis >= form.d
-    number = np.asarray(k * block[1] + e + first)[mine]
-    held = owner[mine]
+def _claim(owner: np.ndarray, coords: np.ndarray, inside: np.ndarray, first: int) -> bool:
+    """Mark in ``owner`` the places a scatter writes (``coords``, those ``inside`` the matrix),
+    its writes numbered from ``first`` by iteration then element; whether every place was
+    unwritten or written by the same write: the same element of the same update in the same
+    iteration (the diagonal of ``cov``, which both of covariance's scatters write)."""
+    t, e = np.nonzero(inside)
+    place = (coords[t, e, 0], coords[t, e, 1])
+    number = first + t * inside.shape[1] + e
+    held = owner[place]
     if np.any((held != -1) & (held != number)):
         return False
-    owner[mine] = number
+    owner[place] = number
     return True
 
 
@@ -271,7 +264,7 @@ _ELEMENTWISE = {
     "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor", "not": "invert",
     "rem": "fmod",
 }
-"""Integer and boolean equations, by the name of the NumPy (or jax.numpy) function computing
+"""Integer and boolean equations, by the name of the NumPy function computing
 them as XLA does (``rem``: C's remainder; ``not`` of a boolean: the logical not)."""
 
 
@@ -289,11 +282,10 @@ class _Places:
     """A jaxpr of integer and boolean arithmetic (the places of a loop's writes, from the
     counter and constants) evaluated with NumPy while tracing, for all counter values at once:
     each value carries the counter as a first axis where it depends on it (a window of an iota
-    at the counter is an iota plus the counter, no gather). ``xp`` is the array module (NumPy;
-    its jax.numpy twin would emit the same as operations)."""
+    at the counter is an iota plus the counter, no gather)."""
 
-    def __init__(self, jaxpr: Any, consts: Sequence[Any], xp: Any):
-        self.jaxpr, self.xp = jaxpr, xp
+    def __init__(self, jaxpr: Any, consts: Sequence[Any]):
+        self.jaxpr = jaxpr
         self.fixed = {v: _Val(c, False) for v, c in zip(jaxpr.invars, consts, strict=False)
                       if not isinstance(c, jax.core.Tracer)}
         self.counter = jaxpr.invars[len(consts)]
@@ -301,10 +293,10 @@ class _Places:
     def over(self, ks: Any) -> list[Any]:
         """The jaxpr's results for each counter value in ``ks`` (a 1-D array), stacked."""
         env = dict(self.fixed)
-        env[self.counter] = _Val(self.xp.asarray(ks).astype(self.counter.aval.dtype), True)
+        env[self.counter] = _Val(np.asarray(ks, self.counter.aval.dtype), True)
         outs = self._run(self.jaxpr, env)
         n = len(ks)
-        return [o.x if o.each else self.xp.broadcast_to(o.x, (n, *np.shape(o.x))) for o in outs]
+        return [o.x if o.each else np.broadcast_to(o.x, (n, *np.shape(o.x))) for o in outs]
 
     def _run(self, jaxpr: Any, env: dict[Any, _Val]) -> list[_Val]:
         for eqn in jaxpr.eqns:
@@ -321,7 +313,7 @@ class _Places:
             else:
                 outs = [self._one(eqn.primitive.name, eqn.params, ins, eqn.outvars[0].aval)]
             for v, o in zip(eqn.outvars, outs, strict=True):
-                env[v] = _Val(self.xp.asarray(o.x, dtype=v.aval.dtype), o.each, o.iota)
+                env[v] = _Val(np.asarray(o.x, dtype=v.aval.dtype), o.each, o.iota)
         return [_read(env, v) for v in jaxpr.outvars]
 
     def _one(self, name: str, params: Any, ins: list[_Val], aval: Any) -> _Val:
@@ -329,8 +321,8 @@ class _Places:
             return self._elementwise(name, ins, len(aval.shape))
         return self._structural(name, params, ins, len(aval.shape))
 
-    def _elementwise(self, name: str, ins: list[_Val], rank: int) -> _Val:
-        xp = self.xp
+    @staticmethod
+    def _elementwise(name: str, ins: list[_Val], rank: int) -> _Val:
         each = any(v.each for v in ins)
         xs = [_aligned(v, rank, each) for v in ins]
         if name in ("copy", "copy_p"):
@@ -338,42 +330,42 @@ class _Places:
         if name == "select_n":
             if len(xs) != 3:
                 raise _Unknown("select_n of more than two cases")
-            return _Val(xp.where(xs[0], xs[2], xs[1]), each)
+            return _Val(np.where(xs[0], xs[2], xs[1]), each)
         if name == "clamp":
-            return _Val(xp.minimum(xp.maximum(xs[1], xs[0]), xs[2]), each)
+            return _Val(np.minimum(np.maximum(xs[1], xs[0]), xs[2]), each)
         if name == "not" and ins[0].x.dtype == np.bool_:
-            return _Val(xp.logical_not(xs[0]), each)
-        return _Val(getattr(xp, _ELEMENTWISE[name])(*xs), each)
+            return _Val(np.logical_not(xs[0]), each)
+        return _Val(getattr(np, _ELEMENTWISE[name])(*xs), each)
 
     def _structural(self, name: str, params: Any, ins: list[_Val], rank: int) -> _Val:
-        xp, each = self.xp, any(v.each for v in ins)
+        each = any(v.each for v in ins)
         if name == "iota":
             shape, dim = tuple(params["shape"]), params["dimension"]
-            line = xp.arange(shape[dim]).reshape([-1 if d == dim else 1 for d in range(rank)])
-            return _Val(xp.broadcast_to(line, shape), False, (shape, dim))
+            line = np.arange(shape[dim]).reshape([-1 if d == dim else 1 for d in range(rank)])
+            return _Val(np.broadcast_to(line, shape), False, (shape, dim))
         x, lead = ins[0], (len(ins[0].x) if ins[0].each else None)
         batch = (lead,) if x.each else ()
         if name == "broadcast_in_dim":
             dims, shape = params["broadcast_dimensions"], tuple(params["shape"])
             kept = [np.shape(x.x)[len(batch) + dims.index(d)] if d in dims else 1
                     for d in range(rank)]
-            return _Val(xp.broadcast_to(x.x.reshape(*batch, *kept), (*batch, *shape)), x.each)
+            return _Val(np.broadcast_to(x.x.reshape(*batch, *kept), (*batch, *shape)), x.each)
         if name == "reshape" and params.get("dimensions") is None:
             return _Val(x.x.reshape(*batch, *params["new_sizes"]), x.each)
         if name == "squeeze":
-            return _Val(xp.squeeze(x.x, axis=tuple(d + len(batch) for d in params["dimensions"])),
+            return _Val(np.squeeze(x.x, axis=tuple(d + len(batch) for d in params["dimensions"])),
                         x.each)
         if name == "convert_element_type":
             return _Val(x.x.astype(params["new_dtype"]), x.each)
         if name == "transpose":
-            return _Val(xp.transpose(x.x, [*range(len(batch)),
+            return _Val(np.transpose(x.x, [*range(len(batch)),
                                            *(p + len(batch) for p in params["permutation"])]),
                         x.each)
         if name == "concatenate":
             n = next((len(v.x) for v in ins if v.each), 0)
-            parts = [v.x if v.each or not each else xp.broadcast_to(v.x, (n, *np.shape(v.x)))
+            parts = [v.x if v.each or not each else np.broadcast_to(v.x, (n, *np.shape(v.x)))
                      for v in ins]
-            return _Val(xp.concatenate(parts, axis=params["dimension"] + int(each)), each)
+            return _Val(np.concatenate(parts, axis=params["dimension"] + int(each)), each)
         if name == "slice" and not x.each:
             strides = params["strides"] or (1,) * rank
             return _Val(x.x[tuple(slice(a, b, c) for a, b, c in zip(
@@ -382,10 +374,10 @@ class _Places:
             return self._window(x, ins[1:], tuple(params["slice_sizes"]))
         raise _Unknown(name)
 
-    def _window(self, x: _Val, starts: list[_Val], sizes: tuple[int, ...]) -> _Val:
+    @staticmethod
+    def _window(x: _Val, starts: list[_Val], sizes: tuple[int, ...]) -> _Val:
         """``dynamic_slice``: of an iota at any start (an iota of the window's shape plus the
         start, clamped as XLA clamps it), or at starts that do not depend on the counter."""
-        xp = self.xp
         each = any(s.each for s in starts)
         if x.iota is None and (each or x.each):
             raise _Unknown("a window at the counter of a computed array")
@@ -395,9 +387,9 @@ class _Places:
             return _Val(x.x[tuple(slice(a, a + m) for a, m in zip(at, sizes, strict=True))],
                         False)
         shape, dim = x.iota
-        start = xp.clip(starts[dim].x, 0, shape[dim] - sizes[dim])
-        line = xp.arange(sizes[dim]).reshape([-1 if d == dim else 1 for d in range(len(sizes))])
-        base = xp.broadcast_to(line, sizes)
+        start = np.clip(starts[dim].x, 0, shape[dim] - sizes[dim])
+        line = np.arange(sizes[dim]).reshape([-1 if d == dim else 1 for d in range(len(sizes))])
+        base = np.broadcast_to(line, sizes)
         if not starts[dim].each:
             return _Val(base + start, False)
         return _Val(base[None] + start.reshape(-1, *([1] * len(sizes))), True)
