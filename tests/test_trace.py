@@ -122,7 +122,7 @@ def loopy(x):
     n = 0
     while x[n] > 0:
         n += 1
-    return x
+    return x + n  # its count used: a loop no result needs is dead code, lowered to nothing
 
 
 def intish(x):

@@ -14,7 +14,6 @@ from jax.extend import core as jcore
 
 from reactant_lab import backend
 from reactant_lab.trace import sharding as sharding_mod
-from reactant_lab.trace.control_flow import session as control_flow_session
 from reactant_lab.trace.paths import FlatCall, is_none, result_path
 from reactant_lab.trace.specs import (
     ArgView,
@@ -102,9 +101,9 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
         closed = jax.make_jaxpr(flat_fn)(*avals)
         if rewrite is not None:
             closed = rewrite(closed)
-    session = control_flow_session.current()
-    if session is not None and session.discarded:  # a loop traced again left one unused
-        closed = backend.without_dead_code(closed)
+    # What no result needs goes before lowering, as jax.jit's own lowering drops it: a loop's
+    # trace left unused, a rewrite's replaced values, a batched loop's discarded writes.
+    closed = backend.without_dead_code(closed)
     out = captured["out"]
     slots, results, keep, writeback = _plan_results(closed, out, flat)
     by_index = {r.index: r.path for r in results if r.index is not None}  # resargs win

@@ -11,7 +11,6 @@ from typing import Any
 
 import jax
 
-from reactant_lab.trace.control_flow.session import current
 from reactant_lab.trace.control_flow.slots import (
     CannotRoll,
     Slot,
@@ -103,14 +102,12 @@ def attempt(make: Callable[[list[carry.Root]], Carry],
     arrays the body writes without carrying them are carried next time. Once they are, the
     loop is traced for real; should that trace still write an array it does not carry
     (carrying one changed what the body writes), the search goes on. A real trace left
-    unused is noted in the session, and the trace's dead code is removed before lowering
-    (``Session.discarded``). Every array is put back as it was after each trace;
-    ``Carry.finish`` then updates them."""
+    unused is dead code, removed before lowering (``lowering.lower_call``). Every array is
+    put back as it was after each trace; ``Carry.finish`` then updates them."""
     state = make(list(guess))
     final, missing, written = _trace(state, run, numpy, mark)  # a CannotRoll leaves no loop
     if not missing and all(r in written for r in guess):
         return state, final
-    _discarded()
     roots = [r for r in guess if r in written] + missing
     abstract = True
     for _ in range(8):
@@ -123,17 +120,9 @@ def attempt(make: Callable[[list[carry.Root]], Carry],
             final, missing, _ = _trace(state, run, numpy, mark)
             if not missing:
                 return state, final
-            _discarded()
         abstract = not abstract
         roots = roots + missing
     raise CannotRoll("the arrays the body writes kept changing between attempts")
-
-
-def _discarded() -> None:
-    """A real trace of a loop is left unused in the enclosing trace."""
-    opened = current()
-    if opened is not None:
-        opened.discarded = True
 
 
 def _trace(state: Carry, run: Callable[[Carry], Any], numpy: bool, mark: int

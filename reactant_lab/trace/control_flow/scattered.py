@@ -207,13 +207,21 @@ def _coords(w: _Scatter, at: np.ndarray, shape: tuple[int, ...]) -> tuple[np.nda
     rank), and which of them are inside the array (the others are dropped)."""
     coords = np.zeros((*at.shape[:-1], len(shape)), np.int64)
     coords[..., list(w.axes)] = at
-    return coords, np.all((coords >= 0) & (coords < np.asarray(shape)), axis=-1)
+    inside = np.ones(at.shape[:-1], bool)
+    for d, n in enumerate(shape):  # one unsigned comparison: a negative index wraps past n
+        inside &= coords[..., d].view(np.uint64) < n
+    return coords, inside
 
 
 def _form(coords: np.ndarray, inside: np.ndarray, shape: tuple[int, ...],
           lo: int) -> _Form | None:
     """Where a scatter's writes land (see ``_Form``), checked on every place; None when they
-    land otherwise."""
+    land otherwise.
+
+    Once every written place of iteration t's element e is (lo + t + a, e + b) on (axis, other
+    axis), distinct (t, e) write distinct places, all in that block: the places written are the
+    block's (or its triangle's) exactly when the elements kept are those whose places fall in
+    the matrix (and in the triangle), compared on the (iterations, elements) grid itself."""
     if not inside.any():
         return None
     t, e = np.nonzero(inside)
@@ -223,16 +231,15 @@ def _form(coords: np.ndarray, inside: np.ndarray, shape: tuple[int, ...],
         a, b = int(along[0] - k[0]), int(other[0] - e[0])
         if not (np.array_equal(along, k + a) and np.array_equal(other, e + b)):
             continue
-        written = np.zeros(shape, bool)
-        written[coords[t, e, 0], coords[t, e, 1]] = True
-        rows, cols = np.indices(shape)
-        x_axis, x_other = (rows, cols) if axis == 0 else (cols, rows)
-        block = ((x_axis >= lo + a) & (x_axis < lo + a + inside.shape[0])
-                 & (x_other >= b) & (x_other < b + inside.shape[1]))
-        if np.array_equal(written, block):
+        n_iter, n_elem = inside.shape
+        x_axis = np.arange(lo + a, lo + a + n_iter)[:, None]
+        x_other = np.arange(b, b + n_elem)[None, :]
+        fits = ((x_axis >= 0) & (x_axis < shape[axis])
+                & (x_other >= 0) & (x_other < shape[1 - axis]))
+        if np.array_equal(inside, fits):
             return _Form(axis, a, b, None)
-        d = int((x_other - x_axis)[written].min())
-        if np.array_equal(written, block & (x_other - x_axis >= d)):
+        d = int((other - along).min())
+        if np.array_equal(inside, fits & (x_other - x_axis >= d)):
             return _Form(axis, a, b, d)
         return None
     return None

@@ -35,9 +35,6 @@ class Session:
     """Notes in the order they were first made (a loop met many times is noted once)."""
     failures: dict[tuple[str, int], int] = field(default_factory=dict)
     """(file, line) of a loop -> how often it failed to roll."""
-    discarded: bool = False
-    """Whether a loop's trace was left unused in the trace (``carry.attempt``): its dead code
-    is then removed before lowering."""
 
     def note(self, text: str) -> None:
         self.notes[text] = None
