@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -439,11 +439,62 @@ def batch_axis_kept_by_unit_reshapes() -> Iterator[None]:
 def without_dead_code(closed: Any) -> Any:
     """The closed jaxpr ``closed`` with the equations none of its results need removed (inside
     scans, conditionals and calls too, by JAX's own dead-code elimination), every input kept:
-    for a trace that left a loop it traced unused (see ``trace.control_flow.carry``)."""
+    for a trace that left a loop it traced unused (see ``trace.control_flow.carry``).
+
+    A loop or a conditional that is needed keeps every value it carries or gives, used or not:
+    its location names each of them in order (``trace.control_flow.names``), which the dataflow
+    graph reads back; JAX's rules would drop the unused ones (a loop's index)."""
     from jax._src.interpreters import partial_eval as pe
 
     n_consts = len(closed.jaxpr.constvars)
     as_args = pe.convert_constvars_jaxpr(closed.jaxpr)
-    kept, _ = pe.dce_jaxpr(as_args, [True] * len(as_args.outvars), instantiate=True)
+    with _KeptCarries.held():
+        kept, _ = pe.dce_jaxpr(as_args, [True] * len(as_args.outvars), instantiate=True)
     return jax.extend.core.ClosedJaxpr(pe.convert_invars_to_constvars(kept, n_consts),
                                        closed.consts)
+
+
+class _KeptCarries:
+    """JAX's dead-code rules for scans and conditionals replaced by ones that keep every carried
+    value of a scan and every result of a conditional that is needed at all (see
+    ``without_dead_code``), while ``held`` is open, on every thread: they are as correct as
+    JAX's, only keeping more."""
+
+    lock = threading.Lock()
+    depth = 0
+    defaults: ClassVar[dict[Any, Callable[..., Any]]] = {}
+
+    @classmethod
+    @contextlib.contextmanager
+    def held(cls) -> Iterator[None]:
+        try:
+            from jax._src.interpreters import partial_eval as pe
+            from jax._src.lax.control_flow import conditionals, loops
+            prims = {loops.scan_p: "num_carry", conditionals.cond_p: None}
+        except (ImportError, AttributeError):  # pragma: no cover - another JAX
+            yield
+            return
+        with cls.lock:
+            if cls.depth == 0:
+                cls.defaults = {p: pe.dce_rules[p] for p in prims if p in pe.dce_rules}
+                for p, rule in cls.defaults.items():
+                    pe.dce_rules[p] = _keeping(rule, prims[p])
+            cls.depth += 1
+        try:
+            yield
+        finally:
+            with cls.lock:
+                cls.depth -= 1
+                if cls.depth == 0:
+                    pe.dce_rules.update(cls.defaults)
+
+
+def _keeping(rule: Callable[..., Any], count: str | None) -> Callable[..., Any]:
+    """``rule`` (a dead-code rule) with the first ``eqn.params[count]`` outputs (all of them
+    when ``count`` is None) counted as used whenever any output is."""
+    def kept(used_outputs: list[bool], eqn: Any) -> Any:
+        if any(used_outputs):
+            n = len(used_outputs) if count is None else int(eqn.params[count])
+            used_outputs = [True] * n + list(used_outputs[n:])
+        return rule(used_outputs, eqn)
+    return kept
