@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -371,12 +371,44 @@ def _compile_raw(text: str, device: Any, guard: Guard | None) -> Any:
         raise CompileError(compile_message(text, exc)) from exc
 
 
-class _ReshapeRule:
-    """Who holds the replaced reshape rule (see ``batch_axis_kept_by_unit_reshapes``)."""
+_Rule = Callable[..., Any]
 
-    lock = threading.Lock()
-    depth = 0
-    default: Callable[..., Any] | None = None
+
+class _ReplacedRules:
+    """Rules of a JAX table replaced while any use of ``held`` is open, on every thread: the
+    first use to open installs them, the last to close puts JAX's own back (nested and
+    concurrent uses share them). Only rules at least as correct as JAX's belong here."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.saved: dict[Any, _Rule] = {}
+
+    @contextlib.contextmanager
+    def held(self, table: dict[Any, _Rule], wrap: dict[Any, Callable[[_Rule], _Rule]]
+             ) -> Iterator[None]:
+        """While open, each primitive ``p`` of ``wrap`` that ``table`` has a rule for runs
+        ``wrap[p](JAX's rule)``."""
+        with self.lock:
+            if self.depth == 0:
+                self.saved = {p: table[p] for p in wrap if p in table}
+                for p, rule in self.saved.items():
+                    table[p] = wrap[p](rule)
+            self.depth += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.depth -= 1
+                if self.depth == 0:
+                    table.update(self.saved)
+
+
+_UNIT_RESHAPES = _ReplacedRules()
+"""The reshape batching rule ``batch_axis_kept_by_unit_reshapes`` replaces."""
+
+_KEPT_CARRIES = _ReplacedRules()
+"""The dead-code rules ``without_dead_code`` replaces."""
 
 
 def _unit_reshape_rule(default: Callable[..., Any]) -> Callable[..., Any]:
@@ -420,20 +452,8 @@ def batch_axis_kept_by_unit_reshapes() -> Iterator[None]:
     except (ImportError, AttributeError):  # pragma: no cover - another JAX
         yield
         return
-    held = _ReshapeRule
-    with held.lock:
-        if held.depth == 0:
-            held.default = table.get(prim)
-            if held.default is not None:
-                table[prim] = _unit_reshape_rule(held.default)
-        held.depth += 1
-    try:
+    with _UNIT_RESHAPES.held(table, {prim: _unit_reshape_rule}):
         yield
-    finally:
-        with held.lock:
-            held.depth -= 1
-            if held.depth == 0 and held.default is not None:
-                table[prim] = held.default
 
 
 def without_dead_code(closed: Any) -> Any:
@@ -448,48 +468,30 @@ def without_dead_code(closed: Any) -> Any:
 
     n_consts = len(closed.jaxpr.constvars)
     as_args = pe.convert_constvars_jaxpr(closed.jaxpr)
-    with _KeptCarries.held():
+    with _carries_kept():
         kept, _ = pe.dce_jaxpr(as_args, [True] * len(as_args.outvars), instantiate=True)
     return jax.extend.core.ClosedJaxpr(pe.convert_invars_to_constvars(kept, n_consts),
                                        closed.consts)
 
 
-class _KeptCarries:
-    """JAX's dead-code rules for scans and conditionals replaced by ones that keep every carried
-    value of a scan and every result of a conditional that is needed at all (see
-    ``without_dead_code``), while ``held`` is open, on every thread: they are as correct as
-    JAX's, only keeping more."""
-
-    lock = threading.Lock()
-    depth = 0
-    defaults: ClassVar[dict[Any, Callable[..., Any]]] = {}
-
-    @classmethod
-    @contextlib.contextmanager
-    def held(cls) -> Iterator[None]:
-        try:
-            from jax._src.interpreters import partial_eval as pe
-            from jax._src.lax.control_flow import conditionals, loops
-            prims = {loops.scan_p: "num_carry", conditionals.cond_p: None}
-        except (ImportError, AttributeError):  # pragma: no cover - another JAX
-            yield
-            return
-        with cls.lock:
-            if cls.depth == 0:
-                cls.defaults = {p: pe.dce_rules[p] for p in prims if p in pe.dce_rules}
-                for p, rule in cls.defaults.items():
-                    pe.dce_rules[p] = _keeping(rule, prims[p])
-            cls.depth += 1
-        try:
-            yield
-        finally:
-            with cls.lock:
-                cls.depth -= 1
-                if cls.depth == 0:
-                    pe.dce_rules.update(cls.defaults)
+@contextlib.contextmanager
+def _carries_kept() -> Iterator[None]:
+    """While open, JAX's dead-code rules for scans and conditionals keep every carried value of
+    a scan and every result of a conditional that is needed at all (see ``without_dead_code``),
+    on every thread: as correct as JAX's, only keeping more."""
+    try:
+        from jax._src.interpreters import partial_eval as pe
+        from jax._src.lax.control_flow import conditionals, loops
+        wrap = {loops.scan_p: lambda rule: _keeping(rule, "num_carry"),
+                conditionals.cond_p: lambda rule: _keeping(rule, None)}
+    except (ImportError, AttributeError):  # pragma: no cover - another JAX
+        yield
+        return
+    with _KEPT_CARRIES.held(pe.dce_rules, wrap):
+        yield
 
 
-def _keeping(rule: Callable[..., Any], count: str | None) -> Callable[..., Any]:
+def _keeping(rule: _Rule, count: str | None) -> _Rule:
     """``rule`` (a dead-code rule) with the first ``eqn.params[count]`` outputs (all of them
     when ``count`` is None) counted as used whenever any output is."""
     def kept(used_outputs: list[bool], eqn: Any) -> Any:
