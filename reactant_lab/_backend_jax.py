@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 
@@ -453,6 +454,114 @@ def batch_axis_kept_by_unit_reshapes() -> Iterator[None]:
         yield
         return
     with _UNIT_RESHAPES.held(table, {prim: _unit_reshape_rule}):
+        yield
+
+
+def _window_slice_rule(default: _Rule) -> _Rule:
+    """JAX's batching rule for ``dynamic_slice``, except that a batched operand sliced at
+    unbatched starts (a slab's element ``B[i, j]`` at the enclosing loop's ``i``) stays a
+    ``dynamic_slice``, over the whole batch axis from 0, instead of a gather: the same clamped
+    window of every batch member, an op XLA slices in place."""
+    def rule(axis_data: Any, batched_args: Any, batch_dims: Any, *, slice_sizes: Any) -> Any:
+        operand, *starts = batched_args
+        bdim, *start_dims = batch_dims
+        if (bdim is not None and starts and len(starts) == operand.ndim - 1
+                and all(d is None for d in start_dims)):
+            from jax._src.lax import slicing
+            zero = np.zeros((), np.dtype(starts[0].dtype))
+            sizes = (*slice_sizes[:bdim], operand.shape[bdim], *slice_sizes[bdim:])
+            return slicing.dynamic_slice_p.bind(operand, *starts[:bdim], zero, *starts[bdim:],
+                                                slice_sizes=sizes), bdim
+        return default(axis_data, batched_args, batch_dims, slice_sizes=slice_sizes)
+    return rule
+
+
+def _window_update_rule(default: _Rule) -> _Rule:
+    """JAX's batching rule for ``dynamic_update_slice``, except that a batched operand updated
+    at unbatched starts stays a ``dynamic_update_slice`` over the whole batch axis (the update
+    broadcast or moved to the operand's batch axis), instead of a scatter."""
+    def rule(axis_data: Any, batched_args: Any, batch_dims: Any) -> Any:
+        operand, update, *starts = batched_args
+        bdim, update_dim, *start_dims = batch_dims
+        if (bdim is not None and starts and len(starts) == operand.ndim - 1
+                and all(d is None for d in start_dims)):
+            from jax._src.lax import slicing
+            if update_dim is None:
+                shape = (*update.shape[:bdim], operand.shape[bdim], *update.shape[bdim:])
+                update = jax.lax.broadcast_in_dim(
+                    update, shape, tuple(d for d in range(len(shape)) if d != bdim))
+            elif update_dim != bdim:
+                update = jnp.moveaxis(update, update_dim, bdim)
+            zero = np.zeros((), np.dtype(starts[0].dtype))
+            return slicing.dynamic_update_slice_p.bind(
+                operand, update, *starts[:bdim], zero, *starts[bdim:]), bdim
+        return default(axis_data, batched_args, batch_dims)
+    return rule
+
+
+def _select_in_place_rule(default: _Rule) -> _Rule:
+    """JAX's batching rule for ``select_n``, except that when the batched operands share one
+    batch axis and the others (a mask of the frame, a zero fill) have the same per-call shape,
+    those are broadcast along that axis instead of every operand moved to the front: no
+    transposes around a column slab's select."""
+    def rule(axis_data: Any, batched_args: Any, batch_dims: Any) -> Any:
+        dims = {d for d in batch_dims if d is not None}
+        if len(dims) == 1 and None in batch_dims and axis_data.explicit_mesh_axis is None:
+            (bdim,) = dims
+            size = next(x.shape[bdim] for x, d in zip(batched_args, batch_dims, strict=True)
+                        if d is not None)
+            per_call = {tuple(np.shape(x)[:d]) + tuple(np.shape(x)[d + 1:]) if d is not None
+                        else tuple(np.shape(x)) for x, d in zip(batched_args, batch_dims,
+                                                               strict=True)}
+            if len(per_call) == 1 and per_call != {()}:
+                (shape,) = per_call
+                full = (*shape[:bdim], size, *shape[bdim:])
+                kept = tuple(k for k in range(len(full)) if k != bdim)
+                args = [x if d is not None else jax.lax.broadcast_in_dim(x, full, kept)
+                        for x, d in zip(batched_args, batch_dims, strict=True)]
+                return jax.lax.select_n(*args), bdim
+        return default(axis_data, batched_args, batch_dims)
+    return rule
+
+
+def unbatched(x: Any) -> Any | None:
+    """``x``, a value made inside a function ``jax.vmap`` is tracing, as the enclosing trace's
+    value when it does not vary along the batch (it was made from unbatched values only), else
+    None."""
+    from jax._src.interpreters import batching
+
+    if not isinstance(x, batching.BatchTracer):
+        return x
+    return x.val if x.batch_dim is None else None  # None: JAX's NotMapped
+
+
+_IN_PLACE = _ReplacedRules()
+"""The batching rules ``batch_rules_in_place`` replaces."""
+
+
+@contextlib.contextmanager
+def batch_rules_in_place() -> Iterator[None]:
+    """While open, ``jax.vmap`` batches, on every thread, a ``dynamic_slice`` or
+    ``dynamic_update_slice`` of a batched operand at unbatched starts as the same op over the
+    whole batch axis (``_window_slice_rule``, ``_window_update_rule``) instead of JAX's gather
+    or scatter, and a ``select_n`` of operands batched on one axis with unbatched ones of the
+    same shape on that axis (``_select_in_place_rule``) instead of moving them all to the
+    front: a batched loop's slabs read and written at an enclosing loop's index (trmm's
+    ``B[i, j]`` over j, inside the loop over i) keep plain windows, and masked column slabs no
+    transposes; fewer ops to lower and compile. A JAX without the table keeps its own rules."""
+    try:
+        from jax._src.interpreters import batching
+        from jax._src.lax import lax as lax_internal
+        from jax._src.lax import slicing
+        table = batching.fancy_primitive_batchers
+        wrap: dict[Any, Callable[[_Rule], _Rule]] = {
+            slicing.dynamic_slice_p: _window_slice_rule,
+            slicing.dynamic_update_slice_p: _window_update_rule,
+            lax_internal.select_n_p: _select_in_place_rule}
+    except (ImportError, AttributeError):  # pragma: no cover - another JAX
+        yield
+        return
+    with _IN_PLACE.held(table, wrap):
         yield
 
 

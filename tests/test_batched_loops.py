@@ -321,6 +321,54 @@ def test_a_loop_over_columns_reshapes_its_columns_in_place(rng):
     assert "transpose" in str(jax.make_jaxpr(columns())(x))  # JAX's rule again
 
 
+def test_a_column_loop_inside_a_row_loop_keeps_plain_windows(rng):
+    """trmm: the loop over j (batched) inside the loop over i reads and writes B[i, j] at the
+    enclosing loop's index, and contracts A[i + 1:, i] with B[i + 1:, j]. The batched body
+    keeps plain windows of its column slabs (no gather or scatter built of index vectors),
+    its frame A[i + 1:] is one comparison with an iota (it runs to the end of the axis), the
+    write at a loop index known inside B has no bounds check, and the masked column slab no
+    transposes: the traced module's only comparisons are the loop's condition and the frame.
+    Results equal NumPy's, B updated in place."""
+    from tests.numpy_kernels import trmm
+
+    n, m = int(rng.integers(10, 20)), int(rng.integers(8, 16))
+    traced = _run(trmm, 1.5, rng.standard_normal((n, n)), rng.standard_normal((n, m)))
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 1
+    ops = re.findall(r"stablehlo\.(\w+)", traced.ir)
+    assert "gather" not in ops and "scatter" not in ops, sorted(set(ops))
+    assert ops.count("compare") == 2, ops.count("compare")
+    assert ops.count("select") <= 2 and ops.count("transpose") <= 1, sorted(ops)
+
+
+def test_window_and_select_rules_keep_the_batch_axis_in_place(rng):
+    """backend.batch_rules_in_place: a dynamic_slice / dynamic_update_slice of a batched
+    operand at unbatched starts stays that op over the whole batch axis (JAX's own rules make
+    a gather / scatter), and a select of an operand batched on axis 1 with an unbatched mask
+    broadcasts the mask there (JAX's moves both to the front); the values are JAX's, clamped
+    starts included, and JAX's rules are back after."""
+    x, mask = rng.standard_normal((6, 5, 3)), rng.random(6) > 0.5
+    fill = rng.standard_normal((1, 2))
+
+    def fresh():  # a new function each time: JAX caches what it traced
+        def one(c, i):  # c: (6, 3), a column slab of x; i an unbatched start
+            win = jax.lax.dynamic_slice(c, (i, 0), (2, 3))
+            upd = jax.lax.dynamic_update_slice(c, fill @ np.ones((2, 3)), (i, 1))
+            return win, upd, jax.lax.select(np.broadcast_to(mask[:, None], (6, 3)), c,
+                                            np.zeros((6, 3)))
+        return jax.vmap(one, in_axes=(1, None), out_axes=1)
+
+    for i in (2, 5, -1):  # 5 and -1: past the end, before the start: clamped
+        want = fresh()(x, i)
+        with backend.batch_rules_in_place():
+            kept = str(jax.make_jaxpr(fresh())(x, i))
+            got = fresh()(x, i)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+        assert "gather" not in kept and "scatter" not in kept and "transpose" not in kept, kept
+    default = str(jax.make_jaxpr(fresh())(x, 2))
+    assert "gather" in default and "scatter" in default and "transpose" in default
+
+
 def big_temporaries(A, x, out):
     for i in range(out.shape[0]):
         out[i] = (A * x[i]).sum()

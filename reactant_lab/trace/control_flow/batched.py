@@ -565,7 +565,9 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     """The loop over k in ``lo .. hi - 1`` as one vmapped body: the carried values after it.
     ``active(k)``: whether iteration k runs (the slot keeps its value where it does not)."""
     jaxpr, consts = closed.jaxpr, closed.consts
-    ks = lax.iota(jaxpr.invars[0].aval.dtype, hi - lo) + lo  # an iota in the module, no constant
+    ks = lax.iota(jaxpr.invars[0].aval.dtype, hi - lo)  # an iota in the module, no constant
+    if lo:
+        ks = lax.add(ks, lax.full(ks.shape, lo, ks.dtype))
     order = sorted(the_plan.slots)
     # Batched along the slot axis where it lies (no transposes in or out): trmm's column loop
     # 1.25x faster than with the slots moved to the front, others alike; but a traced range's
@@ -582,7 +584,9 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         batch = 0 if active is not None else slot.axis
         where = slot.at.coef * np.arange(lo, hi) + slot.at.const + d
         x = jnp.asarray(flat[pos])
-        taken = (lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
+        whole = slot.at.coef == 1 and where[0] == 0 and where[-1] + 1 == x.shape[slot.axis]
+        taken = (x if whole else
+                 lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
                  if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
         return batch, where, jnp.expand_dims(jnp.moveaxis(taken, slot.axis, batch),
                                              slot.axis + 1)
@@ -596,6 +600,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     read_ahead = [slabs_of(pos, d) for pos, d in later]
 
     narrowed = [pos for pos in order if pos in the_plan.narrow]
+    same: list[list[Any]] = []  # the windows' starts as values outside the vmap (or None)
 
     def one(k: Any, own: list[Any], ahead: list[Any]) -> tuple[list[Any], list[list[Any]]]:
         values = list(flat)
@@ -603,6 +608,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
             values[pos] = slab
         outs, starts = _slot_run(jaxpr, consts, the_plan, k, values,
                                  dict(zip(later, ahead, strict=True)))
+        same.extend([backend.unbatched(s) for s in st] for st in starts)
         starts = [[jnp.asarray(s, ks.dtype) for s in st] for st in starts]
         if active is None:
             return outs, starts
@@ -617,13 +623,16 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         return [lax.select(jnp.broadcast_to(keep, o.shape), o, jnp.asarray(i).astype(o.dtype))
                 for o, i in zip(outs, own, strict=True)], starts
 
-    with backend.batch_axis_kept_by_unit_reshapes():  # no transposes around column slabs
+    # No transposes around column slabs; windows at an enclosing loop's index stay windows.
+    with backend.batch_axis_kept_by_unit_reshapes(), backend.batch_rules_in_place():
         outs, starts = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]),
                                 out_axes=(axes, 0))(ks, slabs,
                                                     [slab for _, _, slab in read_ahead])
-    # The same in every iteration (_narrow_writes): the first iteration's.
-    window_at = {pos: [lax.index_in_dim(s, 0, keepdims=False) for s in st]
-                 for pos, st in zip(narrowed, starts, strict=True)}
+    # The same in every iteration (_narrow_writes): made of unbatched values, as they are (an
+    # enclosing loop's index); else the first iteration's.
+    window_at = {pos: [lax.index_in_dim(s, 0, keepdims=False) if u is None else u
+                       for s, u in zip(st, given, strict=True)]
+                 for pos, st, given in zip(narrowed, starts, same, strict=True)}
     result = list(flat)
     for pos, where, out, batch in zip(order, places, outs, axes, strict=True):
         axis = the_plan.slots[pos].axis
@@ -645,9 +654,10 @@ def _put_back(x: Any, block: Any, axis: int, where: np.ndarray, at: list[Any] | 
         index = (slice(None),) * axis + (jnp.asarray(where),)
         return x.at[index].set(block, unique_indices=True)
     dtype = jnp.asarray(at[0]).dtype
-    if step == 1:
-        return lax.dynamic_update_slice(x, block, [jnp.asarray(int(where[0]), dtype) if d == axis
-                                                   else s for d, s in enumerate(at)])
+    if step == 1:  # the starts the body's writes used: wrapped already, as the primitive's are
+        return lax.dynamic_update_slice(x, block, [np.asarray(int(where[0]), dtype) if d == axis
+                                                   else s for d, s in enumerate(at)],
+                                        allow_negative_indices=False)
     grid = [  # each slot's window, its start clamped as dynamic_update_slice clamps it
         jnp.asarray(where) if d == axis else lax.iota(dtype, block.shape[d])
         + jnp.clip(s, 0, x.shape[d] - block.shape[d]) for d, s in enumerate(at)]

@@ -119,10 +119,25 @@ def _index(i: Any, numpy: bool, values: range | None = None) -> Any:
     values it takes, when static (``x[i:i + 3]`` then has a static length)."""
     if not numpy:
         return i
-    index = carry.python_scalar(jnp.asarray(i, jnp.int64))
+    index = carry.python_scalar(i if _strong_int64(i) else jnp.asarray(i, jnp.int64))
     if values is not None and len(values) and is_traced(index.value):
         affine.note_index(index.value, min(values), max(values))
     return index
+
+
+def _strong_int64(i: Any) -> bool:
+    """Whether ``i`` is a traced int64 that is not weakly typed (no conversion needed)."""
+    aval = getattr(i, "aval", None)
+    return (aval is not None and getattr(aval, "dtype", None) == np.int64
+            and not getattr(aval, "weak_type", True) and aval.shape == ())
+
+
+def _counted(start: Any, k: Any, step: Any) -> Any:
+    """``start + k * step`` for the loop's count ``k``, with no op for a static step of 1 or
+    start of 0 (``range(n)``: the count itself)."""
+    if not (isinstance(step, int | np.integer) and step == 1):
+        k = k * step
+    return k if isinstance(start, int | np.integer) and start == 0 else start + k
 
 
 class _Fallback(Exception):  # a control signal
@@ -309,7 +324,8 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
 
     def run(c: Carry) -> list[Any]:
         def step_fn(k: Any, flat: list[Any]) -> list[Any]:
-            i = _index(start + k * step, numpy, it[done:] if isinstance(it, range) else None)
+            i = _index(_counted(start, k, step), numpy,
+                       it[done:] if isinstance(it, range) else None)
             return c.leave(body(i, c.enter(list(flat), i)))
 
         if isinstance(it, TracedRange):

@@ -18,10 +18,12 @@ moving data; others are shifted into the first one's frame.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from reactant_lab.errors import DynamicShapeError
 from reactant_lab.trace.numpy_mode import affine, context
@@ -82,17 +84,18 @@ class RangedArray:
     def valid(self) -> Any:
         """Boolean of the data's shape: True where an element of the slice is."""
         shape = self.envelope
-        ok = jnp.ones(shape, bool)
+        ok: Any = None
         for axis, count in self.counts.items():
-            j = jnp.arange(shape[axis])
-            start = self.starts[axis]
-            along = (j >= start) & (j < start + count)
-            ok = ok & along.reshape([-1 if d == axis else 1 for d in range(len(shape))])
-        return ok
+            along = _along(shape[axis], self.starts[axis], count, axis, len(shape))
+            ok = along if ok is None else lax.bitwise_and(ok, along)
+        if ok is None:
+            return lax.full(shape, True)
+        return ok if ok.shape == shape else lax.broadcast_in_dim(ok, shape, tuple(range(len(shape))))
 
     def filled(self, fill: Any) -> Any:
         """The data with ``fill`` outside the frame."""
-        return jnp.where(self.valid(), self.value, jnp.asarray(fill, self.dtype))
+        data = jnp.asarray(self.value)
+        return lax.select(self.valid(), data, lax.full(data.shape, fill, data.dtype))
 
     def write(self, new: Any) -> None:
         """Store ``new`` (data over the whole extent, in this slice's frame) into the slice: a
@@ -277,7 +280,10 @@ def select(proxy: ProxyArray, key: tuple[Any, ...]) -> Any:
                 raise _error("A slice with a traced bound and a step other than 1")
             n = proxy._shape[dim]
             start, stop = _bound(k.start, 0, n), _bound(k.stop, n, n)
-            starts[axis], counts[axis] = start, jnp.maximum(jnp.asarray(stop) - start, 0)
+            count = _count(start, stop)
+            if not is_traced(stop) and stop == n:  # start + count >= n: the frame ends the axis
+                context.memo()[("ranged-to-end", id(count))] = (count, start, n)
+            starts[axis], counts[axis] = start, count
             whole.append(slice(None))
             axis += 1
         else:
@@ -292,6 +298,18 @@ def select(proxy: ProxyArray, key: tuple[Any, ...]) -> Any:
         raise _error("A slice with a traced bound")
     return RangedArray(None, starts, counts, base=base, source=(proxy.root, key),
                        dtype=proxy.dtype)
+
+
+def _count(start: Any, stop: Any) -> Any:
+    """``max(stop - start, 0)`` for slice bounds (a traced int64 scalar or a static int each),
+    traced, in lax's primitives (see storage.wrap_index)."""
+    def as_index(x: Any) -> Any:
+        if not is_traced(x):
+            return np.asarray(int(x), np.int64)
+        x = jnp.asarray(x)
+        return x if x.dtype == np.int64 else lax.convert_element_type(x, np.int64)
+
+    return lax.max(lax.sub(as_index(stop), as_index(start)), np.zeros((), np.int64))
 
 
 def _expand(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
@@ -566,7 +584,10 @@ def contract(kind: str, a: Any, b: Any) -> Any:
     if ka in ca:
         n = min(sa[ka], sb[kb])
         moved = b.framed({kb: fa[ka]}, tuple(n if d == kb else w for d, w in enumerate(sb)))
-        pb = new_array(jnp.where(_along(n, fa[ka], ca[ka], kb, len(sb)), moved, 0))
+        moved = jnp.asarray(moved)
+        pb = new_array(lax.select(
+            lax.broadcast_in_dim(frame_mask(n, fa[ka], ca[ka]), moved.shape, (kb,)), moved,
+            lax.full(moved.shape, 0, moved.dtype)))
         if sa[ka] != n:
             pa = new_array(_plain(pa)[(slice(None),) * ka + (slice(0, n),)])
     fn: Any = {"matmul": np.matmul, "dot": np.dot, "inner": np.inner}[kind]
@@ -584,10 +605,43 @@ def contract(kind: str, a: Any, b: Any) -> Any:
 
 
 def _along(n: int, start: Any, count: Any, axis: int, ndim: int) -> Any:
-    """Boolean over axis ``axis`` (of ``ndim``): True inside the frame [start, start+count)."""
-    j = jnp.arange(n)
-    return ((j >= start) & (j < start + count)).reshape(
-        [-1 if d == axis else 1 for d in range(ndim)])
+    """Boolean over axis ``axis`` (of ``ndim``, size 1 on the others): True inside the frame
+    [start, start+count) (``frame_mask``)."""
+    mask = frame_mask(n, start, count)
+    return mask if ndim == 1 else lax.broadcast_in_dim(mask, tuple(
+        n if d == axis else 1 for d in range(ndim)), (axis,))
+
+
+def frame_mask(n: int, start: Any, count: Any) -> Any:
+    """Boolean (n,): True at positions start .. start + count - 1 of an axis of ``n``, in lax's
+    primitives (see storage.wrap_index), made once per trace for a frame. A static start of 0
+    needs no lower comparison, and a frame that runs to the end of its axis (``a[i:]``: its
+    count ``max(n - i, 0)``, recorded by ``select``) no upper one: trmm's ``A[i + 1:, i]`` is
+    one comparison with an iota."""
+    memo = context.memo()
+    key = ("ranged-frame", n, id(start), id(count))
+    if key in memo:
+        return memo[key][2]
+    traced = [x for x in (start, count) if is_traced(x)]
+    dtype = np.dtype(jnp.asarray(traced[0]).dtype) if traced else np.dtype(np.int64)
+
+    def as_index(x: Any) -> Any:
+        return (lax.convert_element_type(x, dtype) if is_traced(x)
+                else np.asarray(int(x), dtype))
+
+    j = lax.iota(dtype, n)
+    checks = []
+    if is_traced(start) or int(start) > 0:
+        checks.append(lax.ge(j, lax.broadcast(as_index(start), (n,))))
+    end = memo.get(("ranged-to-end", id(count)))
+    if end is None or end[1] is not start or end[2] < n:
+        stop = (lax.add(as_index(start), as_index(count)) if traced
+                else np.asarray(int(start) + int(count), dtype))
+        checks.append(lax.lt(j, lax.broadcast(stop, (n,))))
+    mask = (functools.reduce(lax.bitwise_and, checks) if checks
+            else lax.full((n,), True))
+    memo[key] = (start, count, mask)
+    return mask
 
 
 def _wrap(result: Any, starts: Axes, counts: Axes) -> Any:

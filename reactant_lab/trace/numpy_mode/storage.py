@@ -362,12 +362,15 @@ class DynamicSlice:
     def shape(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
         return (*shape[:self.axis], self.size, *shape[self.axis + 1:]), dtype
 
+    # The start is inside the axis for every value it takes: no wrapping of negative starts.
     def get(self, x: Any) -> Any:
-        return lax.dynamic_slice_in_dim(x, self.start, self.size, self.axis)
+        return lax.dynamic_slice_in_dim(x, self.start, self.size, self.axis,
+                                        allow_negative_indices=False)
 
     def put(self, parent: Any, new: Any) -> Any:
         return lax.dynamic_update_slice_in_dim(parent, jnp.asarray(new).astype(parent.dtype),
-                                               self.start, self.axis)
+                                               self.start, self.axis,
+                                               allow_negative_indices=False)
 
     def on_shadow(self, s: np.ndarray) -> np.ndarray:
         view: np.ndarray = s[(slice(None),) * self.axis + (slice(0, self.size),)]
@@ -581,12 +584,16 @@ def set_basic(parent: Any, idx: tuple[Any, ...], new: Any) -> Any:
     if any(is_traced(i) for i in starts):
         # A row at a traced index: written in place; out of range, the write is dropped (as
         # a scatter drops it) by writing back what the clamped window already holds. In lax's
-        # primitives (see wrap_index); the starts are wrapped already.
+        # primitives (see wrap_index); the starts are wrapped already. A loop index known
+        # inside its axis needs no check.
         checks = [
             lax.bitwise_and(lax.ge(i, np.zeros((), i.dtype)), lax.lt(i, np.asarray(n, i.dtype)))
             for i, n in zip(starts, parent.shape, strict=True)
-            if is_traced(i)]
+            if is_traced(i) and not affine.within(i, 0, n - 1)]
         starts = _one_index_type(starts)
+        if not checks:
+            return lax.dynamic_update_slice(parent, lax.convert_element_type(new, parent.dtype),
+                                            starts, allow_negative_indices=False)
         inside = functools.reduce(lax.bitwise_and, checks)
         window = lax.dynamic_slice(parent, starts, sizes, allow_negative_indices=False)
         new = lax.select(inside, lax.convert_element_type(new, parent.dtype), window)
