@@ -661,3 +661,41 @@ def test_a_first_rewrite_does_not_scan_every_loaded_module(rng: Any, monkeypatch
         assert code is not None and why is None  # its loop was rewritten, from its source
     finally:
         _convert.rewritten_code.cache_clear()
+
+
+# a retried trace puts back what NumPy wrote in place ------------------------------------------
+
+def _set_second(a: np.ndarray, value: float) -> None:
+    a[1] = value
+
+
+def written_behind_a_call(x: np.ndarray) -> Any:
+    acc = np.zeros(4)
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = acc[1] + x[i]
+        _set_second(acc, 2.0)  # NumPy writes acc in place: the first trace did not carry it
+    return out, acc
+
+
+def _bump(a: np.ndarray) -> None:
+    np.add(a, 1.0, out=a)
+
+
+def filled_behind_a_call(x: np.ndarray) -> Any:
+    acc = np.zeros(3)
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = acc.sum() + x[i]
+        _bump(acc)  # a ufunc writing acc in place through out=
+    return out, acc
+
+
+@pytest.mark.parametrize("fn", [written_behind_a_call, filled_behind_a_call])
+def test_a_retried_loop_trace_starts_from_the_arrays_as_they_were(rng: Any, fn: Any) -> None:
+    """The first trace of the loop writes a kernel-made array that holds concrete data, in
+    place through NumPy (a called function's write, a ufunc's out=), without carrying it; the
+    loop is traced again carrying it, from its data as it was before the first trace: the
+    journal copied the data just before NumPy wrote it. Iteration 0 reads the zeros."""
+    x = rng.standard_normal(int(rng.integers(9, 16)))
+    check(fn, x, rolled=1)

@@ -33,7 +33,9 @@ class Carry:
         self.slots = [describe(n, v, numpy, mark, n in force)
                       for n, v in zip(names, state, strict=True) if n != skip]
         self.roots = sorted(roots, key=lambda r: r.serial)
-        self.saved = {r: r.save(copy=True) for r in self.roots}
+        # Held as traced values while the body runs (``enter``): their data is not written in
+        # place, so the state kept is the data itself, not a copy.
+        self.saved = {r: r.save(copy=False) for r in self.roots}
         self._init = [carried_value(s, v) for s, v in self._pairs(state) if s.carried]
         self._init += [r.value for r in self.roots]
 

@@ -339,8 +339,10 @@ def _eager(func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, An
     """Run NumPy itself on concrete data; results become concrete arrays the kernel owns."""
     plain = _map(lambda x: concrete_of(x) if isinstance(x, ProxyArray) else x, (args, kwargs))
     sources = [x for x in _leaves(plain) if isinstance(x, np.ndarray)]
-    result = func(*plain[0], **plain[1])
     out = kwargs.get("out")
+    if isinstance(out, ProxyArray):
+        out.root.will_touch()
+    result = func(*plain[0], **plain[1])
     if isinstance(out, ProxyArray):
         out.root.touched()
         return out

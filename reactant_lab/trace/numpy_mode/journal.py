@@ -4,8 +4,8 @@ A rolled loop's body is traced once, on stand-ins for the values it carries; the
 are the ones the loop must carry. A trace that is given up (the loop unrolls after all, or is
 traced again with more carried arrays) must leave every array as it found it: a journal saves
 each array's state before its first write. Kernel-made arrays that still hold concrete data are
-written by NumPy itself, in place, before anyone is told, so while a journal is kept their data is
-copied up front.
+written by NumPy itself, in place: the journal is told first (``concrete_write``) and copies the
+data then, once.
 """
 
 from __future__ import annotations
@@ -36,15 +36,18 @@ class Journal:
     """The arrays written while it is open, and their states before the first write."""
 
     def __init__(self, concrete: list[Root]):
-        self.saved: dict[Root, tuple[Any, ...]] = {r: r.save(copy=True) for r in concrete
-                                                   if r.concrete is not None}
-        """Root -> its state before the journal was opened (or before its first write)."""
+        self.concrete = [r for r in concrete if r.concrete is not None]
+        """The kernel-made arrays holding concrete data when the journal was opened."""
+        self.saved: dict[Root, tuple[Any, ...]] = {}
+        """Root -> its state before its first write while the journal was open."""
         self.written: dict[Root, None] = {}
         """Roots written while the journal was open, in order."""
 
-    def wrote(self, root: Root) -> None:
+    def wrote(self, root: Root, copy: bool = False) -> None:
+        """``root`` is written; ``copy``: NumPy is about to write its concrete data in place, so
+        the state saved is a copy of it (a traced write leaves the data as it was)."""
         if root not in self.saved:
-            self.saved[root] = root.save(copy=False)
+            self.saved[root] = root.save(copy=copy)
         self.written[root] = None
 
     def undo(self) -> None:
@@ -91,7 +94,7 @@ def journal() -> Iterator[Journal]:
         journals.remove(opened)
         # Values derived while the journal was open belong to the trace that is ending: the
         # traced constants of concrete arrays, and views' cached values (see ``generation``).
-        for root in opened.saved:
+        for root in {**dict.fromkeys(opened.concrete), **opened.saved}:
             if root.concrete is not None:
                 root.forget()
         _STATE.generation = generation() + 1
@@ -116,3 +119,12 @@ def writing(root: Root) -> None:
     this)."""
     for opened in _journals():
         opened.wrote(root)
+
+
+def concrete_write(root: Root) -> None:
+    """NumPy is about to write ``root``'s concrete data in place (storage calls this first):
+    each open journal saves a copy of it, once. Copying only what is written, when it is,
+    spares every rolled loop's trace a copy of each kernel-made array (conv2d's 8 MB
+    accumulator was copied twice per trace)."""
+    for opened in _journals():
+        opened.wrote(root, copy=True)

@@ -210,6 +210,10 @@ class Root:
         if self.arg is not None and self.first_write is None:
             self.first_write = calling_user_frame()
 
+    def will_touch(self) -> None:
+        """NumPy is about to update the concrete data in place (then ``touched``)."""
+        journal.concrete_write(self)
+
     def touched(self) -> None:
         """The concrete data was updated in place by NumPy."""
         journal.writing(self)
@@ -568,6 +572,7 @@ def write_concrete(root: Root, ops: tuple[ViewOp, ...], new: Any, key: Any = Ell
         target = op.get(target)
     if not isinstance(target, np.ndarray) or not np.may_share_memory(target, root.concrete):
         return False
+    root.will_touch()
     target[key] = new
     root.touched()
     return True

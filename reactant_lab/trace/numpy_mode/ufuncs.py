@@ -382,6 +382,9 @@ def _eager(method: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     concrete_kwargs = {**kwargs, "out": tuple(d for _, d in pairs)} if outs else dict(kwargs)
     if isinstance(kwargs.get("where"), ProxyArray):
         concrete_kwargs["where"] = concrete_of(kwargs["where"])
+    for proxy, _ in pairs:
+        if isinstance(proxy, ProxyArray):
+            proxy.root.will_touch()
     result = method(*[concrete_of(x) if isinstance(x, ProxyArray) else x for x in inputs],
                     **concrete_kwargs)
     for proxy, _ in pairs:
