@@ -103,12 +103,12 @@ class RangedArray:
         old data kept outside the frame."""
         new = jnp.asarray(new).astype(self.dtype)
         if self.base is None:
-            self._data = jnp.where(self.valid(), new, self._data)
+            self._data = _select(self.valid(), new, self._data)
             return
         base, valid = self.base, self.valid()
         base.check_writable()
         if not write_where(base.root, base._ops, new, valid):
-            base.write(jnp.where(valid, new, base.value))
+            base.write(_select(valid, new, base.value))
 
     def framed(self, starts: Axes, shape: tuple[int, ...]) -> Any:
         """The data moved into the frame ``starts`` (per ranged axis) and cut or zero-padded
@@ -298,6 +298,22 @@ def select(proxy: ProxyArray, key: tuple[Any, ...]) -> Any:
         raise _error("A slice with a traced bound")
     return RangedArray(None, starts, counts, base=base, source=(proxy.root, key),
                        dtype=proxy.dtype)
+
+
+def _select(mask: Any, a: Any, b: Any) -> Any:
+    """``np.where(mask, a, b)`` for a traced ``mask`` and ``a``, ``b`` broadcasting to its shape
+    (``b`` cast to ``a``'s dtype), in lax's primitives (see storage.wrap_index)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    shape = np.broadcast_shapes(np.shape(mask), a.shape, b.shape)
+
+    def full(x: Any) -> Any:
+        if x.shape == shape:
+            return x
+        return lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - x.ndim, len(shape))))
+
+    if b.dtype != a.dtype:
+        b = lax.convert_element_type(b, a.dtype)
+    return lax.select(full(jnp.asarray(mask)), full(a), full(b))
 
 
 def _count(start: Any, stop: Any) -> Any:

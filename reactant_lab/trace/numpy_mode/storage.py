@@ -683,24 +683,34 @@ def write_where(root: Root, ops: tuple[ViewOp, ...], new: Any, where: Any) -> bo
     coords = [lax.broadcasted_iota(kind, shape, axis) for axis in range(len(shape))]
     for op in ops:
         if isinstance(op, Index):
-            where = where & _inside(op.idx, tuple(coords[0].shape))
+            inside = _inside(op.idx, tuple(coords[0].shape))
+            if inside is not None:
+                where = lax.bitwise_and(where, lax.broadcast(inside, where.shape))
         coords = [op.get(c) for c in coords]
-    coords[0] = jnp.where(where, coords[0], shape[0])  # out of bounds: dropped
-    new = jnp.broadcast_to(jnp.asarray(new).astype(root.dtype), coords[0].shape)
+    # Out of bounds: dropped. In lax's primitives (see wrap_index).
+    coords[0] = lax.select(where, coords[0], lax.full(coords[0].shape, shape[0], kind))
+    new = jnp.asarray(new)
+    if new.dtype != root.dtype:
+        new = lax.convert_element_type(new, root.dtype)
+    if new.shape != coords[0].shape:
+        new = jnp.broadcast_to(new, coords[0].shape)
     root.set_traced(root.value.at[tuple(coords)].set(new, mode="drop"))
     return True
 
 
-def _inside(idx: tuple[Any, ...], shape: tuple[int, ...]) -> Any:
+def _inside(idx: tuple[Any, ...], shape: tuple[int, ...]) -> Any | None:
     """Whether each traced integer of the basic index ``idx`` lies in its axis of ``shape``
-    (NumPy's negative indices count): a write outside is dropped, as ``set_basic`` drops it."""
-    ok: Any = True
+    (NumPy's negative indices count): a write outside is dropped, as ``set_basic`` drops it.
+    None when every one is a loop index known inside its axis (no check needed)."""
+    checks = []
     axis = 0
     for i in idx:
         if i is Ellipsis:
             axis += len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis)
         elif i is not None:
-            if is_traced(i):
-                ok = ok & (i >= -shape[axis]) & (i < shape[axis])
+            if is_traced(i) and not affine.within(i, 0, shape[axis] - 1):
+                i = jnp.asarray(i)
+                checks += [lax.ge(i, np.asarray(-shape[axis], i.dtype)),
+                           lax.lt(i, np.asarray(shape[axis], i.dtype))]
             axis += 1
-    return ok
+    return functools.reduce(lax.bitwise_and, checks) if checks else None
