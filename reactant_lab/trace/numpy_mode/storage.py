@@ -709,8 +709,8 @@ def _inside(idx: tuple[Any, ...], shape: tuple[int, ...]) -> Any | None:
             axis += len(shape) - sum(1 for j in idx if j is not None and j is not Ellipsis)
         elif i is not None:
             if is_traced(i) and not affine.within(i, 0, shape[axis] - 1):
-                i = jnp.asarray(i)
-                checks += [lax.ge(i, np.asarray(-shape[axis], i.dtype)),
-                           lax.lt(i, np.asarray(shape[axis], i.dtype))]
+                at = jnp.asarray(i)
+                checks += [lax.ge(at, np.asarray(-shape[axis], at.dtype)),
+                           lax.lt(at, np.asarray(shape[axis], at.dtype))]
             axis += 1
     return functools.reduce(lax.bitwise_and, checks) if checks else None
