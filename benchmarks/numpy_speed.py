@@ -99,21 +99,28 @@ _LOOP = ("benchmarks/xla_loop_compile.py reproduces it in plain JAX: a 300-itera
          "0.03-0.1 s to XLA:CPU's compile whatever its body, 2-5x a loopless module's")
 FIRST_CALL_CAUSES: dict[str, str] = {
     "covariance": "its loop is gone (trace/control_flow/scattered.py: the product hoisted, "
-                  "the row and column writes two selects), compiled in 0.08 s; what is left is "
-                  "the trace of the loop and its checks (0.09-0.1 s) against the port's one "
-                  "product (0.06-0.07 s in all); it was XLA's compile of the 300-iteration loop "
-                  "of masked writes (0.16-0.23 s). " + _LOOP,
+                  "the row and column writes two selects), compiled in 0.05-0.08 s; what is "
+                  "left is the trace of the loop, twice (window writes for the batching check, "
+                  "then scatters), and its checks (0.04-0.05 s) against the port's one product "
+                  "(0.04-0.05 s in all): 2.5-2.9x in fresh processes; it was XLA's compile of "
+                  "the 300-iteration loop of masked writes (0.16-0.23 s). " + _LOOP,
     "correlation": "as covariance: no loop left, the trace (0.1 s) against the port's product",
-    "trmm": "its loop over i stays a while (see its warm-time note), compiled in 0.06-0.1 s; "
-            "the port is one product. " + _LOOP,
+    "trmm": "its loop over i stays a while (see its warm-time note), compiled in 0.05-0.07 s "
+            "(XLA:CPU's floor for any module is ~0.02 s here), against the port's one product "
+            "(0.04-0.05 s in all); its trace, 0.05 s before its batched column loop kept plain "
+            "windows (62 traced equations in the loop body, 28 now), is 0.035-0.045 s: "
+            "2.0-2.9x in fresh processes, 3.05x in one full run on a loaded machine. " + _LOOP,
     "cholesky": "an 80-iteration while with a nested loop, compiled in 0.1-0.13 s; the port's "
                 "LAPACK call compiles about as slowly, so it lands near 1-2x",
     "syrk": "no loop left (its loop over k runs as one sum, the loop over i batched): the "
             "trace is the cost, both loops traced, checked and rewritten (0.05-0.09 s) against "
             "the port's one product; syr2k alike",
     "conv2d": "a 3-iteration while of three (30752x16) @ (16x32) products (rolled: unrolled it "
-              "ran 2x slower and compiled slower still), 0.2-0.26 s against 0.1 s for the "
-              "port's one convolution",
+              "ran 2x slower and compiled slower still), XLA's compile 0.13-0.16 s of its "
+              "0.19-0.24 s (each of its ~11 fusions pays XLA:CPU's fusion emitter ~5 ms: with "
+              "xla_cpu_use_fusion_emitters=false it compiles in 0.09 s, but that flag made "
+              "other kernels' warm runs up to 3.5x slower, so it is not set) against 0.08 s "
+              "for the port's one convolution (which runs 3x slower warm)",
     "doitgen": "no loop left (it runs batched), but a floor of fixed costs against the port's "
                "0.02-0.03 s: tracing the loop body and batching it (0.02-0.03 s), the preset's "
                "passes (0.02 s, most of it the three pattern stages building their pattern "
