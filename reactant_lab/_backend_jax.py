@@ -491,7 +491,9 @@ def _window_update_rule(default: _Rule) -> _Rule:
                 update = jax.lax.broadcast_in_dim(
                     update, shape, tuple(d for d in range(len(shape)) if d != bdim))
             elif update_dim != bdim:
-                update = jnp.moveaxis(update, update_dim, bdim)
+                perm = [d for d in range(update.ndim) if d != update_dim]
+                perm.insert(bdim, update_dim)
+                update = jax.lax.transpose(update, perm)
             zero = np.zeros((), np.dtype(starts[0].dtype))
             return slicing.dynamic_update_slice_p.bind(
                 operand, update, *starts[:bdim], zero, *starts[bdim:]), bdim

@@ -347,25 +347,27 @@ def test_window_and_select_rules_keep_the_batch_axis_in_place(rng):
     broadcasts the mask there (JAX's moves both to the front); the values are JAX's, clamped
     starts included, and JAX's rules are back after."""
     x, mask = rng.standard_normal((6, 5, 3)), rng.random(6) > 0.5
-    fill = rng.standard_normal((1, 2))
+    fill, rows = rng.standard_normal((1, 2)), rng.standard_normal((5, 2, 3))
 
     def fresh():  # a new function each time: JAX caches what it traced
-        def one(c, i):  # c: (6, 3), a column slab of x; i an unbatched start
+        def one(c, r, i):  # c: (6, 3), a column slab of x; r batched on another axis; i a start
             win = jax.lax.dynamic_slice(c, (i, 0), (2, 3))
             upd = jax.lax.dynamic_update_slice(c, fill @ np.ones((2, 3)), (i, 1))
-            return win, upd, jax.lax.select(np.broadcast_to(mask[:, None], (6, 3)), c,
-                                            np.zeros((6, 3)))
-        return jax.vmap(one, in_axes=(1, None), out_axes=1)
+            moved = jax.lax.dynamic_update_slice(c, r, (i, 0))
+            return win, upd, moved, jax.lax.select(np.broadcast_to(mask[:, None], (6, 3)), c,
+                                                   np.zeros((6, 3)))
+        return jax.vmap(one, in_axes=(1, 0, None), out_axes=1)
 
     for i in (2, 5, -1):  # 5 and -1: past the end, before the start: clamped
-        want = fresh()(x, i)
+        want = fresh()(x, rows, i)
         with backend.batch_rules_in_place():
-            kept = str(jax.make_jaxpr(fresh())(x, i))
-            got = fresh()(x, i)
+            kept = str(jax.make_jaxpr(fresh())(x, rows, i))
+            got = fresh()(x, rows, i)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
-        assert "gather" not in kept and "scatter" not in kept and "transpose" not in kept, kept
-    default = str(jax.make_jaxpr(fresh())(x, 2))
+        assert "gather" not in kept and "scatter" not in kept, kept
+        assert kept.count("transpose") == 1, kept  # r's batch axis moved to c's, once
+    default = str(jax.make_jaxpr(fresh())(x, rows, 2))
     assert "gather" in default and "scatter" in default and "transpose" in default
 
 

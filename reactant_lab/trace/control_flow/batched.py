@@ -588,8 +588,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         taken = (x if whole else
                  lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
                  if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
-        return batch, where, jnp.expand_dims(jnp.moveaxis(taken, slot.axis, batch),
-                                             slot.axis + 1)
+        return batch, where, lax.expand_dims(_moved(taken, slot.axis, batch), (slot.axis + 1,))
 
     for pos in order:
         batch, where, slab = slabs_of(pos, 0)
@@ -637,10 +636,20 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     for pos, where, out, batch in zip(order, places, outs, axes, strict=True):
         axis = the_plan.slots[pos].axis
         assert axis is not None
-        block = jnp.moveaxis(jnp.squeeze(out, axis + 1), batch, axis)
+        block = _moved(lax.squeeze(out, (axis + 1,)), batch, axis)
         result[pos] = _put_back(jnp.asarray(flat[pos]), block, axis, where,
                                 window_at.get(pos))
     return result
+
+
+def _moved(x: Any, source: int, target: int) -> Any:
+    """``jnp.moveaxis(x, source, target)``, as the identity when they are the same axis (in
+    lax: jax.numpy's is a jitted call while tracing)."""
+    if source == target:
+        return x
+    perm = [d for d in range(x.ndim) if d != source]
+    perm.insert(target, source)
+    return lax.transpose(x, perm)
 
 
 def _put_back(x: Any, block: Any, axis: int, where: np.ndarray, at: list[Any] | None) -> Any:
