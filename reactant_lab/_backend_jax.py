@@ -457,6 +457,11 @@ def batch_axis_kept_by_unit_reshapes() -> Iterator[None]:
         yield
 
 
+def _index_dtype(starts: Sequence[Any]) -> np.dtype:
+    """The dtype of a window's start indices (the first that has one; int32 otherwise)."""
+    return next((np.dtype(s.dtype) for s in starts if hasattr(s, "dtype")), np.dtype(np.int32))
+
+
 def _window_slice_rule(default: _Rule) -> _Rule:
     """JAX's batching rule for ``dynamic_slice``, except that a batched operand sliced at
     unbatched starts (a slab's element ``B[i, j]`` at the enclosing loop's ``i``) stays a
@@ -468,7 +473,7 @@ def _window_slice_rule(default: _Rule) -> _Rule:
         if (bdim is not None and starts and len(starts) == operand.ndim - 1
                 and all(d is None for d in start_dims)):
             from jax._src.lax import slicing
-            zero = np.zeros((), np.dtype(starts[0].dtype))
+            zero = np.zeros((), _index_dtype(starts))
             sizes = (*slice_sizes[:bdim], operand.shape[bdim], *slice_sizes[bdim:])
             return slicing.dynamic_slice_p.bind(operand, *starts[:bdim], zero, *starts[bdim:],
                                                 slice_sizes=sizes), bdim
@@ -494,7 +499,7 @@ def _window_update_rule(default: _Rule) -> _Rule:
                 perm = [d for d in range(update.ndim) if d != update_dim]
                 perm.insert(bdim, update_dim)
                 update = jax.lax.transpose(update, perm)
-            zero = np.zeros((), np.dtype(starts[0].dtype))
+            zero = np.zeros((), _index_dtype(starts))
             return slicing.dynamic_update_slice_p.bind(
                 operand, update, *starts[:bdim], zero, *starts[bdim:]), bdim
         return default(axis_data, batched_args, batch_dims)

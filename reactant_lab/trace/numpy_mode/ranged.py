@@ -84,13 +84,12 @@ class RangedArray:
     def valid(self) -> Any:
         """Boolean of the data's shape: True where an element of the slice is."""
         shape = self.envelope
-        ok: Any = None
+        ok: Any = lax.full(shape, True) if not self.counts else None
         for axis, count in self.counts.items():
-            along = _along(shape[axis], self.starts[axis], count, axis, len(shape))
+            along = lax.broadcast_in_dim(frame_mask(shape[axis], self.starts[axis], count),
+                                         shape, (axis,))
             ok = along if ok is None else lax.bitwise_and(ok, along)
-        if ok is None:
-            return lax.full(shape, True)
-        return ok if ok.shape == shape else lax.broadcast_in_dim(ok, shape, tuple(range(len(shape))))
+        return ok
 
     def filled(self, fill: Any) -> Any:
         """The data with ``fill`` outside the frame."""
