@@ -565,9 +565,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     """The loop over k in ``lo .. hi - 1`` as one vmapped body: the carried values after it.
     ``active(k)``: whether iteration k runs (the slot keeps its value where it does not)."""
     jaxpr, consts = closed.jaxpr, closed.consts
-    ks = lax.iota(jaxpr.invars[0].aval.dtype, hi - lo)  # an iota in the module, no constant
-    if lo:
-        ks = lax.add(ks, lax.full(ks.shape, lo, ks.dtype))
+    ks = hoisted.counts(jaxpr.invars[0].aval.dtype, lo, hi)  # an iota, no constant
     order = sorted(the_plan.slots)
     # Batched along the slot axis where it lies (no transposes in or out): trmm's column loop
     # 1.25x faster than with the slots moved to the front, others alike; but a traced range's

@@ -215,11 +215,18 @@ def one_call(closed: Any) -> Callable[..., list[Any]]:
     return call
 
 
+def counts(dtype: Any, lo: int, hi: int) -> Any:
+    """The counter values ``lo .. hi - 1`` as an iota (plus ``lo`` unless it is 0), in lax:
+    a loop's iterations all at once, with no constant in the module."""
+    ks = lax.iota(dtype, hi - lo)
+    return lax.add(ks, lax.full(ks.shape, lo, ks.dtype)) if lo else ks
+
+
 def stack(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any]) -> list[Any]:
     """The hoisted work of every counter value in ``lo .. hi - 1``: each frontier value, stacked
     over the counter where it varies."""
     consts = list(closed.consts)
-    ks = lax.iota(closed.jaxpr.invars[0].aval.dtype, hi - lo) + lo  # an iota, not a constant
+    ks = counts(closed.jaxpr.invars[0].aval.dtype, lo, hi)  # an iota, not a constant
     ahead = jcore.jaxpr_as_fun(the_split.ahead)
     out_axes = [0 if v else None for v in the_split.varying]
     return list(jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks))

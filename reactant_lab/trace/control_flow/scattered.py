@@ -428,7 +428,7 @@ def run(the_plan: Plan, consts: Sequence[Any], stacked: Sequence[Any], varying: 
     iterations selected into it where the scatter writes; ``stacked`` holds the frontier values,
     stacked over the counter where ``varying``."""
     dtype = the_plan.values.jaxpr.invars[len(consts)].aval.dtype
-    ks = lax.iota(dtype, hi - lo) + lo
+    ks = hoisted.counts(dtype, lo, hi)
     fun = jcore.jaxpr_as_fun(the_plan.values)
     axes = [None] * len(consts) + [0] + [0 if v else None for v in varying] + [None] * len(init)
     values = jax.vmap(lambda *args: list(fun(*args)), in_axes=axes)(*consts, ks, *stacked,

@@ -336,7 +336,7 @@ def run(the_plan: Plan, lo: int, hi: int, init: list[Any],
     out_axes = [0 if v else None for v in the_plan.varying]
 
     def summed_terms(consts: list[Any], init: list[Any]) -> list[Any]:
-        ks = lax.iota(dtype, hi - lo) + lo  # an iota in the module, not a constant
+        ks = hoisted.counts(dtype, lo, hi)  # an iota in the module, not a constant
         values = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
         out = []
         for i, (x, vary) in enumerate(zip(values, the_plan.varying, strict=True)):

@@ -694,7 +694,18 @@ def write_where(root: Root, ops: tuple[ViewOp, ...], new: Any, where: Any) -> bo
         new = lax.convert_element_type(new, root.dtype)
     if new.shape != coords[0].shape:
         new = jnp.broadcast_to(new, coords[0].shape)
-    root.set_traced(root.value.at[tuple(coords)].set(new, mode="drop"))
+    # One scatter of points, its indices the coordinates side by side: no negative index to
+    # wrap (jax.numpy's .at[].set would add three ops per axis for that).
+    rank = coords[0].ndim
+    points = lax.concatenate([lax.broadcast_in_dim(c, (*c.shape, 1), tuple(range(rank)))
+                              for c in coords], rank)
+    axes = tuple(range(len(coords)))
+    root.set_traced(lax.scatter(
+        root.value, points, new,
+        lax.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=axes,
+                                    scatter_dims_to_operand_dims=axes),
+        indices_are_sorted=False, unique_indices=False,
+        mode=lax.GatherScatterMode.FILL_OR_DROP))
     return True
 
 
