@@ -660,7 +660,8 @@ def _put_back(x: Any, block: Any, axis: int, where: np.ndarray, at: list[Any] | 
             return lax.dynamic_update_slice_in_dim(x, block, int(where[0]), axis)
         index = (slice(None),) * axis + (jnp.asarray(where),)
         return x.at[index].set(block, unique_indices=True)
-    dtype = jnp.asarray(at[0]).dtype
+    dtype = jnp.asarray(at[0]).dtype  # one index type (starts taken as they were may differ)
+    at = [s if jnp.asarray(s).dtype == dtype else lax.convert_element_type(s, dtype) for s in at]
     if step == 1:  # the starts the body's writes used: wrapped already, as the primitive's are
         return lax.dynamic_update_slice(x, block, [np.asarray(int(where[0]), dtype) if d == axis
                                                    else s for d, s in enumerate(at)],
