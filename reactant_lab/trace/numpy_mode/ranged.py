@@ -93,8 +93,7 @@ class RangedArray:
 
     def filled(self, fill: Any) -> Any:
         """The data with ``fill`` outside the frame."""
-        data = jnp.asarray(self.value)
-        return lax.select(self.valid(), data, lax.full(data.shape, fill, data.dtype))
+        return _select(self.valid(), self.value, fill)
 
     def write(self, new: Any) -> None:
         """Store ``new`` (data over the whole extent, in this slice's frame) into the slice: a
@@ -318,13 +317,16 @@ def _select(mask: Any, a: Any, b: Any) -> Any:
 def _count(start: Any, stop: Any) -> Any:
     """``max(stop - start, 0)`` for slice bounds (a traced int64 scalar or a static int each),
     traced, in lax's primitives (see storage.wrap_index)."""
-    def as_index(x: Any) -> Any:
-        if not is_traced(x):
-            return np.asarray(int(x), np.int64)
-        x = jnp.asarray(x)
-        return x if x.dtype == np.int64 else lax.convert_element_type(x, np.int64)
+    i64 = np.dtype(np.int64)
+    return lax.max(lax.sub(_as_index(stop, i64), _as_index(start, i64)), np.zeros((), i64))
 
-    return lax.max(lax.sub(as_index(stop), as_index(start)), np.zeros((), np.int64))
+
+def _as_index(x: Any, dtype: np.dtype) -> Any:
+    """A slice bound (traced, or a static int) as an index scalar of ``dtype``."""
+    if not is_traced(x):
+        return np.asarray(int(x), dtype)
+    x = jnp.asarray(x)
+    return x if x.dtype == dtype else lax.convert_element_type(x, dtype)
 
 
 def _expand(key: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
@@ -600,9 +602,8 @@ def contract(kind: str, a: Any, b: Any) -> Any:
         n = min(sa[ka], sb[kb])
         moved = b.framed({kb: fa[ka]}, tuple(n if d == kb else w for d, w in enumerate(sb)))
         moved = jnp.asarray(moved)
-        pb = new_array(lax.select(
-            lax.broadcast_in_dim(frame_mask(n, fa[ka], ca[ka]), moved.shape, (kb,)), moved,
-            lax.full(moved.shape, 0, moved.dtype)))
+        pb = new_array(_select(
+            lax.broadcast_in_dim(frame_mask(n, fa[ka], ca[ka]), moved.shape, (kb,)), moved, 0))
         if sa[ka] != n:
             pa = new_array(_plain(pa)[(slice(None),) * ka + (slice(0, n),)])
     fn: Any = {"matmul": np.matmul, "dot": np.dot, "inner": np.inner}[kind]
@@ -619,14 +620,6 @@ def contract(kind: str, a: Any, b: Any) -> Any:
     return _wrap(result, starts, counts)
 
 
-def _along(n: int, start: Any, count: Any, axis: int, ndim: int) -> Any:
-    """Boolean over axis ``axis`` (of ``ndim``, size 1 on the others): True inside the frame
-    [start, start+count) (``frame_mask``)."""
-    mask = frame_mask(n, start, count)
-    return mask if ndim == 1 else lax.broadcast_in_dim(mask, tuple(
-        n if d == axis else 1 for d in range(ndim)), (axis,))
-
-
 def frame_mask(n: int, start: Any, count: Any) -> Any:
     """Boolean (n,): True at positions start .. start + count - 1 of an axis of ``n``, in lax's
     primitives (see storage.wrap_index), made once per trace for a frame. A static start of 0
@@ -640,17 +633,13 @@ def frame_mask(n: int, start: Any, count: Any) -> Any:
     traced = [x for x in (start, count) if is_traced(x)]
     dtype = np.dtype(jnp.asarray(traced[0]).dtype) if traced else np.dtype(np.int64)
 
-    def as_index(x: Any) -> Any:
-        return (lax.convert_element_type(x, dtype) if is_traced(x)
-                else np.asarray(int(x), dtype))
-
     j = lax.iota(dtype, n)
     checks = []
     if is_traced(start) or int(start) > 0:
-        checks.append(lax.ge(j, lax.broadcast(as_index(start), (n,))))
+        checks.append(lax.ge(j, lax.broadcast(_as_index(start, dtype), (n,))))
     end = memo.get(("ranged-to-end", id(count)))
     if end is None or end[1] is not start or end[2] < n:
-        stop = (lax.add(as_index(start), as_index(count)) if traced
+        stop = (lax.add(_as_index(start, dtype), _as_index(count, dtype)) if traced
                 else np.asarray(int(start) + int(count), dtype))
         checks.append(lax.lt(j, lax.broadcast(stop, (n,))))
     mask = (functools.reduce(lax.bitwise_and, checks) if checks
