@@ -11,11 +11,14 @@ from reactant_lab.bench import BenchResult, BenchRow, Roofline, ScalingResult, b
 from reactant_lab.bisect import BisectResult, bisect
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
+    CallInterruptedError,
+    CallTimeoutError,
     CompileError,
     ControlFlowError,
     DonatedArgumentError,
     DynamicShapeError,
     ExecutionError,
+    LeftRunningError,
     ModuleTextError,
     PassCrashedError,
     PassFailedError,
@@ -93,6 +96,8 @@ __all__ = [
     "BenchResult",
     "BenchRow",
     "BisectResult",
+    "CallInterruptedError",
+    "CallTimeoutError",
     "CompileError",
     "Compiled",
     "ControlFlowError",
@@ -103,6 +108,7 @@ __all__ = [
     "Exploration",
     "ExploreOptions",
     "JitFunction",
+    "LeftRunningError",
     "ModuleSource",
     "ModuleTextError",
     "PassCrashedError",

@@ -9,6 +9,7 @@ Only backend and its private modules import this module.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -18,6 +19,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend import backend as jex_backend
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 
@@ -30,6 +32,7 @@ from reactant_lab._backend_ir import (
     prepare,
     set_result_names,
 )
+from reactant_lab._backend_run import long_loop, placer, run_guarded, twin, twin_client
 from reactant_lab._backend_text import compile_message, module_text
 from reactant_lab._compile_isolation import (
     Guard,
@@ -143,6 +146,17 @@ def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[
         return asm(module)
 
 
+@functools.cache
+def _twin_placer() -> Callable[[Any, Aval], Any]:
+    """``_backend_run.placer`` of the twins' device."""
+    return placer(twin_client().devices()[0])
+
+
+def _execution_error(exc: Exception) -> ExecutionError:
+    """The error for XLA's runtime error ``exc`` (they carry no stable type)."""
+    return ExecutionError(f"the compiled executable failed while running: {exc}")
+
+
 class Executable:
     """A compiled XLA executable for one module, with JAX's fast call path when possible.
 
@@ -151,7 +165,8 @@ class Executable:
     """
 
     def __init__(self, text: str, jax_compiled: jax.stages.Compiled | None, raw: Any,
-                 device: Any, x64: bool, structured: bool):
+                 device: Any, x64: bool, structured: bool, params: Sequence[Aval] = (),
+                 donated: Sequence[bool] = (), sharded: bool = False):
         self.text = text
         """The module text XLA compiled (donation attributes included)."""
         self._compiled = jax_compiled
@@ -160,11 +175,20 @@ class Executable:
         self.x64 = x64
         self.structured = structured
         """True when ``fast_call`` takes the user's own ``(*args, **kwargs)`` pytree."""
+        self.params = tuple(params)
+        """(shape, dtype, weak_type) of each argument of the module, in order."""
+        self.donated = tuple(donated) or (False,) * len(self.params)
+        """Per argument of the module: whether its buffer is donated."""
+        self.sharded = sharded
+        """Whether it was compiled for a mesh of devices."""
         self.note: str | None = None
         """How XLA was worked around to compile it (after a crash in the compile worker)."""
         self._dispatch: Callable[..., Any] | None = None
         """JAX's C++ call of ``jax_compiled``, once made (its first call makes it): called
         directly, it spares a NumPy kernel's per-call path the Python wrapper around it."""
+        self._twin: list[Any] = []
+        """The twin guarded calls run (``_backend_run.twin``; None where there is none), once
+        made."""
 
     @property
     def fast_call(self) -> Callable[..., Any] | None:
@@ -172,21 +196,85 @@ class Executable:
         return self._compiled
 
     def call_flat(self, values: Sequence[Any]) -> list[Any]:
-        """Run on linear argument values; return the module's results as JAX arrays."""
+        """Run on the module's argument values, in order; return its results as JAX arrays."""
         try:
             if self._compiled is not None:
-                if self._dispatch is None:  # JAX's Compiled makes its C++ call on the first
-                    out = self._compiled(*values)
-                    self._dispatch = getattr(self._compiled, "_call", None)
-                    return list(out)
-                return list(self._dispatch(*values))
+                if self._dispatch is not None:
+                    return list(self._dispatch(*values))
+                if self.structured:  # JAX's dispatch takes the pytree of the values
+                    args, kwargs = jax.tree_util.tree_unflatten(self._compiled.in_tree, values)
+                    return jax.tree_util.tree_leaves(self._compiled(*args, **kwargs))
+                out = self._compiled(*values)  # JAX's Compiled makes its C++ call on the first
+                self._dispatch = getattr(self._compiled, "_call", None)
+                return list(out)
             bufs = [jax.device_put(v, self.device) for v in values]
             results = self._raw.execute_sharded(bufs)
             return [a[0] for a in results.disassemble_into_single_device_arrays()]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # JAX's own checks of the arguments
             raise
-        except Exception as exc:  # XLA runtime errors carry no stable type
-            raise ExecutionError(f"the compiled executable failed while running: {exc}") from exc
+        except Exception as exc:
+            raise _execution_error(exc) from exc
+
+    @functools.cached_property
+    def long_loop(self) -> str | None:
+        """Why a call may not end, or run very long (``_backend_run.long_loop``: a while loop
+        whose trip count XLA cannot tell, or a huge one), in words; None when it will end."""
+        if "while" not in self.text:  # XLA itself adds only loops of known length
+            return None
+        try:
+            return long_loop(self.hlo_text())
+        except CompileError:  # a platform that prints no HLO: assume the worst
+            return "a while loop"
+
+    def call_guarded(self, values: Sequence[Any], *, x64: bool, limit: float | None,
+                     name: str, on_host: bool) -> list[Any]:
+        """``call_flat(values)``, ended, with the caller waiting where Ctrl-C and ``limit``
+        (seconds) stop it (``_backend_run.run_guarded``; ``name`` names the function in its
+        errors). On the CPU it runs the executable's twin, whose results stay on the twin's
+        device when ``on_host`` (the caller reads them as NumPy arrays)."""
+        twin = self._guarded_twin()
+        where = None if twin is not None else str(self.device)
+
+        def work() -> list[Any]:
+            with x64_scope(x64):
+                if twin is None:
+                    return list(jax.block_until_ready(self.call_flat(values)))
+                return self._run_twin(twin, values, on_host)
+
+        return list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
+
+    def _guarded_twin(self) -> Any | None:
+        """The twin (made on first use), or None: not on the CPU, sharded, or not serializable
+        (host callbacks): guarded calls then run the executable itself."""
+        if not self._twin:
+            made = None
+            if self.device.platform == "cpu" and not self.sharded:
+                options = cpu_options(jex_backend.get_compile_options(
+                    num_replicas=1, num_partitions=1), "cpu")
+                with contextlib.suppress(Exception):  # whatever stops it, run the executable
+                    exe: Any = (self._raw if self._compiled is None
+                                else self._compiled.runtime_executable())
+                    made = twin(exe.serialize(), options)
+            self._twin.append(made)
+        return self._twin[0]
+
+    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool) -> list[Any]:
+        """Run the twin on ``values`` (the caller checked their shapes and dtypes; donated ones
+        are copied, so no buffer of the caller's is given up); results on this executable's
+        device unless ``on_host``."""
+        put = _twin_placer()
+        bufs = [put(np.array(v, dtype=aval[1]) if donated else np.asarray(v, dtype=aval[1]),
+                    aval) for v, aval, donated in zip(values, self.params, self.donated,
+                                                      strict=True)]
+        try:
+            outs = [a[0] for a in twin_exe.execute_sharded(bufs)
+                    .disassemble_into_single_device_arrays()]
+        except Exception as exc:
+            raise _execution_error(exc) from exc
+        if on_host:
+            return outs
+        put = placer(self.device)
+        return [put(np.asarray(a), (a.shape, a.dtype, False)) for a in outs]
 
     def hlo_text(self) -> str:
         """XLA's optimized HLO."""
@@ -243,7 +331,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
                                     guard, shardings, template)
         if compiled is not None:
-            exe = Executable(*compiled, None, device, x64, structure is not None)
+            exe = Executable(*compiled, None, device, x64, structure is not None, avals,
+                             donate, bool(shardings))
             exe.note = guard.note if guard is not None else None
             return exe
     if shardings:
@@ -251,7 +340,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
                            "JAX does not offer (or REACTANT_LAB_RAW_EXECUTE is set)")
     with jax_mlir.make_ir_context():
         text = asm(prepare(text, donation))
-    exe = Executable(text, None, _compile_raw(text, device, guard), device, x64, False)
+    exe = Executable(text, None, _compile_raw(text, device, guard), device, x64, False, avals,
+                     donate)
     exe.note = guard.note if guard is not None else None
     return exe
 
@@ -356,7 +446,6 @@ def swap_module(lowered: jax.stages.Lowered, text: str, donation: Donation) -> i
 def _compile_raw(text: str, device: Any, guard: Guard | None) -> Any:
     """jaxlib's LoadedExecutable of module text, compiled by XLA's client (in the compile worker
     when ``guard`` says so)."""
-    from jax.extend import backend as jex_backend
     from jaxlib import xla_client
 
     client, devices = device.client, xla_client.DeviceList((device,))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 import operator
 import os
 import threading
@@ -21,6 +23,7 @@ from reactant_lab.analysis.normalize import replace_long_hex, strip_locations
 from reactant_lab.errors import (
     AnalysisError,
     CompileError,
+    ExecutionError,
     SignatureMismatchError,
     UnsupportedArgumentError,
 )
@@ -57,7 +60,7 @@ class Compiled:
     def __init__(self, traced: Traced, executable: backend.Executable, stage: str,
                  compile_seconds: float, donate: bool | str, layout: CallLayout | None = None,
                  donated_args: tuple[bool, ...] | None = None,
-                 used_args: tuple[int, ...] | None = None):
+                 used_args: tuple[int, ...] | None = None, timeout: float | None = None):
         self.traced = traced
         """The traced call this was compiled from."""
         self.stage = stage
@@ -96,9 +99,6 @@ class Compiled:
         # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
         layout = self._layout
         self._x64 = layout.x64 or (layout.numpy_out and not any(w for *_, w in layout.avals))
-        self._call = self._fast_call if executable.structured else self._flat_call
-        self._takes_leaves = not executable.structured and not layout.captures
-        """Whether ``call_flattened`` can use its caller's leaves (captures are not in them)."""
         self._unused = [(i, *layout.avals[i][:2]) for i in range(len(layout.avals))
                         if used_args is not None and i not in used_args]
         """(index, shape, dtype) of each linear argument the executable does not take (e.g. an
@@ -109,17 +109,41 @@ class Compiled:
         """A computed result as the caller gets it: NumPy for NumPy callers."""
         self._one_leaf = layout.out_treedef.num_nodes == layout.out_treedef.num_leaves == 1
         """True when the result is a single leaf (one array or scalar), rebuilt without JAX."""
+        self.array_positions: tuple[int, ...] = tuple(self._linear_pos)
+        """The positions of ``call_arrays``' NumPy arrays (the others are its static values)."""
+        self._timeout = check_timeout(timeout)
+        self._plan_calls(self._timeout is not None or executable.long_loop is not None)
+
+    def _plan_calls(self, guarded: bool) -> None:
+        """Choose the call paths: JAX's dispatch on this thread, or (``guarded``) the
+        executable's guarded call behind the full signature check."""
+        exe, layout = self._exe, self._layout
+        self.guarded = guarded
+        """Whether each call runs where Ctrl-C and ``timeout`` stop it: on a runner thread (on
+        the CPU, on a twin of the executable that nothing else waits for), this thread waiting.
+        True when the executable may not end (a loop whose length XLA cannot tell, or a very
+        long one: ``long_loop``) or a time limit is set; such calls cost some 50-100 us more."""
+        structured = exe.structured and not guarded
+        self._call = self._fast_call if structured else self._flat_call
+        self._takes_leaves = not structured and not layout.captures
+        """Whether ``call_flattened`` can use its caller's leaves (captures are not in them)."""
+        self._run_exe: Callable[[Sequence[Any]], list[Any]] = (
+            self._run_guarded if guarded else exe.call_flat)
+        taken = range(len(layout.avals)) if self.used_args is None else self.used_args
+        self._taken = [(i, *layout.avals[i][:2]) for i in taken]
+        """(index, shape, dtype) of each linear argument the executable takes."""
+        order = [s for s in layout.in_slots if isinstance(s, int)]
+        self._order = order if exe.structured and order != sorted(order) else None
+        """The module's argument order, where it is not the linear arguments' (JAX's pytree)."""
         n_plain = len(self._linear_pos) + len(self._statics)
         self.array_args = n_plain if (
-            self._takes_leaves and layout.numpy_out
+            not guarded and self._takes_leaves and layout.numpy_out
             and self._plain_treedef == jax.tree_util.tree_structure(((0,) * n_plain, {}))
         ) else None
         """The number of positional arguments ``call_arrays`` takes, when the call is only
         positional: a NumPy array per linear argument, a Python value per static one (syrk's
         ``alpha``), no keyword and no container (else None: ``call_arrays`` is then the plain
         call)."""
-        self.array_positions: tuple[int, ...] = tuple(self._linear_pos)
-        """The positions of ``call_arrays``' NumPy arrays (the others are its static values)."""
         self.call_arrays: Callable[[tuple[Any, ...]], Any] = (
             self._lean_call() if self.array_args is not None else lambda args: self(*args))
         """``self(*args)`` for positional NumPy arrays (``type(a) is np.ndarray``, which
@@ -127,9 +151,42 @@ class Compiled:
         over the executable's own call (see ``_lean_call``)."""
         # The common case (JAX arrays in and out, no 64-bit) goes straight to JAX's C++ dispatch
         # (not when the trace's views depend on the arguments' memory layout: that is checked).
-        self._direct = executable.fast_call if (
-            executable.structured and not self._x64 and not layout.numpy_out
+        self._direct = exe.fast_call if (
+            structured and not self._x64 and not layout.numpy_out
             and not layout.layout_deps) else None
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds a call may run before CallTimeoutError (None: no limit)."""
+        return self._timeout
+
+    @property
+    def long_loop(self) -> str | None:
+        """Why a call may not end, in words (a while loop whose trip count XLA cannot tell,
+        e.g. "the loop `while a[0] >= 0`", or one of a million iterations or more), or None."""
+        return self._exe.long_loop
+
+    def with_timeout(self, seconds: float | None) -> Compiled:
+        """The same executable with another time limit per call (None: none)."""
+        new = copy.copy(self)
+        new._timeout = check_timeout(seconds)
+        new._plan_calls(new._timeout is not None or self._exe.long_loop is not None)
+        return new
+
+    def unguarded(self) -> Compiled:
+        """The same executable called on the calling thread, with no time limit: for calls
+        known to end (``bench`` times it after a guarded first call on the same inputs)."""
+        new = copy.copy(self)
+        new._timeout = None
+        new._plan_calls(False)
+        return new
+
+    def _run_guarded(self, values: Sequence[Any]) -> list[Any]:
+        """The executable's guarded call on the linear values it takes."""
+        if self._order is not None:
+            values = [values[i] for i in self._order]
+        return self._exe.call_guarded(values, x64=self._x64, limit=self._timeout,
+                                      name=self.traced.fn_name, on_host=self._layout.numpy_out)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._direct is not None:
@@ -241,8 +298,9 @@ class Compiled:
     def _run_flat(self, args: tuple[Any, ...], kwargs: dict[str, Any], leaves: list[Any],
                   treedef: Any) -> Any:
         # Cheap checks first (structure and static values); JAX checks shapes and dtypes of the
-        # values the executable takes, this call those of the ones it does not. Anything off is
-        # explained by the full check.
+        # values the executable takes (a guarded call, without JAX's dispatch, checks them
+        # here), this call those of the ones it does not. Anything off is explained by the full
+        # check.
         if treedef != self._plain_treedef or (self._statics and any(
                 _static_key(leaves[i]) != key for i, key in self._statics)):
             self._check(args, kwargs)
@@ -256,12 +314,14 @@ class Compiled:
             if getattr(value, "shape", None) != shape or getattr(value, "dtype", None) != dtype:
                 self._check(args, kwargs)  # raises on a real mismatch (a Python number may pass)
                 break
+        if self.guarded and not _arrays_hold(self._taken, linear):
+            self._check(args, kwargs)  # raises on a real mismatch (a Python number may pass)
         if self._targets:
             self._check_targets(linear)
         try:
             with backend.x64_scope(self._x64):
-                outs = self._exe.call_flat(linear if self.used_args is None
-                                           else [linear[i] for i in self.used_args])
+                outs = self._run_exe(linear if self.used_args is None
+                                     else [linear[i] for i in self.used_args])
         except (TypeError, ValueError, RuntimeError):
             self._check(args, kwargs)
             raise
@@ -516,13 +576,23 @@ def _writable_apart(targets: Sequence[tuple[int, Sequence[int]]], args: tuple[An
 
 
 def _shapes_hold(expected: Sequence[tuple[int, tuple[int, ...], Any]],
-                 args: tuple[Any, ...]) -> bool:
-    """Whether each ``args[i]`` has the shape and dtype ``(i, shape, dtype)`` says."""
+                 args: Sequence[Any]) -> bool:
+    """Whether each ``args[i]`` has the shape and dtype ``(i, shape, dtype)`` says (an array;
+    AttributeError for a Python number)."""
     for i, shape, dtype in expected:  # a loop: a generator would cost more than the checks
         value = args[i]
         if value.shape != shape or value.dtype != dtype:
             return False
     return True
+
+
+def _arrays_hold(expected: Sequence[tuple[int, tuple[int, ...], Any]],
+                 args: Sequence[Any]) -> bool:
+    """``_shapes_hold``, False where a value is not an array."""
+    try:
+        return _shapes_hold(expected, args)
+    except AttributeError:
+        return False
 
 
 def _to_numpy(value: Any, scalar: bool) -> Any:
@@ -634,7 +704,8 @@ def prelower(traced: Traced, device: Any | None = None) -> backend.Prelowering:
 def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
                    donate: bool | str = False, stage_name: str = "final",
                    in_place: Collection[int] = (),
-                   prelowered: backend.Prelowering | None = None) -> Compiled:
+                   prelowered: backend.Prelowering | None = None,
+                   timeout: float | None = None) -> Compiled:
     """Compile a stage's module of ``traced`` for ``device``.
 
     ``donate``: True gives every argument's buffer that is not returned unchanged to the
@@ -650,6 +721,8 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
 
     ``prelowered``: ``prelower(traced, device)``'s template, used when the module kept every
     result and argument (its signature is then the template's).
+
+    ``timeout``: seconds each call may run before CallTimeoutError (``Compiled.guarded``).
     """
     dev = backend.resolve_device(device)
     layout, drop = after_pipeline(traced.layout, returned_arguments(ir, len(traced.linear_args)))
@@ -685,9 +758,18 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         else [layout.shardings[i] for i in used],
         template=prelowered if not drop and used is None else None)
     return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
-                    used)
+                    used, timeout)
 
 
+def check_timeout(seconds: Any) -> float | None:
+    """``seconds`` as a time limit: a positive number, or None for none."""
+    if seconds is None:
+        return None
+    number = isinstance(seconds, int | float | np.integer | np.floating)
+    if isinstance(seconds, bool) or not number or math.isnan(seconds) or seconds <= 0:
+        raise ExecutionError(f"timeout must be a positive number of seconds or None, not "
+                             f"{seconds!r}")
+    return float(seconds)
 
 
 def returned_arguments(ir: str, n_args: int) -> dict[int, int]:

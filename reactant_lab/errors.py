@@ -200,6 +200,47 @@ class ExecutionError(ReactantLabError, RuntimeError):
     """The compiled executable failed while running."""
 
 
+class CallTimeoutError(ExecutionError, TimeoutError):
+    """A compiled call ran past its time limit (``timeout=``); the caller's arrays are as they
+    were before it."""
+
+    def __init__(self, message: str, *, fn_name: str, limit: float, seconds: float,
+                 left_running: bool):
+        super().__init__(message)
+        self.fn_name = fn_name
+        """The function that was called."""
+        self.limit = limit
+        """The limit it ran past, in seconds."""
+        self.seconds = seconds
+        """How long the caller waited."""
+        self.left_running = left_running
+        """Whether the computation still runs (XLA cannot stop one), on a background thread
+        or on the device."""
+
+
+class CallInterruptedError(KeyboardInterrupt):
+    """Ctrl-C (or a signal handler raising KeyboardInterrupt) while a compiled call ran; the
+    caller's arrays are as they were before it.
+
+    Deliberately a KeyboardInterrupt and not a ReactantLabError, so that ``except Exception``
+    does not swallow the user's Ctrl-C.
+    """
+
+    def __init__(self, message: str, *, fn_name: str, seconds: float, left_running: bool):
+        super().__init__(message)
+        self.fn_name = fn_name
+        """The function that was called."""
+        self.seconds = seconds
+        """How long it had run."""
+        self.left_running = left_running
+        """Whether the computation still runs (XLA cannot stop one)."""
+
+
+class LeftRunningError(ExecutionError):
+    """A call that may not end was refused: too many interrupted computations still run in
+    this process (``MAX_LEFT_RUNNING``); restarting the process ends them."""
+
+
 class AnalysisError(ReactantLabError, ValueError):
     """An analysis (diff, op metrics, dataflow graph) was asked for something the IR lacks."""
 

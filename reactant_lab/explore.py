@@ -18,7 +18,7 @@ import numpy as np
 from reactant_lab import backend
 from reactant_lab.analysis.provenance import LineOps, function_code, main_file, op_source_sets
 from reactant_lab.analysis.provenance import ops_for_line as _ops_for_line
-from reactant_lab.compile import Compiled, prelower
+from reactant_lab.compile import Compiled, check_timeout, prelower
 from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
 from reactant_lab.host_memory import read_in_place
 from reactant_lab.stages.patterns import PatternChoice
@@ -78,6 +78,9 @@ class ExploreOptions:
     shardy_passes: str = "default"
     """Reactant's ``shardy_passes`` choice for a sharded call, as in ``Traced.stages``:
     'default' or 'to_mhlo_shardings' (Shardy's propagation and export as stages)."""
+    timeout: float | None = None
+    """Seconds each run of the compiled call may take before CallTimeoutError (None: no
+    limit); see ``Compiled.guarded``."""
 
     def __post_init__(self) -> None:
         choice = PatternChoice.of(exact=self.exact, exclude_patterns=self.exclude_patterns,
@@ -94,6 +97,7 @@ class ExploreOptions:
         if self.loops not in LOOPS:
             raise TraceError(f"unknown loops={self.loops!r}; valid values: {', '.join(LOOPS)}")
         check_shardy_passes(self.shardy_passes)
+        object.__setattr__(self, "timeout", check_timeout(self.timeout))
         if self.in_shardings is not None or self.mesh is not None:
             # Checked (and a mesh of axis sizes built) once, before anything is traced.
             object.__setattr__(self, "mesh", sharding.make_mesh(self.mesh))
@@ -243,7 +247,7 @@ def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = F
                                device=options.device, shardy_passes=options.shardy_passes,
                                **options.pattern_kwargs)
     compiled = stages.compile(device=options.device, donate=options.donate, in_place=in_place,
-                              prelowered=prelowered)
+                              prelowered=prelowered, timeout=options.timeout)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
 
@@ -307,20 +311,21 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             patterns: Any = None, exact: bool = False, verify: bool = False,
             reference: str = "auto", loops: str = "auto", in_shardings: Any = None,
             mesh: Any = None, out_shardings: Any = None, shardy_passes: str = "default",
-            **kwargs: Any) -> Exploration:
+            timeout: float | None = None, **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
     it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``.
     ``in_shardings`` / ``mesh`` / ``out_shardings`` as in ``trace``; ``shardy_passes`` as in
-    ``Traced.stages``."""
+    ``Traced.stages``; ``timeout`` as in ``jit``."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
                              trace_scalars=trace_scalars, mode=mode, loops=loops,
                              exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
                              verify=verify, reference=reference,
                              in_shardings=in_shardings, mesh=mesh,
-                             out_shardings=out_shardings, shardy_passes=shardy_passes)
+                             out_shardings=out_shardings, shardy_passes=shardy_passes,
+                             timeout=timeout)
     return build(fn, args, kwargs, options, run=run)
 
 
@@ -367,14 +372,14 @@ class JitFunction:
                  donate: bool | str = "auto", mode: str = "auto", exclude_patterns: Any = (),
                  patterns: Any = None, exact: bool = False, loops: str = "auto",
                  in_shardings: Any = None, mesh: Any = None, out_shardings: Any = None,
-                 shardy_passes: str = "default"):
+                 shardy_passes: str = "default", timeout: float | None = None):
         self.options = ExploreOptions(optimize=optimize, pipeline=pipeline, no_nan=no_nan,
                                       device=device, donate=donate,
                                       trace_scalars=trace_scalars, mode=mode, loops=loops,
                                       exclude_patterns=exclude_patterns, patterns=patterns,
                                       exact=exact, in_shardings=in_shardings, mesh=mesh,
                                       out_shardings=out_shardings,
-                                      shardy_passes=shardy_passes)
+                                      shardy_passes=shardy_passes, timeout=timeout)
         """How each signature is traced, staged and compiled."""
         check_traceable(fn)
         self.fn = fn
@@ -442,7 +447,8 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         trace_scalars: bool = False, donate: bool | str = "auto", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
         loops: str = "auto", in_shardings: Any = None, mesh: Any = None,
-        out_shardings: Any = None, shardy_passes: str = "default") -> Any:
+        out_shardings: Any = None, shardy_passes: str = "default",
+        timeout: float | None = None) -> Any:
     """Compile ``fn`` through the Reactant pipeline on first call per signature (Reactant's
     ``@jit``). Usable as ``rl.jit(f)`` or as a decorator ``@rl.jit(optimize=...)``. ``mode``
     as in ``trace``: a NumPy kernel updates its NumPy arguments in place. By default the
@@ -457,12 +463,18 @@ def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
     every argument (JAX arrays passed in are then consumed), ``False`` none. JAX arrays placed
     over a mesh run sharded over it; ``in_shardings`` / ``mesh`` (as in ``trace``) shard NumPy
     arguments, ``out_shardings`` (as in ``trace``) results; ``shardy_passes`` as in
-    ``Traced.stages``."""
+    ``Traced.stages``.
+
+    Ctrl-C stops a call that may not end (a loop whose length XLA cannot tell), and
+    ``timeout`` (seconds) limits each call's run (not its first compile): past it,
+    CallTimeoutError, the arguments untouched. XLA cannot stop a computation, so one that was
+    interrupted runs on in the background (``Compiled.guarded``)."""
     def compiled(f: Callable[..., Any]) -> JitFunction:
         return JitFunction(f, optimize=optimize, pipeline=pipeline, no_nan=no_nan, device=device,
                            trace_scalars=trace_scalars, donate=donate, mode=mode,
                            exclude_patterns=exclude_patterns, patterns=patterns, exact=exact,
                            loops=loops, in_shardings=in_shardings, mesh=mesh,
-                           out_shardings=out_shardings, shardy_passes=shardy_passes)
+                           out_shardings=out_shardings, shardy_passes=shardy_passes,
+                           timeout=timeout)
 
     return compiled if fn is None else compiled(fn)

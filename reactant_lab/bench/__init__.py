@@ -65,7 +65,7 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
           roofline: bool = True, progress: bool | None = None, exclude_patterns: Any = (),
           patterns: Any = None, exact: bool = False, meshes: Sequence[Any] | None = None,
           in_shardings: Mapping[str, Any] | None = None, shardy_passes: str = "default",
-          **kwargs: Any) -> BenchResult | ScalingResult:
+          timeout: float | None = None, **kwargs: Any) -> BenchResult | ScalingResult:
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
 
     With ``meshes`` (e.g. ``[(1,), (2,), (4,), (8,)]``) and ``in_shardings`` (argument path ->
@@ -86,6 +86,11 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     Ratios are taken against the first baseline measured. Warm-up runs are not counted, each sample is
     synchronized, variants are sampled round-robin, small inputs rotate among copies, and
     functions that update their arguments get fresh copies per call (copying is not timed).
+
+    Each preset runs once as soon as it is compiled, before any baseline: Ctrl-C stops that run
+    when it may not end (``Compiled.guarded``), and ``timeout`` (seconds) limits it
+    (CallTimeoutError past it, the arguments untouched). The timed runs repeat it on the same
+    inputs, unguarded. The baselines are not limited (NumPy's stops at Ctrl-C).
     """
     if meshes is not None or in_shardings is not None:
         if meshes is None or not in_shardings:
@@ -96,13 +101,13 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
         return bench_scaling(fn, *args, in_shardings=in_shardings, meshes=meshes,
                              optimize=presets[-1] if presets else "all",
                              shardy_passes=shardy_passes, repeats=repeats, min_time=min_time,
-                             warmup=warmup, **kwargs)
+                             warmup=warmup, timeout=timeout, **kwargs)
     baselines = default_baselines() if baselines is None else tuple(baselines)
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)
     traced = _trace_for_device(fn, args, kwargs, dev)
     options = ExploreOptions(device=dev, exclude_patterns=exclude_patterns, patterns=patterns,
-                             exact=exact)
+                             exact=exact, timeout=timeout)
     variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, options)
     for name in baselines:
         made = _baseline(name, fn, traced, args, kwargs, dev)
@@ -197,10 +202,15 @@ def _presets(traced: Traced, presets: Sequence[str], args: tuple[Any, ...], kwar
                                                    exact=exact))
         compiled = ex.compiled
         assert compiled is not None  # built from a trace
+        variant = Variant(preset, compiled.unguarded(), pool,
+                          _fresh(traced, (args, kwargs), place))
+        if compiled.guarded:  # the first run where Ctrl-C and the time limit reach it
+            first_args, first_kwargs = variant.inputs(0)
+            jax.block_until_ready(compiled(*first_args, **first_kwargs))
         cost = compiled.cost_analysis()
         compile_s[preset] = ex.stages.seconds + compiled.compile_seconds
         costs[preset] = (cost.get("flops"), cost.get("bytes accessed"))
-        variants.append(Variant(preset, compiled, pool, _fresh(traced, (args, kwargs), place)))
+        variants.append(variant)
     return variants, compile_s, costs, skipped
 
 

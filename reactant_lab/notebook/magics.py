@@ -18,7 +18,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from reactant_lab.bench import BenchResult, bench
-from reactant_lab.errors import PipelineError, ReactantLabError, UnknownPresetError
+from reactant_lab.errors import (
+    ExecutionError,
+    PipelineError,
+    ReactantLabError,
+    UnknownPresetError,
+)
 from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
 from reactant_lab.notebook.cell import NoValue, cell_number, run_body
@@ -73,6 +78,9 @@ class ReactantMagics(Magics):
               help="for a call sharded over a mesh: keep the traced sdy annotations for XLA's "
                    "partitioner (default), or add Shardy's propagation and export as stages "
                    "(to_mhlo_shardings: every value shows its sharding)")
+    @argument("--timeout", type=float, default=None, metavar="SECONDS",
+              help="limit each compiled call's run (a CallTimeoutError past it, the arrays "
+                   "untouched); Ctrl-C stops a call that may not end either way")
     @argument("--no-display", action="store_true", help="show no explorer")
     @argument("call", nargs="*", help="line form only: the call to explore, e.g. f(x, y)")
     @line_cell_magic
@@ -182,6 +190,8 @@ class ReactantMagics(Magics):
     @argument("--min-time", type=float, default=0.2, metavar="SECONDS",
               help="measure each variant for at least this long (default 0.2)")
     @argument("--device", choices=("cpu", "gpu"), default=None, help="device to run on")
+    @argument("--timeout", type=float, default=None, metavar="SECONDS",
+              help="limit each preset's first run (a CallTimeoutError past it)")
     @argument("call", nargs="*", help="the call to time, e.g. f(x, y)")
     @line_magic
     def reactant_bench(self, line: str) -> BenchResult:
@@ -196,7 +206,8 @@ class ReactantMagics(Magics):
         result: BenchResult = bench(
             fn, *call_args, presets=_names(args.presets),
             baselines=None if args.baselines is None else _names(args.baselines),
-            repeats=args.repeats, min_time=args.min_time, device=args.device, **call_kwargs)
+            repeats=args.repeats, min_time=args.min_time, device=args.device,
+            timeout=args.timeout, **call_kwargs)
         return result
 
     @magic_arguments()
@@ -312,8 +323,9 @@ def _options(args: argparse.Namespace) -> CellOptions:
                                  granularity=args.granularity, device=args.device,
                                  exclude_patterns=_names(args.exclude_patterns),
                                  exact=args.exact, verify=args.verify, reference=args.reference,
-                                 loops=args.loops, shardy_passes=args.shardy_passes)
-    except (UnknownPresetError, PipelineError) as exc:
+                                 loops=args.loops, shardy_passes=args.shardy_passes,
+                                 timeout=args.timeout)
+    except (UnknownPresetError, PipelineError, ExecutionError) as exc:
         raise UsageError(str(exc)) from None
     return CellOptions(explore=explore, run=not args.no_run, bench=args.bench)
 
@@ -323,7 +335,7 @@ def _bench(entry: Explored, options: CellOptions) -> BenchResult:
     presets = tuple(dict.fromkeys(("none", options.explore.optimize)))
     result: BenchResult = bench(entry.fn, *args, presets=presets,
                                 repeats=options.bench or None, device=options.explore.device,
-                                **kwargs)
+                                timeout=options.explore.timeout, **kwargs)
     return result
 
 

@@ -185,9 +185,9 @@ class StageTrace:
 
     def compile(self, stage: int | str = -1, device: Any | None = None,
                 donate: bool | str = False, in_place: Collection[int] = (),
-                prelowered: Any = None) -> Compiled:
+                prelowered: Any = None, timeout: float | None = None) -> Compiled:
         """Compile one stage's module (default: the last) with XLA for ``device``; ``donate``,
-        ``in_place`` and ``prelowered`` as in ``compile_traced``."""
+        ``in_place``, ``prelowered`` and ``timeout`` as in ``compile_traced``."""
         from reactant_lab.compile import compile_traced
 
         if self.traced is None:
@@ -200,7 +200,7 @@ class StageTrace:
             chosen = self[stage]
             name, ir = chosen.name, chosen.ir
         return compile_traced(self.traced, ir, device=device, donate=donate, stage_name=name,
-                              in_place=in_place, prelowered=prelowered)
+                              in_place=in_place, prelowered=prelowered, timeout=timeout)
 
     def verify(self, *args: Any, reference: str = "auto", repeat: int = 5,
                device: Any | None = None, changed_only: bool = True,

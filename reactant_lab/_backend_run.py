@@ -1,0 +1,250 @@
+"""Running a compiled call where Ctrl-C and a time limit reach the caller (backend's ``guarded``).
+
+XLA cannot stop a computation once it runs, and jaxlib 0.10.2's XLA:CPU client gives Python no
+chance to: a computation its cost model calls cheap (under 1,000 flops, which a loop body
+counted once often is) runs inline on the calling thread, where Python's signal handlers wait
+until it returns; any other runs on the client's threads, chained after the one before it, so
+one that never ends holds up every later computation of the process, JAX's own included. A
+call that may not end (``long_loop``) or has a time limit therefore runs on a runner thread
+while the caller waits in slices that Ctrl-C, SIGALRM and the limit interrupt. On the CPU the
+runner runs a twin of the executable loaded into a synchronous XLA:CPU client of its own
+(``twin``), which runs everything inline on the runner: a computation left running there keeps
+that thread, a core (its priority lowered) and its buffers until the process ends, and nothing
+that JAX's client or a later call needs. At most ``MAX_LEFT_RUNNING`` are left running;
+beyond that a guarded call is refused until the process restarts.
+
+Only backend and its private modules import this module.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import functools
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from reactant_lab._backend_ir import Aval
+from reactant_lab.errors import CallInterruptedError, CallTimeoutError, LeftRunningError
+
+LONG_TRIPS = 1 << 20
+"""A while loop XLA knows to run this many times or more counts as one that may run long."""
+MAX_LEFT_RUNNING = 4
+"""How many interrupted computations may be left running before guarded calls are refused."""
+WAIT_SLICE = 0.1
+"""Seconds the caller waits at a time: the longest a signal waits where a lock's wait is not
+interrupted by one (Windows)."""
+
+_WHILE = re.compile(r"\swhile\([^()]*\), condition=")
+_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+def long_loop(hlo_text: str) -> str | None:
+    """A description of the first while loop of XLA's optimized HLO whose trip count XLA could
+    not tell, or is ``LONG_TRIPS`` or more (e.g. "the loop `while a[0] >= 0`"); None when every
+    loop has a known, smaller trip count."""
+    for line in hlo_text.splitlines():
+        if not _WHILE.search(line):
+            continue
+        trips = _TRIPS.search(line)
+        if trips is not None and int(trips.group(1)) < LONG_TRIPS:
+            continue
+        name = _OP_NAME.search(line)
+        op = name.group(1).rsplit("/", 1)[-1].strip() if name is not None else ""
+        what = f"the loop `{op}`" if op and op != "while" else "a while loop"
+        return what if trips is None else f"{what} ({int(trips.group(1)):,} iterations)"
+    return None
+
+
+@functools.cache
+def twin_client() -> Any:
+    """The synchronous XLA:CPU client guarded calls run on (made on first use)."""
+    from jaxlib import xla_client
+
+    return xla_client.make_cpu_client(asynchronous=False, num_devices=1)
+
+
+def twin(serialized: bytes, options: Any) -> Any:
+    """An executable serialized from JAX's CPU client, loaded into ``twin_client``."""
+    from jaxlib import xla_client
+
+    client = twin_client()
+    return client.deserialize_executable(
+        serialized, xla_client.DeviceList((client.devices()[0],)), options)
+
+
+def placer(device: Any) -> Callable[[Any, Aval], Any]:
+    """``put(value, (shape, dtype, weak_type))``: a NumPy array (of that shape and dtype) as
+    an array on ``device``, by jaxlib's ``batched_device_put`` (7 us here, where
+    ``jax.device_put`` takes 70-90 us for the same), else by ``jax.device_put``. The one use of
+    ``batched_device_put`` and ``jax.core.ShapedArray`` (docs/architecture.md)."""
+    from jaxlib import xla_client
+
+    put = getattr(xla_client, "batched_device_put", None)
+    shaped = getattr(jax.core, "ShapedArray", None)
+    if put is None or shaped is None:  # pragma: no cover - another jaxlib
+        return lambda value, _: jax.device_put(value, device)
+    sharding = jax.sharding.SingleDeviceSharding(device)
+
+    def place(value: Any, aval: Aval) -> Any:
+        return put(shaped(aval[0], aval[1]), sharding, [value], [device], True)
+
+    return place
+
+
+class _Job:
+    """One guarded call: the work, and how it ended."""
+
+    def __init__(self, work: Callable[[], Any]):
+        self.work = work
+        self.done = _thread.allocate_lock()
+        self.done.acquire()  # released by the runner when the work has ended
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.lock = threading.Lock()
+        self.finished = False
+        self.left = False
+        """The caller stopped waiting while it ran: the runner drops it when it ends."""
+
+
+class _Runner(threading.Thread):
+    """A thread that runs guarded calls one after another until one is left running."""
+
+    def __init__(self) -> None:
+        super().__init__(name="reactant_lab-runner", daemon=True)
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+
+    def run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                job.result = job.work()
+            except BaseException as exc:  # handed to the caller, whatever it is
+                job.error = exc
+            with job.lock:
+                job.finished, left = True, job.left
+            if left:  # it ended after all; this thread runs at the lowest priority now
+                _LEFT.discard(job)
+                return
+            _IDLE.append(self)  # before the caller goes on: its next call may take it
+            job.done.release()
+
+
+_IDLE: list[_Runner] = []
+_LEFT: set[_Job] = set()
+
+
+def left_running() -> int:
+    """How many interrupted computations still run in this process."""
+    return len(_LEFT)
+
+
+def run_guarded(work: Callable[[], Any], *, limit: float | None, name: str, loop: str | None,
+                where: str | None) -> Any:
+    """``work()`` on a runner thread, the caller waiting where Ctrl-C (and any signal handler
+    that raises) and ``limit`` (seconds) stop it. ``name``, ``loop`` (``long_loop``'s words)
+    and ``where`` (None: a thread of this process; else the device that keeps computing) go
+    into the error: CallTimeoutError, CallInterruptedError for a KeyboardInterrupt, the
+    handler's own exception otherwise."""
+    if len(_LEFT) >= MAX_LEFT_RUNNING:
+        raise LeftRunningError(_refusal(name))
+    job = _Job(work)
+    try:
+        runner = _IDLE.pop()
+    except IndexError:
+        runner = _Runner()
+        runner.start()
+    start = time.perf_counter()
+    runner.jobs.put(job)
+    try:
+        late = not _wait(job.done, limit, start)
+    except BaseException as exc:
+        left = _leave(job, runner)
+        if not isinstance(exc, KeyboardInterrupt) or isinstance(exc, CallInterruptedError):
+            raise
+        seconds = time.perf_counter() - start
+        raise CallInterruptedError(
+            _interrupted(name, seconds, loop, left, where), fn_name=name, seconds=seconds,
+            left_running=left) from None
+    if late:
+        left = _leave(job, runner)
+        seconds = time.perf_counter() - start
+        assert limit is not None  # only a limit makes a wait late
+        raise CallTimeoutError(_late(name, limit, loop, left, where), fn_name=name, limit=limit,
+                               seconds=seconds, left_running=left)
+    if job.error is not None:
+        raise job.error
+    return job.result
+
+
+def _wait(done: Any, limit: float | None, start: float) -> bool:
+    """Wait for ``done`` in slices; False when ``limit`` seconds passed first."""
+    while True:
+        slice_ = WAIT_SLICE
+        if limit is not None:
+            slice_ = min(slice_, limit - (time.perf_counter() - start))
+            if slice_ <= 0:
+                return bool(done.acquire(blocking=False))
+        if done.acquire(timeout=slice_):
+            return True
+
+
+def _leave(job: _Job, runner: _Runner) -> bool:
+    """Stop waiting for ``job``; True when it is still running (it is then left running, its
+    thread at the lowest priority), False when it ended meanwhile."""
+    with job.lock:
+        if job.finished:
+            return False
+        job.left = True
+    _LEFT.add(job)
+    if sys.platform.startswith("linux") and runner.native_id is not None:
+        with contextlib.suppress(OSError):  # the thread's own nice value (Linux only)
+            os.setpriority(os.PRIO_PROCESS, runner.native_id, 19)
+    return True
+
+
+def _aftermath(left: bool, where: str | None) -> str:
+    if not left:
+        return "It had just ended; nothing is left running."
+    if where is not None:
+        return (f"XLA cannot stop a running computation: it goes on on {where}, and later "
+                "computations there wait for it; restart the process (the notebook kernel) to "
+                "use the device again.")
+    return (f"XLA cannot stop a running computation: it goes on on a background thread of this "
+            f"process (one core, at the lowest priority) until the process ends; "
+            f"{len(_LEFT)} such computation(s) now run, and at {MAX_LEFT_RUNNING} no more "
+            "calls that may not end are started: restart the process (the notebook kernel) to "
+            "end them.")
+
+
+def _loop_clause(loop: str | None) -> str:
+    return f" ({loop} may not end)" if loop else ""
+
+
+def _late(name: str, limit: float, loop: str | None, left: bool, where: str | None) -> str:
+    return (f"{name} ran past its time limit of {limit:g} s{_loop_clause(loop)}. The call was "
+            f"stopped and the arguments are as they were before it. {_aftermath(left, where)} "
+            "If the computation does end, give it longer (a larger timeout=); if it should "
+            "have ended, check the loop's condition on these inputs.")
+
+
+def _interrupted(name: str, seconds: float, loop: str | None, left: bool,
+                 where: str | None) -> str:
+    return (f"{name} was interrupted after {seconds:.1f} s{_loop_clause(loop)}. The call was "
+            f"stopped and the arguments are as they were before it. {_aftermath(left, where)}")
+
+
+def _refusal(name: str) -> str:
+    return (f"{name} was not run: {len(_LEFT)} interrupted computations still run in this "
+            f"process (at most {MAX_LEFT_RUNNING}), each keeping a core and its memory, and XLA "
+            "cannot stop them. Restart the process (the notebook kernel) to end them; calls "
+            "whose loops all have a known, bounded length still run.")
