@@ -241,7 +241,12 @@ class Executable:
                     return list(jax.block_until_ready(self.call_flat(values)))
                 return self._run_twin(twin, values, on_host)
 
-        return list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
+        outs = list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
+        if twin is not None:  # as JAX's dispatch does: a donated JAX array is given up
+            for value, donated in zip(values, self.donated, strict=True):
+                if donated and isinstance(value, jax.Array):
+                    value.delete()
+        return outs
 
     def _guarded_twin(self) -> Any | None:
         """The twin (made on first use), or None: not on the CPU, sharded, or not serializable

@@ -439,6 +439,36 @@ def donated_jax_array_used_again(rng):
                then=lambda: jf(jnp.ones(4, jnp.float32)))
 
 
+def count_to(a, b, n):
+    while a[0] < n:
+        a[0] += 1.0
+        b += 1.0
+    return a.sum()
+
+
+@case(rl.CallTimeoutError)
+def call_past_its_time_limit(rng):
+    # A loop that ends, a thousand million steps on: far past the limit, over in seconds.
+    a, b = rng.random(3), rng.random(3)
+    jf = _jit(count_to, timeout=0.05)
+    c, d = rng.random(3), rng.random(3)
+    want_c, want_d = c.copy(), d.copy()
+    count_to(want_c, want_d, 3.0)
+
+    def then():
+        jf(c, d, 3.0)  # the same jit object: a short run ends in time
+        assert np.array_equal(c, want_c) and np.array_equal(d, want_d)
+
+    return Bad(lambda: jf(a, b, 1e9), (a, b), ("count_to ran past its time limit of 0.05 s",
+                                               "`while a[0] < n`", "timeout="), then=then)
+
+
+@case(rl.ExecutionError)
+def timeout_that_is_not_a_positive_number(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.explore(add_one, x, timeout=-1), (x,), ("timeout", "-1"))
+
+
 # ---------------------------------------------------------------------------------- NumPy kernels
 
 @case(rl.UnsupportedNumpyFunctionError)

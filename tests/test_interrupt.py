@@ -1,0 +1,317 @@
+"""Compiled calls that may not end (reactant_lab/_backend_run.py): Ctrl-C, SIGALRM and
+``timeout=`` stop them, the caller's arrays stay as they were, and the process, the jit object
+and JAX itself go on working. A loop that never ends runs in a subprocess with a hard time
+limit, so a regression fails instead of hanging; a loop that ends after seconds runs here."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab import _backend_run
+
+ROOT = Path(__file__).resolve().parent.parent
+HARD_LIMIT_S = 240
+"""A child still running after this long has hung: the test fails (the child is killed)."""
+
+# A NumPy kernel whose loop ends only when a[0] turns negative: with positive steps, never.
+RUNAWAY = '''
+import json, signal, threading, time
+import numpy as np
+import reactant_lab as rl
+
+def kernel(a, step):
+    while a[0] >= 0:
+        a += step
+    return a.sum()
+
+def eager(a, step):
+    a, step = a.copy(), step.copy()
+    while a[0] >= 0:
+        a += step
+    return a.sum(), a
+
+def frame(a):
+    return [a.dtype.str, a.shape, a.strides, a.tobytes().hex()]
+
+def report(**fields):
+    print("REPORT " + json.dumps(fields), flush=True)
+
+rng = np.random.default_rng(SEED)
+'''
+
+
+def run_child(body: str, seed: int, where: Path) -> dict:
+    """Run ``RUNAWAY`` + ``body`` as a script (the loops' source must be readable) in a fresh
+    interpreter; its REPORT line, parsed."""
+    script = where / "child.py"
+    script.write_text(RUNAWAY.replace("SEED", str(seed)) + textwrap.dedent(body))
+    try:
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=HARD_LIMIT_S, cwd=ROOT)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the child hung: the compiled call could not be stopped\n"
+                    f"{(exc.stderr or b'')[-3000:]!r}")
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stderr[-3000:]}"
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("REPORT ")]
+    assert lines, f"no report\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return json.loads(lines[-1].removeprefix("REPORT "))
+
+
+def seed_of(rng: np.random.Generator) -> int:
+    return int(rng.integers(2**31))
+
+
+def test_sigalrm_interrupts_a_loop_that_never_ends(rng, tmp_path):
+    out = run_child('''
+        f = rl.jit(kernel)
+        good = -rng.random(5) - 0.5, rng.random(5) + 0.1  # a[0] < 0: the loop ends at once
+        f(*good)  # compiled and run once
+        a, step = rng.random(5), rng.random(5) + 0.1
+        before = [frame(a), frame(step)]
+        def alarm(*_):
+            raise KeyboardInterrupt
+        signal.signal(signal.SIGALRM, alarm)
+        signal.alarm(2)
+        try:
+            f(a, step)
+            caught = None
+        except KeyboardInterrupt as exc:
+            caught = exc
+        right_after = [frame(a), frame(step)]
+        time.sleep(0.5)  # the computation goes on meanwhile, in buffers of its own
+        later = [frame(a), frame(step)]
+        b = -rng.random(5) - 0.5
+        want, want_b = eager(b, good[1])
+        got = f(b, good[1])
+        report(mro=[c.__name__ for c in type(caught).__mro__], message=str(caught),
+               left=getattr(caught, "left_running", None), same=before == right_after == later,
+               next_ok=bool(np.allclose(got, want) and np.array_equal(b, want_b)),
+               guarded=f.last.compiled.guarded, loop=f.last.compiled.long_loop)
+    ''', seed_of(rng), tmp_path)
+    assert out["mro"][:2] == ["CallInterruptedError", "KeyboardInterrupt"], out
+    assert out["left"] is True
+    assert "kernel was interrupted" in out["message"]
+    assert "`while a[0] >= 0`" in out["message"]
+    assert "restart the process" in out["message"]
+    assert out["same"], "the caller's arrays changed"
+    assert out["next_ok"], "the next call on the jit object gave another answer than NumPy"
+    assert out["guarded"] and out["loop"] == "the loop `while a[0] >= 0`"
+
+
+def test_timeout_stops_runaways_and_leaves_jax_working(rng, tmp_path):
+    out = run_child('''
+        import jax, jax.numpy as jnp
+        f = rl.jit(kernel, timeout=1.0)
+        a, step = rng.random(5), rng.random(5) + 0.1
+        before = frame(a)
+        try:
+            f(a, step)
+            timed_out = None
+        except rl.CallTimeoutError as exc:
+            timed_out = exc
+        same = before == frame(a)
+        b, s = -rng.random(5) - 0.5, rng.random(5) + 0.1
+        want, want_b = eager(b, s)
+        next_ok = bool(np.allclose(f(b, s), want) and np.array_equal(b, want_b))
+
+        # JAX code whose loop body is past XLA's cheap-computation cost (it would run on the
+        # client's threads, holding up every later computation), then JAX's own jit.
+        def spin(x):
+            return jax.lax.while_loop(lambda v: v[0] >= 0, lambda v: v * 1.0 + 1.0, x)
+        x = jnp.asarray(rng.random(4096))
+        try:
+            rl.jit(spin, timeout=0.5)(x)
+            jax_timed_out = False
+        except rl.CallTimeoutError:
+            jax_timed_out = True
+        m = rng.random((64, 64))
+        after = np.asarray(jax.jit(lambda m: m @ m)(m))
+        report(mro=[c.__name__ for c in type(timed_out).__mro__], message=str(timed_out),
+               limit=timed_out.limit, name=timed_out.fn_name, same=same, next_ok=next_ok,
+               jax_timed_out=jax_timed_out, jax_ok=bool(np.allclose(after, m @ m)))
+    ''', seed_of(rng), tmp_path)
+    assert out["mro"][:3] == ["CallTimeoutError", "ExecutionError", "ReactantLabError"], out
+    assert "TimeoutError" in out["mro"]
+    assert out["name"] == "kernel" and out["limit"] == 1.0
+    for part in ("kernel ran past its time limit of 1 s", "`while a[0] >= 0`", "timeout="):
+        assert part in out["message"], out["message"]
+    assert out["same"], "the caller's array changed"
+    assert out["next_ok"]
+    assert out["jax_timed_out"]
+    assert out["jax_ok"], "JAX's own computation after the runaway gave a wrong answer"
+
+
+def test_left_running_computations_are_bounded(rng, tmp_path):
+    out = run_child('''
+        from reactant_lab import _backend_run
+        f = rl.jit(kernel, timeout=0.2)
+        errors = []
+        for _ in range(_backend_run.MAX_LEFT_RUNNING + 1):
+            try:
+                f(rng.random(3), rng.random(3) + 0.1)
+            except rl.ReactantLabError as exc:
+                errors.append((type(exc).__name__, str(exc)))
+        x = rng.random(3)
+        plain = rl.jit(lambda v: v * 2)(x)  # no loop, no limit: not guarded, still runs
+        report(errors=errors, left=_backend_run.left_running(),
+               plain_ok=bool(np.allclose(plain, x * 2)))
+    ''', seed_of(rng), tmp_path)
+    names = [n for n, _ in out["errors"]]
+    assert names == ["CallTimeoutError"] * _backend_run.MAX_LEFT_RUNNING + ["LeftRunningError"]
+    assert "Restart the process" in out["errors"][-1][1]
+    assert out["left"] == _backend_run.MAX_LEFT_RUNNING
+    assert out["plain_ok"]
+
+
+def test_ctrl_c_stops_a_notebook_cell_and_the_kernel_lives(rng, tmp_path):
+    out = run_child('''
+        import os
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "reactant_lab")
+        a, step = rng.random(5), rng.random(5) + 0.1
+        ip.user_ns.update(a=a, step=step, np=np)
+        before = frame(a)
+
+        def interrupt_once_running():  # Ctrl-C, once the compiled run (not the compile) runs
+            while not any(t.name == "reactant_lab-runner" for t in threading.enumerate()):
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        threading.Thread(target=interrupt_once_running, daemon=True).start()
+        cell = ("%%reactant_jit --no-display\\n"
+                "def spin(a, step):\\n"
+                "    while a[0] >= 0:\\n"
+                "        a += step\\n"
+                "    return a.sum()\\n"
+                "spin(a, step)\\n")
+        first = ip.run_cell(cell)
+        then = ip.run_cell("b = np.array([2.5, 0.0, 1.0])\\n"  # three steps, then b[0] < 0
+                           "%reactant_jit --no-display spin(b, -np.ones(3))")
+        report(error=type(first.error_in_exec).__name__,
+               keyboard=isinstance(first.error_in_exec, KeyboardInterrupt),
+               same=before == frame(a), then_ok=then.success,
+               b=ip.user_ns["b"].tolist())
+    ''', seed_of(rng), tmp_path)
+    assert out["error"] == "CallInterruptedError" and out["keyboard"], out
+    assert out["same"], "the cell's array changed"
+    assert out["then_ok"], "the kernel could not run the next cell"
+    assert out["b"] == [-0.5, -3.0, -2.0]
+
+
+# ---------------------------------------------------------------------------------- in process
+
+def count_up(a, n):
+    while a[0] < n:
+        a[0] += 1.0
+    return a.sum()
+
+
+def test_a_loop_of_unknown_length_runs_guarded_and_agrees_with_numpy(rng):
+    a = rng.random(6)
+    n = float(rng.integers(5, 50))
+    want = a.copy()
+    want_sum = count_up(want, n)
+    f = rl.jit(count_up)
+    got = f(a, n)
+    assert f.last.compiled.guarded
+    assert f.last.compiled.long_loop == "the loop `while a[0] < n`"
+    assert np.array_equal(a, want)
+    assert got == want_sum and type(got) is type(want_sum)
+
+
+def test_jax_code_with_keywords_runs_guarded_and_agrees_with_jax_jit(rng):
+    def scale(x, *, n, rate):
+        return jax.lax.while_loop(lambda c: c[0] < n,
+                                  lambda c: (c[0] + 1, c[1] * rate), (0, x))[1]
+
+    x = jnp.asarray(rng.random(7), dtype=jnp.float32)
+    n, rate = jnp.int32(rng.integers(1, 6)), jnp.float32(1 + rng.random())
+    f = rl.jit(scale)
+    got = f(x, n=n, rate=rate)
+    assert f.last.compiled.guarded
+    want = jax.jit(scale)(x, n=n, rate=rate)
+    assert isinstance(got, jax.Array) and got.dtype == want.dtype
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    assert float(jnp.sum(got)) == pytest.approx(float(jnp.sum(want)), rel=1e-5)
+
+
+def test_a_call_without_loops_is_not_guarded_unless_limited(rng):
+    def kernel(a, b):
+        a += 2 * b
+        return b.max()
+
+    a, b = rng.random(8), rng.random(8)
+    want_a = a + 2 * b
+    f = rl.jit(kernel)
+    f(a.copy(), b)
+    compiled = f.last.compiled
+    assert not compiled.guarded and compiled.long_loop is None and compiled.timeout is None
+    limited = compiled.with_timeout(30)
+    assert limited.guarded and limited.timeout == 30.0
+    got = limited(a, b)
+    assert np.array_equal(a, want_a) and got == b.max()
+    assert not limited.unguarded().guarded
+
+
+def test_a_guarded_executable_refuses_another_signature(rng):
+    f = rl.jit(count_up)
+    f(rng.random(4), 3.0)
+    compiled = f.last.compiled
+    with pytest.raises(rl.SignatureMismatchError, match=r"args\[0\]"):
+        compiled(rng.random(5), 3.0)
+    with pytest.raises(rl.SignatureMismatchError, match=r"args\[0\]"):
+        compiled(rng.random(4).astype(np.float32), 3.0)
+    b = rng.random(5)  # the jit object traces again for it
+    want = b.copy()
+    count_up(want, 3.0)
+    f(b, 3.0)
+    assert np.array_equal(b, want)
+
+
+def test_bench_stops_a_preset_past_its_time_limit(rng):
+    a = rng.random(3)
+    before = a.tobytes()
+    # A loop that ends, a thousand million steps on: far past 0.05 s, over in seconds.
+    with pytest.raises(rl.CallTimeoutError, match="count_up ran past its time limit"):
+        rl.bench(count_up, a, 1e9, presets=("none",), baselines=("numpy",), timeout=0.05)
+    assert a.tobytes() == before
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "3", True])
+def test_a_bad_timeout_is_refused(bad):
+    with pytest.raises(rl.ExecutionError, match="timeout must be a positive number"):
+        rl.jit(count_up, timeout=bad)
+
+
+def test_long_loop_reads_xla_trip_counts():
+    unknown = ('  ROOT %while.0 = (s32[], f32[4]{0}) while(%tuple.4), condition=%c, body=%b, '
+               'metadata={op_name="jit(f)/while a[0] >= 0 "}')
+    known = ('  %while.5 = (s64[], f64[3]{0}) while(%tuple), condition=%c, body=%b, '
+             'backend_config={"known_trip_count":{"n":"50"}}')
+    huge = known.replace('"50"', f'"{_backend_run.LONG_TRIPS}"')
+    assert _backend_run.long_loop(unknown) == "the loop `while a[0] >= 0`"
+    assert _backend_run.long_loop(known) is None
+    assert _backend_run.long_loop(huge) == f"a while loop ({_backend_run.LONG_TRIPS:,} iterations)"
+    assert _backend_run.long_loop('%x = f32[] add(%a, %b), metadata={op_name="while(x)"}') is None
+
+
+def test_a_guarded_call_gives_up_donated_jax_arrays_as_jax_does(rng):
+    f = rl.jit(lambda a: a * 2, donate=True, timeout=30)
+    x = jnp.asarray(rng.random(4), jnp.float32)
+    want = np.asarray(x) * 2
+    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+    assert f.last.compiled.guarded
+    with pytest.raises(rl.DonatedArgumentError, match=r"args\[0\]"):
+        f(x)
