@@ -85,8 +85,9 @@ def twin(serialized: bytes, options: Any) -> Any:
 def placer(device: Any) -> Callable[[Any, Aval], Any]:
     """``put(value, (shape, dtype, weak_type))``: a NumPy array (of that shape and dtype) as
     an array on ``device``, by jaxlib's ``batched_device_put`` (7 us here, where
-    ``jax.device_put`` takes 70-90 us for the same), else by ``jax.device_put``. The one use of
-    ``batched_device_put`` and ``jax.core.ShapedArray`` (docs/architecture.md)."""
+    ``jax.device_put`` takes 70-90 us for the same), else by ``jax.device_put`` (which keeps
+    64-bit types only under JAX's 64-bit flag). The one use of ``batched_device_put`` and
+    ``jax.core.ShapedArray`` (docs/architecture.md)."""
     from jaxlib import xla_client
 
     put = getattr(xla_client, "batched_device_put", None)
@@ -95,8 +96,9 @@ def placer(device: Any) -> Callable[[Any, Aval], Any]:
         return lambda value, _: jax.device_put(value, device)
     sharding = jax.sharding.SingleDeviceSharding(device)
 
-    def place(value: Any, aval: Aval) -> Any:
-        return put(shaped(aval[0], aval[1]), sharding, [value], [device], True)
+    def place(value: Any, aval: Aval) -> Any:  # 64-bit types kept: the values are final
+        return put(shaped(aval[0], aval[1]), sharding, [value], [device], True,
+                   enable_x64=True)
 
     return place
 

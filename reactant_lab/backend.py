@@ -3,9 +3,9 @@
 Everything above it sees module text, plain tuples and the small classes it offers. Its parts
 live in private modules that only backend imports: _backend_text (module text: checks, size,
 messages), _backend_ir (edits to MLIR modules), _backend_jax (lowering, compiling, Executable),
-_compile_isolation (the compile worker), _backend_enzyme (Enzyme ops in a JAX trace:
-enzyme.autodiff / enzyme.fwddiff as primitives), _pass_worker and _worker_client (the worker process and
-its driver).
+_backend_run (guarded calls: Ctrl-C and time limits), _compile_isolation (the compile worker),
+_backend_enzyme (Enzyme ops in a JAX trace: enzyme.autodiff / enzyme.fwddiff as primitives),
+_pass_worker and _worker_client (the worker process and its driver).
 
 Native crashes never end the caller's process. Passes run in a worker process. XLA compiles a
 module in this process when it is small, and in a compile worker when a crash is plausible

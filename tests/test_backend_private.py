@@ -14,7 +14,7 @@ from jax._src import compiler as jax_compiler
 from jax._src.interpreters import pxla
 
 import reactant_lab as rl
-from reactant_lab import _backend_jax, _compile_isolation, backend
+from reactant_lab import _backend_jax, _backend_run, _compile_isolation, backend
 
 
 def layer(params, x, *, bias):
@@ -252,3 +252,64 @@ def test_without_the_batching_table_batched_loops_give_the_same_answers(rng, mon
     assert "gather" in jf.last.traced.ir  # JAX's rule for a slice at an unbatched index
     np.testing.assert_allclose(ours, want, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(jaxs, want, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------- guarded calls: the twin client
+
+
+def halve(a):
+    """A NumPy kernel whose loop's length depends on the data: its calls run guarded."""
+    while a.max() > 1.0:
+        a *= 0.5
+    return a.sum()
+
+
+def halve_numpy(a):
+    a = a.copy()
+    while a.max() > 1.0:
+        a *= 0.5
+    return a, a.sum()
+
+
+def check_halve(rng):
+    a = rng.random(9) * 8
+    want, want_sum = halve_numpy(a)
+    f = rl.jit(halve)
+    got = f(a)
+    assert f.last.compiled.guarded
+    np.testing.assert_array_equal(a, want)
+    assert got == want_sum
+
+
+def test_pinned_jaxlib_places_a_guarded_calls_inputs_through_batched_device_put(
+        rng, monkeypatch):
+    from jaxlib import xla_client
+
+    calls = []
+    real = xla_client.batched_device_put
+    monkeypatch.setattr(xla_client, "batched_device_put",
+                        lambda *a, **k: calls.append(a) or real(*a, **k))
+    device = _backend_run.twin_client().devices()[0]
+    x = rng.random((3, 4))
+    placed = _backend_run.placer(device)(x, (x.shape, x.dtype, False))
+    assert len(calls) == 1 and np.array_equal(np.asarray(placed), x)
+
+
+def test_without_jaxs_shaped_array_a_guarded_call_gives_the_same_answers(rng, monkeypatch):
+    # (JAX's own device_put needs batched_device_put: only its other half can go missing here)
+    monkeypatch.delattr(jax.core, "ShapedArray")
+    _backend_jax._twin_placer.cache_clear()
+    try:
+        check_halve(rng)
+    finally:
+        _backend_jax._twin_placer.cache_clear()
+
+
+def test_without_a_twin_a_guarded_call_runs_the_executable_itself(rng, monkeypatch):
+    def refused(*_):
+        raise RuntimeError("no twin here")
+
+    monkeypatch.setattr(_backend_jax, "twin", refused)
+    calls = count_jax_dispatch(monkeypatch)
+    check_halve(rng)
+    assert calls, "the guarded call did not run JAX's executable"
