@@ -166,8 +166,8 @@ def run_guarded(work: Callable[[], Any], *, limit: float | None, name: str, loop
         runner = _Runner()
         runner.start()
     start = time.perf_counter()
-    runner.jobs.put(job)
     try:
+        runner.jobs.put(job)
         late = not _wait(job.done, limit, start)
     except BaseException as exc:
         left = _leave(job, runner)
@@ -221,11 +221,12 @@ def _aftermath(left: bool, where: str | None) -> str:
         return (f"XLA cannot stop a running computation: it goes on on {where}, and later "
                 "computations there wait for it; restart the process (the notebook kernel) to "
                 "use the device again.")
+    n = len(_LEFT)
     return (f"XLA cannot stop a running computation: it goes on on a background thread of this "
-            f"process (one core, at the lowest priority) until the process ends; "
-            f"{len(_LEFT)} such computation(s) now run, and at {MAX_LEFT_RUNNING} no more "
-            "calls that may not end are started: restart the process (the notebook kernel) to "
-            "end them.")
+            f"process (one core, at the lowest priority) until the process ends; {n} "
+            f"interrupted computation{'s' if n != 1 else ''} now run{'s' if n == 1 else ''}, and "
+            f"at {MAX_LEFT_RUNNING} no more guarded calls are started: restart the process (the "
+            "notebook kernel) to end them.")
 
 
 def _loop_clause(loop: str | None) -> str:
@@ -249,4 +250,4 @@ def _refusal(name: str) -> str:
     return (f"{name} was not run: {len(_LEFT)} interrupted computations still run in this "
             f"process (at most {MAX_LEFT_RUNNING}), each keeping a core and its memory, and XLA "
             "cannot stop them. Restart the process (the notebook kernel) to end them; calls "
-            "whose loops all have a known, bounded length still run.")
+            "without a time limit and without a loop XLA cannot bound still run.")

@@ -122,7 +122,8 @@ class Compiled:
         """Whether each call runs where Ctrl-C and ``timeout`` stop it: on a runner thread (on
         the CPU, on a twin of the executable that nothing else waits for), this thread waiting.
         True when the executable may not end (a loop whose length XLA cannot tell, or a very
-        long one: ``long_loop``) or a time limit is set; such calls cost some 50-100 us more."""
+        long one: ``long_loop``) or a time limit is set. The hand-off costs 20-120 us a call
+        here (``benchmarks/guarded_calls.py``)."""
         structured = exe.structured and not guarded
         self._call = self._fast_call if structured else self._flat_call
         self._takes_leaves = not structured and not layout.captures
@@ -455,8 +456,9 @@ class Compiled:
 
     def device_runner(self, *args: Any, **kwargs: Any) -> Callable[[], None]:
         """A call of the executable alone on ``args``, placed on its device once: no checks, no
-        transfers back, no write-back (what timing a stage's module measures). Not for a
-        donating executable, whose inputs are consumed by the first call."""
+        transfers back, no write-back (what timing a stage's module measures), on the calling
+        thread even when ``guarded``: for inputs a call has ended on. Not for a donating
+        executable, whose inputs are consumed by the first call."""
         if any(self.donated_args):
             raise CompileError("device_runner reuses its inputs, which a donating executable "
                                "consumes; compile with donate=False to time it")
