@@ -11,7 +11,7 @@ from typing import Any
 
 from reactant_lab import backend
 from reactant_lab.errors import TraceError
-from reactant_lab.trace import captures, control_flow
+from reactant_lab.trace import captures, control_flow, rebinding
 from reactant_lab.trace.cache import SignatureCache
 from reactant_lab.trace.jax_mode import fn_name, trace_jax
 from reactant_lab.trace.lowering import Lowered
@@ -81,7 +81,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
                            in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
         run, why = control_flow.converted(fn, loops)
-        with control_flow.tracing(loops) as notes:
+        with control_flow.tracing(loops) as notes, rebinding.guard(fn):
             lowered, used, flat = _lower(run, flat, mode, (args, kwargs, trace_scalars, {
                 "in_shardings": in_shardings, "mesh": mesh, "out_shardings": out_shardings}))
     if why is not None:
@@ -151,7 +151,9 @@ def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
                 mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
     module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings``,
-    ``mesh`` and ``out_shardings`` as in ``trace``."""
+    ``mesh`` and ``out_shardings`` as in ``trace``. Raises TraceError, before anything runs,
+    when ``fn`` rebinds a global or a variable of an enclosing function (``rebinding``)."""
+    rebinding.check(fn)
     return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn),
                         in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
 
