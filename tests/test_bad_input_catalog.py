@@ -687,6 +687,37 @@ def explore_leaves_arrays_alone_when_tracing_fails(rng):
                (line_of(kernel, "while a.max()"),))
 
 
+@case(rl.TraceError)
+def argument_rebound_to_a_jax_result_by_an_in_place_operator(rng):
+    def kernel(u):
+        u -= 0.1 * jax.grad(lambda v: jnp.sum(v ** 2))(u)
+
+    def descend(u):
+        u[...] -= 0.1 * jax.grad(lambda v: jnp.sum(v ** 2))(u)
+
+    u = rng.random(4) + 0.5
+    jf = _jit(kernel)
+
+    def good() -> None:
+        b = u.copy()
+        _jit(descend)(b)
+        np.testing.assert_allclose(b, 0.8 * u, rtol=1e-12)
+
+    return Bad(lambda: jf(u), (u,), ("args[0] would not be updated in place",
+                                     line_of(kernel, "u -= 0.1"), "u[...] -="), then=good)
+
+
+@case(rl.TraceError)
+def argument_updated_by_name_after_jax_fails_on_it(rng):
+    def kernel(u):
+        step = jax.tree.map(lambda v: v * v.aval.ndim, u)
+        u -= step
+
+    u = rng.random(4)
+    return Bad(lambda: _jit(kernel)(u), (u,), ("u may be updated at", line_of(kernel, "u -= step"),
+                                               line_of(kernel, "v.aval.ndim")))
+
+
 # ---------------------------------------------------------------------------------- names
 # outside the function: rebinding one is refused before the function runs, the name kept
 

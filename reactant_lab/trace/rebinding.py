@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dis
 import functools
+import itertools
 import traceback
 import types
 from collections.abc import Callable, Iterator
@@ -76,6 +77,30 @@ def rebindings(code: types.CodeType, outer: frozenset[str] | None = None
         if isinstance(const, types.CodeType):
             found += rebindings(const, frozenset(const.co_freevars) & escaping)
     return tuple(found)
+
+
+@functools.lru_cache(maxsize=1024)
+def _augmented(code: types.CodeType) -> tuple[tuple[str, traceback.FrameSummary], ...]:
+    """(parameter, where) per augmented assignment to a parameter of ``code`` (``a -= x``)."""
+    params = frozenset(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = []
+    for ins, after in itertools.pairwise(dis.get_instructions(code)):
+        if (ins.opname.startswith("INPLACE_") or (ins.opname == "BINARY_OP"
+                                                  and ins.argrepr.endswith("="))) and \
+                after.opname in {"STORE_FAST", "STORE_DEREF"} and after.argval in params:
+            line = ins.positions.lineno if ins.positions is not None else None
+            found.append((after.argval, traceback.FrameSummary(
+                code.co_filename, line or code.co_firstlineno, code.co_name)))
+    return tuple(found)
+
+
+def augmented_parameters(fn: Callable[..., Any]) -> tuple[tuple[str, traceback.FrameSummary],
+                                                          ...]:
+    """(parameter, where) per augmented assignment to a parameter of ``fn`` (``a -= x``): an
+    update in place of a NumPy argument, but in JAX code a new value bound to the local name,
+    the caller's array untouched."""
+    code = getattr(underlying(fn), "__code__", None)
+    return _augmented(code) if isinstance(code, types.CodeType) else ()
 
 
 def check(fn: Callable[..., Any], called: bool = False) -> None:

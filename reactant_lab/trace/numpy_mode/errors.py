@@ -28,6 +28,9 @@ class JaxCodeError(TraceError):
 
     updated: tuple[tuple[str, str], ...] = ()
     """(argument path, where) of each argument the function had already updated in place."""
+    finished: bool = False
+    """True when the function ran to its end (it handed arrays to JAX and updated none in
+    place); False when JAX failed on the way."""
 
 
 def numpy_name(func: Any) -> str:
