@@ -24,7 +24,8 @@ class ImmutableError(TraceError, TypeError):
 
 
 class JaxCodeError(TraceError):
-    """A JAX function was handed a NumPy-mode proxy array: the function is JAX code."""
+    """The kernel is JAX code: JAX failed on a NumPy-mode array it was handed (or ``x.at``,
+    which an ndarray lacks), or, for mode='auto', it handed arrays to JAX and updated none."""
 
     updated: tuple[tuple[str, str], ...] = ()
     """(argument path, where) of each argument the function had already updated in place."""
