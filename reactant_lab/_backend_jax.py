@@ -103,6 +103,29 @@ def x64_scope(enabled: bool) -> contextlib.AbstractContextManager[Any]:
     return scope
 
 
+def register_array_like(cls: type, value_of: Callable[[Any], Any]) -> bool:
+    """Let JAX's functions take an instance ``x`` of ``cls`` as the array ``value_of(x)`` (a
+    traced value): its abstract value is that array's, and a primitive bound to it binds that
+    array, so ``jnp.sin(x)``, ``jax.grad(f)(x)``, ``lax.fori_loop(..., x)`` work on it as on
+    the array. Through JAX's tables of Python types (``pytype_aval_mappings``,
+    ``register_canonicalize_value_handler``): ``__jax_array__`` alone no longer serves a jitted
+    function's arguments, and a pytree registration would make every ``tree_util`` walk see
+    the array inside instead of the object. Returns False, registering nothing, on a JAX
+    without those tables (JAX then refuses such objects)."""
+    try:
+        from jax._src import core, dtypes
+    except ImportError:  # pragma: no cover - private modules moved in another JAX version
+        return False
+    avals = getattr(core, "pytype_aval_mappings", None)
+    register = getattr(dtypes, "register_canonicalize_value_handler", None)
+    typeof = getattr(core, "typeof", None)
+    if not isinstance(avals, dict) or register is None or typeof is None:
+        return False  # pragma: no cover - another JAX
+    avals[cls] = lambda x: typeof(value_of(x))
+    register(cls, value_of)
+    return True
+
+
 def abstract_value(aval: Aval, device: Any | None = None,
                    sharding: Any | None = None) -> jax.ShapeDtypeStruct:
     """A ShapeDtypeStruct for (shape, dtype, weak_type), laid out by ``sharding`` (a

@@ -26,7 +26,6 @@ from reactant_lab.explore import Exploration, ExploreOptions, build, explore
 from reactant_lab.render.explorer import save_html
 from reactant_lab.stages.presets import PRESETS
 from reactant_lab.trace import Traced
-from reactant_lab.trace.numpy_mode import JaxCodeError
 from reactant_lab.trace.paths import flatten_call
 from reactant_lab.trace.user_errors import describe, user_frame
 
@@ -256,10 +255,9 @@ def _explore(fn: Callable[..., Any], args: tuple[Any, ...],
     flat = flatten_call(args, {})
     if not flat.all_numpy:
         return build(fn, args, {}, options, run=True), args
-    try:
-        return build(fn, args, {}, options.replace(mode="numpy"), run=True), args
-    except JaxCodeError:
-        pass
+    exploration = build(fn, args, {}, options.replace(mode="auto"), run=True)
+    if getattr(exploration.traced, "mode", None) == "numpy":
+        return exploration, args
     with backend.x64_scope(flat.needs_x64):
         on_device: tuple[Any, ...] = jax.tree_util.tree_map(
             lambda a: jax.device_put(a) if isinstance(a, np.ndarray | np.generic) else a, args)

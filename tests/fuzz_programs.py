@@ -47,7 +47,8 @@ class Arg:
     """NumPy dtype name."""
     role: str = "data"
     """'data'; in JAX programs also 'index' (an int32 vector of indices) or 'start' (an int32
-    scalar used as a dynamic start)."""
+    scalar used as a dynamic start); for a captured array 'global' (a module global of the
+    kernel) or 'closure' (a variable of the function around it)."""
 
 
 @dataclass(frozen=True)
@@ -61,18 +62,31 @@ class Program:
     low_precision: bool
     """True when float32 values take part anywhere (results then get float32 tolerances, even
     float64 ones that were computed from float32 values)."""
+    captured: tuple[Arg, ...] = ()
+    """Arrays the kernel reads from outside: module globals and closure variables (the
+    source then defines ``make(<closure variables>)``, which returns the kernel)."""
+    rebinds: str | None = None
+    """The captured name the kernel rebinds (``global G0; G0 = ...``), if any: reactant_lab
+    refuses it before it runs."""
 
-    def function(self) -> Callable[..., Any]:
-        """A fresh function object compiled from ``source`` (its lines show in tracebacks)."""
+    def function(self, captured: dict[str, np.ndarray] | None = None) -> Callable[..., Any]:
+        """A fresh function object compiled from ``source`` (its lines show in tracebacks),
+        reading the arrays ``captured`` (name -> array) as its globals and closure variables."""
         filename = f"<fuzz-program-{next(_counter)}>"
         linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True),
                                      filename)
-        namespace: dict[str, Any] = {"np": np, "jnp": jnp, "lax": lax}
+        given = captured or {}
+        namespace: dict[str, Any] = {"np": np, "jnp": jnp, "lax": lax, **{
+            a.name: given[a.name] for a in self.captured if a.role == "global"}}
         exec(compile(self.source, filename, "exec"), namespace)
-        return namespace["kernel"]
+        if not self.captured:
+            return namespace["kernel"]
+        return namespace["make"](*[given[a.name] for a in self.captured
+                                   if a.role == "closure"])
 
     def __str__(self) -> str:
-        sig = ", ".join(f"{a.name}: {a.dtype}{list(a.shape)}" for a in self.args)
+        sig = ", ".join(f"{a.name}: {a.dtype}{list(a.shape)}"
+                        for a in (*self.args, *self.captured))
         return f"{self.source}# args: {sig}"
 
 
@@ -201,8 +215,12 @@ def _scalar(draw, kind: str | None = None) -> str:
 class _NumpyGen:
     """Draws statements of a NumPy kernel, keeping a probe of every variable's value."""
 
-    def __init__(self, draw, args: tuple[Arg, ...], rng: np.random.Generator):
+    def __init__(self, draw, args: tuple[Arg, ...], rng: np.random.Generator,
+                 captured: frozenset[str] = frozenset()):
         self.draw = draw
+        self.captured = captured
+        """Names read from outside the kernel: updated in place only through a subscript or
+        ``out=`` (``G0 += v`` would make the name local)."""
         self.env: dict[str, Any] = {a.name: values(rng, a.shape, a.dtype) for a in args}
         self.arrays = [a.name for a in args]  # variables holding arrays
         self.masks: list[str] = []
@@ -396,9 +414,11 @@ class _NumpyGen:
         target = self._target()
         return f"{target} = {self._value_for(target)}"
 
-    def _iop(self) -> str:
+    def _iop(self) -> str | None:
         op = self.draw(st.sampled_from(["+=", "-=", "*="]))
         target = self.draw(st.sampled_from([self._array_var(min_ndim=0), self._target()]))
+        if target in self.captured:
+            return None
         return f"{target} {op} {self._value_for(target)}"
 
     def _adv_set(self) -> str:
@@ -491,6 +511,47 @@ def numpy_programs(draw) -> Program:
         ", ".join(a.name for a in args), "\n".join(body) if body else "    pass", gen.returns())
     low = any(a.dtype == "float32" for a in args) or "float32" in source
     return Program(source, args, low)
+
+
+@st.composite
+def captured_programs(draw) -> Program:
+    """A NumPy kernel over 1-2 array arguments that reads 1-2 arrays from outside (module
+    globals ``G0``, closure variables ``W0``): it updates each in place (a subscript or
+    ``out=``) and uses it in its other statements; now and then it also rebinds one
+    (``global G0; G0 = ...`` / ``nonlocal W0; W0 = ...``)."""
+    m, n = draw(st.integers(2, 6)), draw(st.integers(2, 6))
+    shapes = st.sampled_from([(m, n), (m, n), (n,), (m,), (n, m)])
+    args = tuple(Arg(name, draw(shapes), draw(st.sampled_from(DTYPES)))
+                 for name in "ab"[:draw(st.integers(1, 2))])
+    roles = draw(st.lists(st.sampled_from(["global", "closure"]), min_size=1, max_size=2))
+    captured = tuple(Arg(f"{'G' if role == 'global' else 'W'}{k}", draw(shapes),
+                         draw(st.sampled_from(DTYPES)), role) for k, role in enumerate(roles))
+    gen = _NumpyGen(draw, args + captured, np.random.default_rng(draw(st.integers(0, 2**32 - 1))),
+                    frozenset(a.name for a in captured))
+    for a in captured:  # each captured array is updated in place at least once
+        for _ in range(_TRIES):
+            how = draw(st.sampled_from(["[...] +=", "[...] *=", "out"]))
+            value = gen._value_for(a.name)
+            line = (f"np.add({a.name}, {value}, out={a.name})" if how == "out" else
+                    f"{a.name}{how} {value}")
+            if gen.run(line):
+                gen.floats_exact = False
+                break
+    for _ in range(draw(st.integers(0, 4))):
+        gen.statement()
+    lines = list(gen.lines)
+    rebinds = (draw(st.sampled_from([a.name for a in captured]))
+               if draw(st.integers(0, 5)) == 5 else None)  # one in six, the simplest draw none
+    if rebinds is not None:
+        role = next(a.role for a in captured if a.name == rebinds)
+        lines = [f"{'global' if role == 'global' else 'nonlocal'} {rebinds}", *lines,
+                 f"{rebinds} = {rebinds} * 2"]
+    body = "\n".join(f"        {line}" for line in lines) or "        pass"
+    closures = ", ".join(a.name for a in captured if a.role == "closure")
+    source = (f"def make({closures}):\n    def kernel({', '.join(a.name for a in args)}):\n"
+              f"{body}\n    {gen.returns()}\n    return kernel\n")
+    low = any(a.dtype == "float32" for a in args + captured) or "float32" in source
+    return Program(source, args, low, captured, rebinds)
 
 
 # ---------------------------------------------------------------------------------- JAX functions

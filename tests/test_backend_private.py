@@ -313,3 +313,39 @@ def test_without_a_twin_a_guarded_call_runs_the_executable_itself(rng, monkeypat
     calls = count_jax_dispatch(monkeypatch)
     check_halve(rng)
     assert calls, "the guarded call did not run JAX's executable"
+
+
+def _descend(u):
+    u[...] -= 0.1 * jax.grad(lambda v: jnp.sum(v ** 2))(u)
+
+
+def _descend_by_name(u):
+    step = 0.1 * jax.grad(lambda v: jnp.sum(v ** 2))(u)
+    u -= step
+
+
+def test_pinned_jax_takes_numpy_modes_arrays_and_without_its_tables_nothing_is_lost(
+        rng, monkeypatch):
+    """``register_array_like``: JAX's functions take NumPy mode's arrays as their traced
+    values, so a NumPy kernel updates its argument with a JAX gradient. Without the table of
+    abstract values (another JAX) JAX refuses them as before: JAX code still traces in JAX mode,
+    and a kernel that would update an argument is refused, never traced with the update lost."""
+    from jax._src import core
+
+    from reactant_lab.trace.numpy_mode import proxy
+
+    assert proxy.JAX_TAKES_PROXIES
+    u = rng.random(4) + 0.5
+    want = u - 0.2 * u
+    rl.jit(_descend, optimize="none")(u)
+    np.testing.assert_allclose(u, want, rtol=1e-12)
+
+    monkeypatch.delitem(core.pytype_aval_mappings, proxy.ProxyArray)
+    x = rng.random(3)
+    traced = rl.trace(lambda v: jnp.sin(v) * 2, x)
+    assert traced.mode == "jax"
+    np.testing.assert_allclose(traced.stages("none").compile()(x), np.sin(x) * 2, rtol=1e-12)
+    before = u.copy()
+    with pytest.raises(rl.TraceError, match="u may be updated at"):
+        rl.jit(_descend_by_name, optimize="none")(u)
+    np.testing.assert_array_equal(u, before)

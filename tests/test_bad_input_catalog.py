@@ -717,6 +717,114 @@ def explore_leaves_arrays_alone_when_tracing_fails(rng):
                (line_of(kernel, "while a.max()"),))
 
 
+@case(rl.TraceError)
+def argument_rebound_to_a_jax_result_by_an_in_place_operator(rng):
+    def kernel(u):
+        u -= 0.1 * jax.grad(lambda v: jnp.sum(v ** 2))(u)
+
+    def descend(u):
+        u[...] -= 0.1 * jax.grad(lambda v: jnp.sum(v ** 2))(u)
+
+    u = rng.random(4) + 0.5
+    jf = _jit(kernel)
+
+    def good() -> None:
+        b = u.copy()
+        _jit(descend)(b)
+        np.testing.assert_allclose(b, 0.8 * u, rtol=1e-12)
+
+    return Bad(lambda: jf(u), (u,), ("args[0] would not be updated in place",
+                                     line_of(kernel, "u -= 0.1"), "u[...] -="), then=good)
+
+
+@case(rl.TraceError)
+def argument_updated_by_name_after_jax_fails_on_it(rng):
+    def kernel(u):
+        step = jax.tree.map(lambda v: v * v.aval.ndim, u)
+        u -= step
+
+    u = rng.random(4)
+    return Bad(lambda: _jit(kernel)(u), (u,), ("u may be updated at", line_of(kernel, "u -= step"),
+                                               line_of(kernel, "v.aval.ndim")))
+
+
+# ---------------------------------------------------------------------------------- names
+# outside the function: rebinding one is refused before the function runs, the name kept
+
+STATE = np.ones(3)
+"""A module global the cases below rebind (or try to)."""
+
+
+def _rebinds_state(a):
+    global STATE  # noqa: PLW0603 - the case under test
+    STATE = a * 2
+    return a
+
+
+def _sets_state(v):
+    global STATE  # noqa: PLW0603 - the case under test
+    STATE = v
+
+
+def _calls_sets_state(a):
+    _sets_state(a + 1)
+    return a.sum()
+
+
+def _state_kept(kept: np.ndarray) -> Callable[[], None]:
+    """A check that STATE is still the array ``kept`` (not a traced object)."""
+    def check() -> None:
+        assert STATE is kept and isinstance(STATE, np.ndarray)
+    return check
+
+
+@case(rl.TraceError)
+def kernel_rebinds_a_global(rng):
+    global STATE  # noqa: PLW0603 - the case sets its global afresh
+    STATE = rng.random(3)
+    a = rng.random(3)
+    return Bad(lambda: _jit(_rebinds_state)(a), (a, STATE),
+               ("the global 'STATE'", line_of(_rebinds_state, "STATE = a * 2")),
+               then=_state_kept(STATE))
+
+
+@case(rl.TraceError)
+def kernel_rebinds_a_global_in_jax_mode(rng):
+    global STATE  # noqa: PLW0603 - the case sets its global afresh
+    STATE = rng.random(3)
+    x = jnp.asarray(rng.random(3))
+    return Bad(lambda: _jit(_rebinds_state)(x), (STATE,),
+               ("the global 'STATE'", line_of(_rebinds_state, "STATE = a * 2")),
+               then=_state_kept(STATE))
+
+
+@case(rl.TraceError)
+def kernel_calls_a_function_run_as_python_that_rebinds_a_global(rng):
+    global STATE  # noqa: PLW0603 - the case sets its global afresh
+    STATE = rng.random(3)
+    a = rng.random(3)
+    return Bad(lambda: _jit(_calls_sets_state, loops="unroll")(a), (a, STATE),
+               ("the global 'STATE'",), then=_state_kept(STATE))
+
+
+@case(rl.TraceError)
+def kernel_rebinds_a_nonlocal(rng):
+    w = rng.random(3)
+
+    def kernel(a):
+        nonlocal w
+        w = w + a
+        a += w
+
+    a, kept = rng.random(3), w
+
+    def good() -> None:
+        assert w is kept
+
+    return Bad(lambda: _jit(kernel)(a), (a, w), (line_of(kernel, "w = w + a"), "nonlocal w"),
+               then=good)
+
+
 # The catalog's test (after every case has registered)
 
 @pytest.mark.parametrize("name", sorted(CATALOG))

@@ -27,6 +27,7 @@ import reactant_lab as rl
 from tests.fuzz_programs import (
     LAYOUTS,
     Program,
+    captured_programs,
     jax_inputs,
     jax_programs,
     laid_out,
@@ -103,38 +104,49 @@ def fail(program: Program, context: str, problems: list[str]) -> None:
 # ---------------------------------------------------------------------------------- NumPy mode
 
 def run_numpy_program(program: Program, preset: str, layouts: tuple[str, ...], seed: int,
-                      jitted: rl.JitFunction | None = None) -> None:
-    """Run ``program`` with NumPy on copies and with reactant_lab on the originals; every
-    result, every argument afterwards and every base array around a view must agree."""
+                      jitted: rl.JitFunction | None = None, calls: int = 1) -> None:
+    """Run ``program`` with NumPy on copies and with reactant_lab on the originals, ``calls``
+    times each (an update that happened only while tracing shows on the second); every result
+    of the last call, every argument (and captured array) afterwards and every base array
+    around a view must agree."""
     rng = np.random.default_rng(seed)
+    specs = (*program.args, *program.captured)
     pairs = [laid_out(values(rng, a.shape, a.dtype), layout, rng)
-             for a, layout in zip(program.args, layouts, strict=True)]
+             for a, layout in zip(specs, layouts, strict=True)]
     ref_pairs = [(base.copy(order="K"), key) for base, key in pairs]
     originals = [base.copy(order="K") for base, _ in pairs]
-    args = [view(base, key) for base, key in pairs]
-    frames = [_frame(a) for a in args]
+    arrays = [view(base, key) for base, key in pairs]
+    args, n = arrays[:len(program.args)], len(program.args)
+    frames = [_frame(a) for a in arrays]
     context = (f"preset={preset!r} layouts={layouts} input seed={seed}\n"
-               + "\n".join(f"  {a.name}: {layout_of(x)}" for a, x in zip(program.args, args,
+               + "\n".join(f"  {a.name}: {layout_of(x)}" for a, x in zip(specs, arrays,
                                                                           strict=True)))
+    if program.rebinds is not None:
+        _check_refused(program, preset, arrays, [b for b, _ in pairs], originals, context)
+        return
+    ref_arrays = [view(b, k) for b, k in ref_pairs]
     try:
         with np.errstate(all="ignore", invalid="warn"), warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            want = program.function()(*[view(b, k) for b, k in ref_pairs])
+            reference = program.function(_captured(program, ref_arrays[n:]))
+            for _ in range(calls):
+                want = reference(*ref_arrays[:n])
     except Exception:  # NumPy refuses these values (never seen; the probe checks shapes)
         reject()
     if any("encountered in cast" in str(w.message) for w in seen):
         # NaN, inf or an out-of-range float cast to an integer: C leaves the value undefined
         # (x86 NumPy gives INT_MIN, XLA 0 or a saturated value), so there is no answer to match.
         reject()
-    jf = jitted or rl.jit(program.function(), optimize=preset)
+    jf = jitted or rl.jit(program.function(_captured(program, arrays[n:])), optimize=preset)
     try:
-        got = jf(*args)
+        for _ in range(calls):
+            got = jf(*args)
     except Exception as exc:
         fail(program, context, [f"reactant_lab raised {type(exc).__name__}: {exc}"])
     rtol = _rtol(program.low_precision)
     problems = compare_trees(got, want, rtol)
     for spec, arg, frame, (ref_base, key), base, before in zip(
-            program.args, args, frames, ref_pairs, (b for b, _ in pairs), originals,
+            specs, arrays, frames, ref_pairs, (b for b, _ in pairs), originals,
             strict=True):
         if _frame(arg) != frame:
             problems.append(f"argument {spec.name}: object, dtype, strides or flags changed: "
@@ -148,6 +160,37 @@ def run_numpy_program(program: Program, preset: str, layouts: tuple[str, ...], s
             if base[outside].tobytes() != before[outside].tobytes():
                 problems.append(f"argument {spec.name}: its base array changed outside the "
                                 "view (NumPy leaves it untouched)")
+    if problems:
+        fail(program, context, problems)
+
+
+def _captured(program: Program, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Name -> array of the program's captured arrays (globals, closure variables)."""
+    return {a.name: x for a, x in zip(program.captured, arrays, strict=True)}
+
+
+def _check_refused(program: Program, preset: str, arrays: list[np.ndarray],
+                   bases: list[np.ndarray], originals: list[np.ndarray], context: str) -> None:
+    """A kernel that rebinds a captured name is refused before it runs: the name still holds
+    the very same array, and no array changed."""
+    n = len(program.args)
+    kernel = program.function(_captured(program, arrays[n:]))
+    held = dict(zip(kernel.__code__.co_freevars, kernel.__closure__ or (), strict=True))
+    try:
+        rl.jit(kernel, optimize=preset)(*arrays[:n])
+    except rl.TraceError as exc:
+        problems = [] if "left as it was" in str(exc) else [f"unclear refusal: {exc}"]
+    else:
+        problems = ["a kernel that rebinds a captured name was not refused"]
+    for spec, array in zip(program.captured, arrays[n:], strict=True):
+        now = (kernel.__globals__.get(spec.name) if spec.role == "global"
+               else held[spec.name].cell_contents)
+        if now is not array:
+            problems.append(f"{spec.name} no longer holds the caller's array: {type(now)}")
+    for spec, base, before in zip((*program.args, *program.captured), bases, originals,
+                                  strict=True):
+        if base.tobytes() != before.tobytes():
+            problems.append(f"{spec.name} changed")
     if problems:
         fail(program, context, problems)
 
@@ -171,6 +214,17 @@ def test_one_jit_object_follows_each_layout(program, seed, preset):
     jitted = rl.jit(program.function(), optimize=preset)
     for layout in LAYOUTS:
         run_numpy_program(program, preset, (layout,) * len(program.args), seed, jitted)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@settings(FUZZ, max_examples=max(1, _EXAMPLES // 4))
+@given(program=captured_programs(), layouts=st.lists(st.sampled_from(LAYOUTS), min_size=4,
+                                                     max_size=4), seed=SEEDS)
+def test_numpy_kernel_reading_globals_and_closures_matches_numpy(program, layouts, seed, preset):
+    """Arrays read from module globals and closures, updated in place (and now and then
+    rebound, which is refused): as NumPy on copies, and every captured array afterwards."""
+    count = len(program.args) + len(program.captured)
+    run_numpy_program(program, preset, tuple(layouts[:count]), seed, calls=2)
 
 
 # ---------------------------------------------------------------------------------- JAX mode

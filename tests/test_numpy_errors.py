@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -170,9 +171,19 @@ def test_jax_code_in_forced_numpy_mode(rng):
     def kernel(x):
         return jnp.tanh(x)
 
-    with pytest.raises(rl.TraceError, match="hands a NumPy-mode array to JAX") as info:
-        rl.trace(kernel, rng.random(3), mode="numpy")
+    x = rng.random(3)
+    traced = rl.trace(kernel, x, mode="numpy")  # JAX functions get the traced values
+    assert traced.mode == "numpy"
+    np.testing.assert_allclose(traced.stages("none").compile()(x), np.tanh(x), rtol=1e-12)
+
+    def fails_in_jax(x):
+        return jax.tree.map(lambda v: v.aval.ndim, x)
+
+    with pytest.raises(rl.TraceError, match="hands a NumPy-mode array to JAX, which fails on "
+                                            "it") as info:
+        rl.trace(fails_in_jax, x, mode="numpy")
     assert "mode='jax'" in str(info.value) and f"{HERE}:" in str(info.value)
+    assert "has no attribute 'aval'" in str(info.value)
 
 
 def test_updated_argument_overlapping_another(rng):

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import time
+import traceback
 import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from reactant_lab import backend
 from reactant_lab.errors import TraceError
-from reactant_lab.trace import captures, control_flow
+from reactant_lab.trace import captures, control_flow, rebinding
 from reactant_lab.trace.cache import SignatureCache
 from reactant_lab.trace.jax_mode import fn_name, trace_jax
 from reactant_lab.trace.lowering import Lowered
@@ -29,6 +33,7 @@ from reactant_lab.trace.specs import (
     UpdatedArg,
 )
 from reactant_lab.trace.traced import Traced
+from reactant_lab.trace.user_errors import describe
 from reactant_lab.trace.user_fn import check_traceable
 
 LOOPS = control_flow.LOOPS
@@ -50,9 +55,10 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
 
     ``mode``: ``'numpy'`` traces a plain NumPy kernel through proxy arrays (in-place updates of
     NumPy arguments become ``resargs`` results, written back into the caller's arrays by the
-    compiled call); ``'jax'`` traces JAX code; ``'auto'`` picks NumPy mode when the array
-    arguments are NumPy arrays, and falls back to JAX mode when the function turns out to be JAX
-    code (it hands an array to a JAX function).
+    compiled call; JAX functions it calls get the traced values); ``'jax'`` traces JAX code;
+    ``'auto'`` picks NumPy mode when the array arguments are NumPy arrays, and falls back to JAX
+    mode when the function turns out to be JAX code (it hands arrays to JAX functions and
+    updates none in place), never where that would drop an in-place update.
 
     ``loops``: ``'auto'`` turns each Python ``for`` over a ``range`` of at least
     ``control_flow.ROLL_THRESHOLD`` iterations into one ``stablehlo.while`` when its body allows
@@ -81,9 +87,10 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
                            in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
         run, why = control_flow.converted(fn, loops)
-        with control_flow.tracing(loops) as notes:
+        with control_flow.tracing(loops) as notes, rebinding.guard(fn):
             lowered, used, flat = _lower(run, flat, mode, (args, kwargs, trace_scalars, {
-                "in_shardings": in_shardings, "mesh": mesh, "out_shardings": out_shardings}))
+                "in_shardings": in_shardings, "mesh": mesh, "out_shardings": out_shardings}),
+                fn)
     if why is not None:
         notes.insert(0, f"{fn_name(fn)} runs as Python: {why}")
     preserved = {r.path: r.preserved_from for r in lowered.results
@@ -124,10 +131,11 @@ def _no_collection() -> Iterator[None]:
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
-           call: tuple[tuple[Any, ...], dict[str, Any], bool, dict[str, Any]]
-           ) -> tuple[Lowered, str, FlatCall]:
+           call: tuple[tuple[Any, ...], dict[str, Any], bool, dict[str, Any]],
+           source: Callable[..., Any]) -> tuple[Lowered, str, FlatCall]:
     """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
-    Returns the lowering, the mode used and the flattened call it was traced for."""
+    Returns the lowering, the mode used and the flattened call it was traced for. ``fn`` is
+    ``source`` (the user's function) with its control flow converted."""
     if mode == "numpy" or (mode == "auto" and flat.all_numpy):
         args, kwargs, trace_scalars, sharded = call
         numpy_flat = flat
@@ -137,12 +145,16 @@ def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
                 numpy_flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
                                          **sharded)
         try:
-            return trace_numpy(fn, numpy_flat), "numpy", numpy_flat
+            return trace_numpy(fn, numpy_flat, jax_fallback=mode == "auto"), "numpy", numpy_flat
         except JaxCodeError as exc:
             if mode == "numpy":
                 raise
             if exc.updated:
-                raise _update_then_jax(fn_name(fn), exc) from None
+                raise _update_then_jax(fn_name(fn), exc, ()) from exc.__cause__
+            may = () if exc.finished else _arrays_updated_by_name(source, args, kwargs)
+            if may:  # JAX mode's own error, if it fails too, says more than this refusal
+                trace_jax(fn, flat)
+                raise _update_then_jax(fn_name(fn), exc, may) from exc.__cause__
     return trace_jax(fn, flat), "jax", flat
 
 
@@ -151,22 +163,45 @@ def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
                 mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
     module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings``,
-    ``mesh`` and ``out_shardings`` as in ``trace``."""
+    ``mesh`` and ``out_shardings`` as in ``trace``. Raises TraceError, before anything runs,
+    when ``fn`` rebinds a global or a variable of an enclosing function (``rebinding``)."""
+    rebinding.check(fn)
     return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn),
                         in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
 
 
-def _update_then_jax(name: str, exc: JaxCodeError) -> TraceError:
-    """mode='auto' cannot fall back to JAX mode once the function updated an argument in place:
-    JAX mode would silently drop the update."""
-    where = "\n".join(f"  {path} is updated at {line}" for path, line in exc.updated)
+def _arrays_updated_by_name(fn: Callable[..., Any], args: tuple[Any, ...],
+                            kwargs: dict[str, Any]
+                            ) -> tuple[tuple[str, traceback.FrameSummary], ...]:
+    """The augmented assignments (``a -= x``) of ``fn`` to a parameter given a NumPy array:
+    each an update in place that NumPy would make, and JAX mode would lose."""
+    found = rebinding.augmented_parameters(fn)
+    if not found:
+        return ()
+    try:
+        given = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
+    except (TypeError, ValueError):  # no signature, or a call that does not bind: keep them all
+        return found
+    return tuple((p, w) for p, w in found if isinstance(given.get(p), np.ndarray))
+
+
+def _update_then_jax(name: str, exc: JaxCodeError,
+                     may: tuple[tuple[str, traceback.FrameSummary], ...]) -> TraceError:
+    """mode='auto' cannot fall back to JAX mode once the function updated an argument in place,
+    nor when it has an augmented assignment to a parameter (``a -= x``) that the NumPy-mode
+    attempt did not reach: JAX mode would silently drop the update."""
+    where = [f"  {path} is updated at {line}" for path, line in exc.updated]
+    if not exc.updated:
+        where += [f"  {param} may be updated at {describe(line)}" for param, line in may]
     handed = str(exc).split("\nIt is JAX code")[0]
+    lines = "\n".join(where)
     return TraceError(
-        f"{name} updates its arguments in place and also hands them to JAX:\n{where}\n"
-        f"{handed}\nNumPy mode cannot pass its arrays to JAX functions, and "
-        "JAX mode cannot update arguments in place (the update would be lost). Use NumPy "
-        "functions only (np.sin rather than jnp.sin) so the whole function runs in NumPy mode, "
-        "or write it as JAX code: a = a + 1 instead of a += 1, and return the new value.")
+        f"{name} updates its arguments in place, and JAX fails on its arrays:\n{lines}\n"
+        f"{handed}\nNumPy mode hands its arrays to JAX functions as their traced values, but "
+        "this use fails (the error it raised is chained below); JAX mode cannot update "
+        "arguments in place (the update would be lost). Use NumPy functions there (np.sin "
+        "rather than jnp.sin), or write the function as JAX code: a = a + 1 instead of "
+        "a += 1, and return the new value.")
 
 
 def _check_callable(fn: Any) -> None:

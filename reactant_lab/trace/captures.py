@@ -1,7 +1,9 @@
 """Arrays a function reads from outside its arguments (closure cells, module globals) become
 linear arguments, as Reactant traces the function object itself: their paths are ``fn.G``
 (a global) and ``fn.<closure>.w`` (a closure variable), a changed value is a new input on the
-next call, and an in-place update is written back into the very array the function reads."""
+next call, and an in-place update is written back into the very array the function reads. A
+function that rebinds such a name (``global G; G = ...``) is refused before it runs (see
+``rebinding``)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from reactant_lab.errors import TraceError
-
 CLOSURE = "<closure>."
 """Key prefix of a closure variable (``<closure>.w``); a global's key is its name (``G``)."""
 
 _LOAD = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
-_STORE = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
 
 
 def capture_path(key: str) -> str:
@@ -41,22 +40,14 @@ def _function(fn: Any) -> types.FunctionType | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _global_names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
-    """(names read, names written) as globals by ``code`` and the code nested in it (lambdas,
-    comprehensions, inner functions)."""
-    loads: set[str] = set()
-    stores: set[str] = set()
-    for ins in dis.get_instructions(code):
-        if ins.opname in _LOAD:
-            loads.add(ins.argval)
-        elif ins.opname in _STORE:
-            stores.add(ins.argval)
+def _global_names(code: types.CodeType) -> frozenset[str]:
+    """Names read as globals by ``code`` and the code nested in it (lambdas, comprehensions,
+    inner functions)."""
+    loads = {ins.argval for ins in dis.get_instructions(code) if ins.opname in _LOAD}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            inner_loads, inner_stores = _global_names(const)
-            loads |= inner_loads
-            stores |= inner_stores
-    return frozenset(loads), frozenset(stores)
+            loads |= _global_names(const)
+    return frozenset(loads)
 
 
 def find(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -72,17 +63,10 @@ def find(fn: Callable[..., Any]) -> dict[str, Any]:
             continue
         if _is_capturable(value):
             found[CLOSURE + name] = value
-    loads, stores = _global_names(func.__code__)
     namespace = func.__globals__
-    for name in sorted(loads):
+    for name in sorted(_global_names(func.__code__)):
         value = namespace.get(name)
         if _is_capturable(value):
-            if name in stores:
-                raise TraceError(
-                    f"{func.__qualname__} rebinds the global array {name!r} (global {name}; "
-                    f"{name} = ...). A compiled function cannot rebind a name on every call: "
-                    f"pass {name} as an argument and return its new value, or update it in "
-                    f"place ({name}[...] = ...).")
             found[name] = value
     return found
 

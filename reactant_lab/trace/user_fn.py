@@ -31,7 +31,7 @@ def check_traceable(fn: Callable[..., Any]) -> None:
     """Raise TraceError when ``fn`` is a generator, async or async generator function (also
     through functools.partial, bound methods and a ``__call__`` method), which tracing cannot
     run: it would only fail later, inside JAX, with an unrelated error."""
-    target = _underlying(fn)
+    target = underlying(fn)
     kind = _kind(target)
     if kind is None:
         return
@@ -39,7 +39,7 @@ def check_traceable(fn: Callable[..., Any]) -> None:
     raise TraceError(f"{name} is {kind}, which reactant_lab cannot trace. {_ADVICE[kind]}")
 
 
-def _underlying(fn: Any) -> Any:
+def underlying(fn: Any) -> Any:
     """The plain function behind partials, bound methods and callable objects."""
     for _ in range(_MAX_UNWRAP):
         if isinstance(fn, functools.partial):

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from reactant_lab.errors import ControlFlowError
+from reactant_lab.trace import rebinding
 from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, minmax, not_, or_
 from reactant_lab.trace.control_flow.convert import convert, is_user_function
 from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where, while_stmt
@@ -31,6 +32,7 @@ def callee(fn: Any) -> Any:
     session = current()
     if session is None or session.loops == "unroll" or not is_user_function(fn):
         return fn
+    rebinding.check(fn, called=True)
     converted, why = convert(fn, sys.modules[__name__])
     if why is not None:
         session.note(f"{getattr(fn, '__qualname__', fn)!s} runs as Python: {why}")

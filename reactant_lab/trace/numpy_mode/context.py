@@ -5,36 +5,70 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+from reactant_lab.trace.user_errors import calling_user_frame
 
 _STATE = threading.local()
 
 
-def _stack() -> list[tuple[str, dict[Any, Any]]]:
+@dataclass
+class _Trace:
+    """One NumPy-mode trace on this thread."""
+
+    name: str
+    """The traced function's name."""
+    memo: dict[Any, Any] = field(default_factory=dict)
+    """See ``memo``."""
+    handed: traceback.FrameSummary | None = None
+    """Where the kernel first handed one of its arrays to a JAX function (see ``handed_to_jax``);
+    None while it has not."""
+    handed_any: bool = False
+    """Whether it did (also where no frame of the user's could be found)."""
+
+
+def _stack() -> list[_Trace]:
     if not hasattr(_STATE, "stack"):
         _STATE.stack = []
-    stack: list[tuple[str, dict[Any, Any]]] = _STATE.stack
+    stack: list[_Trace] = _STATE.stack
     return stack
 
 
 def current() -> str | None:
     """Name of the function being traced in NumPy mode on this thread, or None."""
     stack = _stack()
-    return stack[-1][0] if stack else None
+    return stack[-1].name if stack else None
 
 
 def memo() -> dict[Any, Any]:
     """A dictionary that lives as long as the current trace (empty outside of one)."""
     stack = _stack()
-    return stack[-1][1] if stack else {}
+    return stack[-1].memo if stack else {}
+
+
+def handed_to_jax() -> None:
+    """Note that the kernel hands one of its arrays to a JAX function (which gets its traced
+    value): the first time, where (the innermost frame of the user's code)."""
+    stack = _stack()
+    if stack and not stack[-1].handed_any:
+        stack[-1].handed_any = True
+        stack[-1].handed = calling_user_frame()
+
+
+def handoff() -> tuple[bool, traceback.FrameSummary | None]:
+    """Whether the current trace handed an array to JAX, and where it first did."""
+    stack = _stack()
+    return (stack[-1].handed_any, stack[-1].handed) if stack else (False, None)
 
 
 @contextlib.contextmanager
 def tracing(fn_name: str) -> Iterator[None]:
     """Mark this thread as tracing ``fn_name`` in NumPy mode while the block runs."""
     stack = _stack()
-    stack.append((fn_name, {}))
+    stack.append(_Trace(fn_name))
     try:
         yield
     finally:
@@ -51,13 +85,13 @@ def fresh_memo() -> Iterator[None]:
     if not stack:
         yield
         return
-    name, saved = stack[-1]
-    stack[-1] = (name, {k: v for k, v in saved.items()
-                        if type(k) is tuple and k and k[0] == "affine"})
+    trace = stack[-1]
+    saved = trace.memo
+    trace.memo = {k: v for k, v in saved.items() if type(k) is tuple and k and k[0] == "affine"}
     try:
         yield
     finally:
-        stack[-1] = (name, saved)
+        trace.memo = saved
 
 
 class WindowWrites:

@@ -24,10 +24,14 @@ class ImmutableError(TraceError, TypeError):
 
 
 class JaxCodeError(TraceError):
-    """A JAX function was handed a NumPy-mode proxy array: the function is JAX code."""
+    """The kernel is JAX code: JAX failed on a NumPy-mode array it was handed (or ``x.at``,
+    which an ndarray lacks), or, for mode='auto', it handed arrays to JAX and updated none."""
 
     updated: tuple[tuple[str, str], ...] = ()
     """(argument path, where) of each argument the function had already updated in place."""
+    finished: bool = False
+    """True when the function ran to its end (it handed arrays to JAX and updated none in
+    place); False when JAX failed on the way."""
 
 
 def numpy_name(func: Any) -> str:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import jax.numpy as jnp
 import numpy as np
 
+from reactant_lab import backend
 from reactant_lab.trace.numpy_mode import context, errors, journal
 from reactant_lab.trace.numpy_mode.operators import install_operators
 from reactant_lab.trace.numpy_mode.storage import (
@@ -189,6 +190,7 @@ class ProxyArray:
 
     @property
     def at(self) -> Any:
+        # an ndarray has no .at: code that uses it is JAX code, written for JAX arrays
         raise errors.JaxCodeError("x.at[...] is JAX's functional update; this is JAX code")
 
     # ------------------------------------------------------------------ NumPy protocols
@@ -206,7 +208,7 @@ class ProxyArray:
         return np.array(data, dtype=dtype, copy=True)
 
     def __jax_array__(self) -> Any:
-        raise errors.JaxCodeError("a jax.numpy function was handed a NumPy-mode array")
+        return jax_value(self)
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, key: Any) -> Any:
@@ -392,7 +394,21 @@ def concrete_array(data: np.ndarray, frozen: str | None = None) -> ProxyArray:
     return ProxyArray(Root(concrete=np.asarray(data), frozen=frozen))
 
 
+def jax_value(a: ProxyArray) -> Any:
+    """What a JAX function the kernel hands ``a`` to gets: its traced value as it is now (JAX
+    computes a new value from it; an in-place update of ``a`` afterwards does not reach that
+    value, as NumPy's does not reach an array JAX copied). Noted, so that a function that turns
+    out to be JAX code throughout can be traced in JAX mode (``context.handoff``)."""
+    if a.mask is not None:
+        raise errors.dynamic_shape("a[mask] was handed to a JAX function")
+    context.handed_to_jax()
+    return a.value
+
+
 install_operators(ProxyArray)
+JAX_TAKES_PROXIES = backend.register_array_like(ProxyArray, jax_value)
+"""Whether JAX's functions take NumPy mode's arrays (as their traced values); else handing one
+to JAX raises, and the kernel is traced in JAX mode (or refused, see ``trace``)."""
 
 # The dispatch modules import ProxyArray; they are looked up when a method runs.
 from reactant_lab.trace.numpy_mode import functions, indexing, ufuncs, views  # noqa: E402

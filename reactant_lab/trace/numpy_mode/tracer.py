@@ -42,10 +42,14 @@ def resargs_path(arg_path: str) -> str:
     return "res" + arg_path
 
 
-def trace_numpy(fn: Callable[..., Any], flat: FlatCall) -> Lowered:
+def trace_numpy(fn: Callable[..., Any], flat: FlatCall, jax_fallback: bool = False) -> Lowered:
     """Trace the NumPy kernel ``fn`` on proxy arrays; Python runs it exactly once.
 
-    Raises JaxCodeError when the kernel hands a proxy to JAX (it is JAX code).
+    A JAX function the kernel calls gets its arrays' traced values (``jax_value``), so a NumPy
+    kernel may use JAX functions and still update its arguments in place. Raises JaxCodeError
+    when JAX fails on an array it was handed (the kernel is JAX code), and, with
+    ``jax_fallback`` (mode='auto'), when the kernel handed arrays to JAX and updated none in
+    place: it is JAX code, traced in JAX mode, whose rules (dtypes, indexing) it was written for.
     """
     name = fn_name(fn)
     _check_static_args(fn, flat)
@@ -63,6 +67,12 @@ def trace_numpy(fn: Callable[..., Any], flat: FlatCall) -> Lowered:
                                                                       _OWN_DIR):
                     raise _jax_code(name, exc, [r for r in roots if r.version]) from exc
                 raise
+            handed, where = context.handoff()
+        if jax_fallback and handed and not any(r.version for r in roots):
+            error = errors.JaxCodeError(f"{name} hands its arrays to JAX at {describe(where)} "
+                                        "and updates none in place: it is JAX code")
+            error.finished = True
+            raise error
         return _output(out, proxies, flat)
 
     return lower_call(name, flat, call, x64=True, mode="numpy", rewrite=fused_reads.guard)
@@ -155,9 +165,13 @@ def _check_static_args(fn: Callable[..., Any], flat: FlatCall) -> None:
 
 
 def _jax_code(name: str, exc: BaseException, updated: list[Root]) -> errors.JaxCodeError:
+    """JAX failed on an array the kernel handed it (its first line says why)."""
     frame = user_frame(exc.__traceback__)
+    lines = str(exc).strip().splitlines()
+    why = lines[0][:200] if lines else type(exc).__name__
     error = errors.JaxCodeError(
-        f"{name} hands a NumPy-mode array to JAX at {describe(frame)}\nIt is JAX code: trace it "
-        "with mode='jax' (mode='auto', the default, does so), or use NumPy functions only.")
+        f"{name} hands a NumPy-mode array to JAX, which fails on it ({why}), at "
+        f"{describe(frame)}\nIt is JAX code: trace it with mode='jax' (mode='auto', the "
+        "default, does so), or use NumPy functions only.")
     error.updated = tuple((r.arg, describe(r.first_write)) for r in updated if r.arg is not None)
     return error
