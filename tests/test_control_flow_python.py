@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
-from reactant_lab.errors import ControlFlowError
+from reactant_lab.errors import ControlFlowError, UnassignedVariableError
 
 
 def _copies(args: tuple[Any, ...]) -> list[Any]:
@@ -41,6 +41,81 @@ def _close(got: np.ndarray, want: np.ndarray) -> None:
     scale = float(np.max(np.abs(finite), initial=1.0))
     np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-12,
                                atol=1e-12 * scale, equal_nan=True)
+
+
+# ---------------------------------------------------------------------- unassigned variables
+
+def index_after(a: np.ndarray, n: Any) -> Any:
+    for i in range(n):
+        a[i] += 1.0
+    return i  # unassigned when the loop runs no iteration
+
+
+def index_after_a_default(a: np.ndarray, n: Any) -> Any:
+    i = 5
+    for i in range(n):
+        a[i] += 1.0
+    return i, a
+
+
+def written_after(a: np.ndarray, n: Any) -> None:
+    for i in range(n):
+        a[i] += 1.0
+    a[0] = i
+
+
+def test_the_index_of_an_empty_static_loop_is_unbound_as_in_python(rng: Any) -> None:
+    a = rng.random(4)
+    before = a.copy()
+    for fn in (index_after, written_after):
+        with pytest.raises(UnboundLocalError, match="'i'") as python:
+            fn(a.copy(), 0)
+        with pytest.raises(UnboundLocalError, match="'i'") as ours:
+            rl.jit(fn)(a, 0)
+        assert not isinstance(ours.value, UnassignedVariableError)  # Python's own error
+        assert ours.value.args == python.value.args
+        np.testing.assert_array_equal(a, before)
+    assert same_as_python(index_after, a, 3) == 2
+
+
+def test_the_index_of_a_loop_over_a_traced_range_must_have_a_value_before_it(rng: Any) -> None:
+    a = rng.random(4)
+    before = a.copy()
+    with pytest.raises(UnassignedVariableError,
+                       match=r"(?s)`i` may have no value at .*test_control_flow_python.py:\d+ "
+                             r"in index_after.*return i.*trip count.*Give `i` an int before"):
+        rl.jit(index_after)(a, np.int64(3))
+    np.testing.assert_array_equal(a, before)
+    for n in (0, 1, 3):  # with a value before it, the loop keeps Python's semantics
+        same_as_python(index_after_a_default, a, np.int64(n))
+
+
+def maybe_assigned(x: np.ndarray) -> Any:
+    if x.sum() > 0:
+        t = x * 2
+    return t
+
+
+def test_a_variable_one_traced_branch_assigns_is_never_handed_back(rng: Any) -> None:
+    for mode, x in (("numpy", rng.random(3)), ("jax", jnp.asarray(rng.random(3)))):
+        with pytest.raises(UnassignedVariableError, match=r"(?s)`t` may have no value.*"
+                                                          r"assigned only in the if branch"):
+            rl.jit(maybe_assigned, mode=mode)(x)
+
+
+def assigned_if(x: np.ndarray, flag: bool) -> Any:
+    if flag:
+        t = x * 2
+    return t
+
+
+def test_a_variable_a_static_branch_leaves_unassigned_is_unbound_as_in_python(rng: Any) -> None:
+    with pytest.raises(UnboundLocalError) as python:
+        assigned_if(rng.random(3), False)
+    with pytest.raises(UnboundLocalError) as ours:
+        rl.jit(assigned_if)(rng.random(3), False)
+    assert ours.value.args == python.value.args
+    same_as_python(assigned_if, rng.random(3), True)
 
 
 # ---------------------------------------------------------------------- recursion

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from reactant_lab.errors import UnassignedVariableError
 from reactant_lab.trace.control_flow import runtime
 from reactant_lab.trace.control_flow.convert import convert
 from reactant_lab.trace.control_flow.session import LOOPS, ROLL_THRESHOLD, check_loops, session
@@ -49,5 +50,11 @@ def tracing(loops: str) -> Iterator[list[str]]:
     with session(loops, numpy=False) as opened, carry.recording():
         try:
             yield notes
+        except UnboundLocalError as exc:
+            error = None if isinstance(exc, UnassignedVariableError) else (
+                opened.unassigned_error(exc))
+            if error is None:
+                raise
+            raise error from exc
         finally:
             notes.extend(opened.notes)

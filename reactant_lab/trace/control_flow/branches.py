@@ -84,7 +84,7 @@ def _outputs(then: Callable[..., Any], other: Callable[..., Any], state: tuple[A
     mark = carry.stamp() if numpy else 0
     probes = [_probe(fn, state, names, numpy, mark) for fn in (then, other)]
     try:
-        slots = [_merge(n, probes[0][0][k], probes[1][0][k], numpy)
+        slots = [_merge(n, probes[0][0][k], probes[1][0][k], numpy, site)
                  for k, n in enumerate(names)]
     except CannotRoll as exc:
         if what is not None:
@@ -138,11 +138,18 @@ def _wider(a: Any, b: Any) -> Any:
 
 
 def _merge(name: str, a: tuple[Slot | None, Any], b: tuple[Slot | None, Any],
-           numpy: bool) -> Slot:
+           numpy: bool, site: Site) -> Slot:
     """One variable's slot after the ``if`` from what each branch left in it."""
     (sa, va), (sb, vb) = a, b
+    if isinstance(va, Undefined) and isinstance(vb, Undefined):
+        return Slot(name, "static", ("static",), va if va.why is not None else vb)
     if isinstance(va, Undefined) or isinstance(vb, Undefined):
-        return Slot(name, "static", ("static",), Undefined(name))
+        side = "if" if isinstance(vb, Undefined) else "else"
+        why = (f"is assigned only in the {side} branch of `{site[2]}` at {where(site)}, whose "
+               "condition is traced: when the other branch runs, Python leaves it unassigned "
+               "(UnboundLocalError), which compiled code cannot do. Give it a value before the "
+               "`if`, or in both branches.")
+        return Slot(name, "static", ("static",), Undefined(name, why))
     if sa is None and sb is None:
         if same_static(va, vb):
             return Slot(name, "static", ("static",), va)

@@ -17,13 +17,26 @@ from reactant_lab.trace.numpy_mode import context
 from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
 
 __all__ = ["and_", "callee", "for_stmt", "if_stmt", "ifexp", "initial", "iterate", "minmax",
-           "not_", "or_", "plain_cond", "plain_iter", "while_stmt"]
+           "not_", "or_", "plain_cond", "plain_iter", "unset", "while_stmt"]
 
 
 def initial(found: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
     """The values of ``names`` where a converted statement starts (``found``: the caller's
     ``locals()``), Undefined for those not assigned yet."""
     return tuple(found[n] if n in found else Undefined(n) for n in names)
+
+
+def unset(value: Any) -> bool:
+    """Whether a value a converted statement hands back for a variable means it has none (the
+    converted code then deletes the variable); remembers why when that depends on traced
+    values, for the error if it is read."""
+    if not isinstance(value, Undefined):
+        return False
+    session = current()
+    if value.why is not None and session is not None:
+        file = sys._getframe(1).f_code.co_filename
+        session.unassigned[(file, value.name)] = value.why
+    return True
 
 
 def callee(fn: Any) -> Any:
