@@ -9,6 +9,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -116,6 +117,72 @@ def test_a_variable_a_static_branch_leaves_unassigned_is_unbound_as_in_python(rn
         rl.jit(assigned_if)(rng.random(3), False)
     assert ours.value.args == python.value.args
     same_as_python(assigned_if, rng.random(3), True)
+
+
+# ---------------------------------------------------------------------- builtins
+
+def running_max(a: np.ndarray) -> Any:
+    m = a[0]
+    for i in range(1, a.shape[0]):
+        m = max(m, a[i])
+    return m
+
+
+def running_min(a: np.ndarray) -> Any:
+    m = a[0]
+    for i in range(1, a.shape[0]):
+        m = min(a[i], m)  # the argument order matters for NaN: Python keeps the first
+    return m
+
+
+@pytest.mark.parametrize("optimize", ["none", "all"])
+@pytest.mark.parametrize("nan_at", [None, 0, 1, -1])
+def test_builtin_max_and_min_in_a_loop_keep_pythons_semantics(rng: Any, optimize: str,
+                                                              nan_at: int | None) -> None:
+    a = rng.uniform(-4, 4, 12)
+    if nan_at is not None:
+        a[nan_at] = np.nan
+    for fn in (running_max, running_min):
+        same_as_python(fn, a, optimize=optimize)
+
+
+def builtins_outside_loops(a: np.ndarray) -> Any:
+    return (max(a[0], a[1], a[2]), min(a[3], a[0]), max(a), min(a[2:]), max([a[1], a[4]]),
+            max(a[0], 2.5), abs(a[1]), abs(a[2:4]), sum(a[1:5]), sum(a[1:4], a[0]),
+            sum([a[2], a[3]], 10))
+
+
+@pytest.mark.parametrize("optimize", ["none", "all"])
+def test_builtins_on_traced_values_outside_loops(rng: Any, optimize: str) -> None:
+    a = rng.uniform(-4, 4, 6)
+    a[1] = a[3] = np.nan
+    same_as_python(builtins_outside_loops, a, optimize=optimize)
+    same_as_python(builtins_outside_loops, rng.uniform(-4, 4, 6), optimize=optimize)
+
+
+def test_builtin_max_and_min_in_jax_mode_keep_pythons_semantics(rng: Any) -> None:
+    def fn(x: Any) -> Any:
+        return max(x[0], x[1]), max(x[1], x[0]), min(x[1], x[2]), max(x)
+
+    x = rng.uniform(-4, 4, 4).astype(np.float32)
+    x[1] = np.nan
+    got = rl.jit(fn, mode="jax")(jnp.asarray(x))
+    want = fn(jnp.asarray(x))  # JAX eager: concrete values, Python's own max
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def rounded(a: np.ndarray) -> Any:
+    return round(a[0]), round(a[1]), round(a[2]) * 3, round(a[3], 2), round(a[4], 0)
+
+
+def test_builtin_round_of_a_traced_scalar(rng: Any) -> None:
+    a = np.concatenate([[2.5, -0.5], rng.uniform(-4, 4, 3)])  # ties round to even
+    got = same_as_python(rounded, a)
+    assert all(np.asarray(g).dtype.kind == "i" for g in got[:3])  # an int, as in Python
+    with pytest.raises(TypeError, match="doesn't define __round__"):  # NumPy arrays have none
+        rl.jit(lambda x: round(x[1:]))(a)
+    with pytest.raises(TypeError, match="bfloat16 doesn't define __round__"):
+        rl.jit(lambda x: round(x[0]))(a.astype(ml_dtypes.bfloat16))
 
 
 # ---------------------------------------------------------------------- recursion

@@ -6,7 +6,6 @@ that only one branch assigns and that had no value before stays unassigned after
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -241,25 +240,6 @@ def not_(value: Any) -> Any:
         return not value
     truth = _truth(value, "not")
     return np.logical_not(truth) if context.current() is not None else jnp.logical_not(truth)
-
-
-def minmax(fn: Any, *args: Any) -> Any:
-    """``min(a, b, ...)`` / ``max(a, b, ...)`` of scalars: Python's own for static values; with
-    a traced one, np.minimum / np.maximum of them all (jnp's in JAX mode), as Python's
-    comparisons would need the values."""
-    if (_static(current()) or fn not in (builtins.min, builtins.max)
-            or not any(is_traced(a) for a in args)):
-        return fn(*args)
-    numpy = context.current() is not None
-    op: Any
-    if fn is builtins.min:
-        op = np.minimum if numpy else jnp.minimum
-    else:
-        op = np.maximum if numpy else jnp.maximum
-    result = args[0]
-    for a in args[1:]:
-        result = op(result, a)
-    return result
 
 
 def ifexp(test: Any, then: Callable[[], Any], other: Callable[[], Any], site: Site,

@@ -8,9 +8,10 @@ import sys
 from typing import Any
 
 from reactant_lab.errors import ControlFlowError
-from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, minmax, not_, or_
+from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, not_, or_
 from reactant_lab.trace.control_flow.convert import convert, is_user_function
 from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where, while_stmt
+from reactant_lab.trace.control_flow.minmax import minmax
 from reactant_lab.trace.control_flow.session import ROLL_THRESHOLD, current
 from reactant_lab.trace.control_flow.slots import Undefined, is_traced
 from reactant_lab.trace.numpy_mode import context

@@ -630,9 +630,9 @@ class Rewrite(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
         func = node.func
-        if (isinstance(func, ast.Name) and func.id in ("min", "max") and len(node.args) >= 2
+        if (isinstance(func, ast.Name) and func.id in ("min", "max") and node.args
                 and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)):
-            self.converted += 1  # min(a, b) of traced scalars: np.minimum, not a Python `<`
+            self.converted += 1  # min(a, b) of traced scalars: Python's fold, traced
             return ast.copy_location(_call("minmax", func, *node.args), node)
         if isinstance(func, ast.Name) and (func.id in _NOT_WRAPPED or func.id.startswith(PREFIX)):
             return node
