@@ -185,6 +185,41 @@ def test_builtin_round_of_a_traced_scalar(rng: Any) -> None:
         rl.jit(lambda x: round(x[0]))(a.astype(ml_dtypes.bfloat16))
 
 
+# ---------------------------------------------------------------------- 16-bit floats
+
+def accumulate_scalar(a: np.ndarray) -> Any:
+    s = a.dtype.type(0)
+    for _ in range(3000):
+        s = s + a[0]
+    return s
+
+
+def accumulate_array(a: np.ndarray) -> Any:
+    s = np.zeros(3, a.dtype)
+    for i in range(600):
+        s = s + a[i % 2]
+    return s
+
+
+def accumulate_element(a: np.ndarray) -> Any:
+    acc = np.zeros(2, a.dtype)
+    for i in range(500):
+        acc[i % 2] += a[i % 3]
+    return acc
+
+
+@pytest.mark.parametrize("optimize", ["none", "all"])
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_16_bit_floats_round_at_every_step_as_numpy(rng: Any, dtype: Any, optimize: str) -> None:
+    """NumPy rounds a 16-bit float after every addition: 3,000 x 0.1 in float16 stops at 256.
+    A loop that only accumulates used to be summed in one go (300)."""
+    a = rng.uniform(0.05, 0.2, 3).astype(dtype)
+    for fn in (accumulate_scalar, accumulate_array, accumulate_element):
+        got, want = rl.jit(fn, optimize=optimize)(a.copy()), fn(a.copy())
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 # ---------------------------------------------------------------------- recursion
 
 def doubled(a: np.ndarray, n: int) -> Any:
