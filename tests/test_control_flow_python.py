@@ -104,6 +104,21 @@ def test_a_variable_one_traced_branch_assigns_is_never_handed_back(rng: Any) -> 
             rl.jit(maybe_assigned, mode=mode)(x)
 
 
+def assigned_after_continue(a: np.ndarray) -> Any:
+    for i in range(10):
+        if a[i] > 0.5:
+            continue
+        t = a[i] * 2
+    return t
+
+
+def test_a_variable_assigned_after_a_traced_continue_says_why(rng: Any) -> None:
+    with pytest.raises(UnassignedVariableError,
+                       match=r"(?s)`t` may have no value.*the rest of the loop body after the "
+                             r"`continue` at line \d+ \(at .*\), which runs only when"):
+        rl.jit(assigned_after_continue)(rng.random(10))
+
+
 def assigned_if(x: np.ndarray, flag: bool) -> Any:
     if flag:
         t = x * 2

@@ -143,12 +143,8 @@ def _merge(name: str, a: tuple[Slot | None, Any], b: tuple[Slot | None, Any],
     if isinstance(va, Undefined) and isinstance(vb, Undefined):
         return Slot(name, "static", ("static",), va if va.why is not None else vb)
     if isinstance(va, Undefined) or isinstance(vb, Undefined):
-        side = "if" if isinstance(vb, Undefined) else "else"
-        why = (f"is assigned only in the {side} branch of `{site[2]}` at {where(site)}, whose "
-               "condition is traced: when the other branch runs, Python leaves it unassigned "
-               "(UnboundLocalError), which compiled code cannot do. Give it a value before the "
-               "`if`, or in both branches.")
-        return Slot(name, "static", ("static",), Undefined(name, why))
+        return Slot(name, "static", ("static",), Undefined(name, _one_sided(
+            "if" if isinstance(vb, Undefined) else "else", site)))
     if sa is None and sb is None:
         if same_static(va, vb):
             return Slot(name, "static", ("static",), va)
@@ -173,6 +169,17 @@ def _merge(name: str, a: tuple[Slot | None, Any], b: tuple[Slot | None, Any],
         raise CannotRoll(f"`{name}` is a different existing array in each branch (rebinding a "
                          "name to an existing array); copy it (x = a.copy())", name)
     return sa
+
+
+def _one_sided(side: str, site: Site) -> str:
+    """Why a variable that one branch of a traced ``if`` assigns may have no value after it."""
+    if site[2].startswith(("if ", "if(", "elif")):
+        part = f"the {side} branch of `{site[2]}` at {where(site)}, whose condition is traced"
+    else:  # a statement the rewrite made: the rest of a loop body after a break / continue
+        part = f"{site[2]} (at {where(site)}), which runs only when a traced condition holds"
+    return (f"is assigned only in {part}: when it does not run, Python leaves the variable "
+            "unassigned (UnboundLocalError), which compiled code cannot do. Give it a value "
+            "before that statement, or in both branches.")
 
 
 def _static(session: Any) -> bool:
