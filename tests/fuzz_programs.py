@@ -573,6 +573,15 @@ class _FlowGen:
                               f"{digits}) + s{k}")
             self.results.append(f"r{k}")
 
+    def widen(self) -> None:
+        """A 16-bit (or wider) product or difference cast to a wider float: NumPy rounds it to
+        its dtype first (XLA's excess precision would not)."""
+        k, m = next(self.count), self.draw(st.integers(1, self.n - 1))
+        op = self.draw(st.sampled_from(["*", "-", "+"]))
+        wide = self.draw(st.sampled_from(["float32", "float64"]))
+        self.lines.append(f"c{k} = (a[:{m}] {op} a[-{m}:]).astype(np.{wide})")
+        self.results.append(f"c{k}")
+
     def recurse(self) -> None:
         """A recursive helper (or two calling each other) of a static depth, called from the
         kernel, from a rolled loop, or to write ``a`` in place."""
@@ -600,12 +609,13 @@ class _FlowGen:
 @st.composite
 def control_flow_programs(draw) -> Program:
     """A NumPy kernel over a vector of 9-12 floats (float16, bfloat16, float32 or float64) made
-    of 1-3 parts: builtins (max, min, abs, sum, round) in rolled loops, long accumulations, and
-    statically deep recursive helpers; NaN in the input when it meets max / min."""
+    of 1-3 parts: builtins (max, min, abs, sum, round) in rolled loops, long accumulations,
+    statically deep recursive helpers, and products or differences cast to a wider float; NaN in
+    the input when it meets max / min."""
     n, dtype = draw(st.integers(9, 12)), draw(st.sampled_from(FLOW_DTYPES))
     gen = _FlowGen(draw, n, dtype)
-    parts = draw(st.lists(st.sampled_from(["fold", "accumulate", "recurse"]), min_size=1,
-                          max_size=3, unique=True))
+    parts = draw(st.lists(st.sampled_from(["fold", "accumulate", "recurse", "widen"]),
+                          min_size=1, max_size=3, unique=True))
     for part in parts:
         getattr(gen, part)()
     nan = "fold" in parts and not gen.rounds and draw(st.booleans())
