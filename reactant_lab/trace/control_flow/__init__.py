@@ -5,9 +5,10 @@ whether it runs as Python (static conditions, small static ranges, anything but 
 becomes one ``stablehlo.while`` / ``stablehlo.case`` whose carried values it finds by itself.
 
 Modules: transform (the AST rewrite), convert (source -> rewritten function), runtime (the
-helpers converted code calls), loops and branches (the statements), slots and carry (what a loop
-or branch carries), session (``loops=`` and the notes of one trace), batched and hoisted (NumPy
-mode's rolled loops run as one batched body, or with their invariant work done ahead of them).
+helpers converted code calls), loops and branches (the statements), minmax (Python's ``min`` /
+``max`` on traced values), slots and carry (what a loop or branch carries), session (``loops=``
+and the notes of one trace), batched and hoisted (NumPy mode's rolled loops run as one batched
+body, or with their invariant work done ahead of them).
 """
 
 from __future__ import annotations
