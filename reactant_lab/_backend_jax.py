@@ -41,6 +41,7 @@ from reactant_lab._compile_isolation import (
     cpu_options,
     guard_for,
     isolated,
+    overrides,
 )
 from reactant_lab.errors import CompileError, ExecutionError, TraceError
 
@@ -337,7 +338,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
                    structure: Structure | None, stage: str = "final",
                    reproducer: ReproducerWriter | None = None,
                    shardings: Sequence[Any] = (),
-                   template: Prelowering | None = None) -> Executable:
+                   template: Prelowering | None = None,
+                   exact_floats: bool = False) -> Executable:
     """Compile module text for ``device``; ``stage`` names it in errors, and ``reproducer``
     (stages.reproducer.write_reproducer) writes a directory when XLA crashes on it.
 
@@ -351,13 +353,16 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
     the mesh. Only JAX's dispatch runs such an executable.
 
     ``template``: ``prelower``'s handle for this same signature, lowered while the passes ran.
+
+    ``exact_floats``: round every float16 / bfloat16 intermediate value as NumPy does (NumPy
+    mode): XLA's excess precision is off for this compile (``_compile_isolation.overrides``).
     """
     text = module_text(text)
     donation = donation_plan(donate, avals, out_avals)
     guard = guard_for(text, device, stage, reproducer)
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
-                                    guard, shardings, template)
+                                    guard, shardings, template, overrides(exact_floats))
         if compiled is not None:
             exe = Executable(*compiled, None, device, x64, structure is not None, avals,
                              donate, bool(shardings))
@@ -368,8 +373,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
                            "JAX does not offer (or REACTANT_LAB_RAW_EXECUTE is set)")
     with jax_mlir.make_ir_context():
         text = asm(prepare(text, donation))
-    exe = Executable(text, None, _compile_raw(text, device, guard), device, x64, False, avals,
-                     donate)
+    exe = Executable(text, None, _compile_raw(text, device, guard, overrides(exact_floats)),
+                     device, x64, False, avals, donate)
     exe.note = guard.note if guard is not None else None
     return exe
 
@@ -430,9 +435,11 @@ class Prelowering:
 def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
                      out_avals: Sequence[Aval], device: Any, x64: bool,
                      structure: Structure | None, guard: Guard | None,
-                     shardings: Sequence[Any] = (), template: Prelowering | None = None
+                     shardings: Sequence[Any] = (), template: Prelowering | None = None,
+                     options: dict[str, Any] | None = None
                      ) -> tuple[str, jax.stages.Compiled] | None:
-    """Compile through a JAX lowering of the same signature whose module is swapped for ours.
+    """Compile through a JAX lowering of the same signature whose module is swapped for ours
+    (``options``: XLA options for this compile).
 
     This gives our executable JAX's C++ dispatch (a few microseconds a call). Returns (text
     compiled, JAX's Compiled), or None when this JAX version's lowering object does not have the
@@ -446,7 +453,7 @@ def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
         if module is None:
             return None
         try:
-            compiled = compile_lowered(lowered, module, device, guard)
+            compiled = compile_lowered(lowered, module, device, guard, options)
         except CompileError:
             raise
         except Exception as exc:
@@ -471,14 +478,17 @@ def swap_module(lowered: jax.stages.Lowered, text: str, donation: Donation) -> i
     return module
 
 
-def _compile_raw(text: str, device: Any, guard: Guard | None) -> Any:
+def _compile_raw(text: str, device: Any, guard: Guard | None,
+                 xla_options: dict[str, Any] | None = None) -> Any:
     """jaxlib's LoadedExecutable of module text, compiled by XLA's client (in the compile worker
-    when ``guard`` says so)."""
+    when ``guard`` says so), with the XLA options ``xla_options``."""
     from jaxlib import xla_client
 
     client, devices = device.client, xla_client.DeviceList((device,))
     options = cpu_options(jex_backend.get_compile_options(num_replicas=1, num_partitions=1),
                           device.platform)
+    options.env_option_overrides = [*options.env_option_overrides,
+                                    *(xla_options or {}).items()]
     if guard is not None:
         exe, options = isolated(guard, text, devices, options, client)
         if exe is not None:

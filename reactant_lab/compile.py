@@ -758,7 +758,8 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         stage=stage_name, reproducer=write_reproducer,
         shardings=layout.shardings if used is None or not layout.shardings
         else [layout.shardings[i] for i in used],
-        template=prelowered if not drop and used is None else None)
+        template=prelowered if not drop and used is None else None,
+        exact_floats=traced.mode == "numpy")
     return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
                     used, timeout)
 

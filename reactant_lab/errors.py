@@ -22,6 +22,18 @@ class ControlFlowError(TraceError):
         """The line in that file."""
 
 
+class UnassignedVariableError(ControlFlowError, UnboundLocalError):
+    """A variable read where it may have no value, depending on values only known when the code
+    runs (assigned in one branch of an ``if`` on a traced value, or by a loop whose trip count
+    is traced): Python would raise UnboundLocalError for some inputs, compiled code cannot."""
+
+    def __init__(self, message: str, name: str, filename: str | None = None,
+                 lineno: int | None = None):
+        super().__init__(message, filename, lineno)
+        self.name = name
+        """The variable."""
+
+
 class UnsupportedArgumentError(TraceError, TypeError):
     """An argument leaf that can neither be traced nor baked in as a static value."""
 

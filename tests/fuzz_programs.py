@@ -24,6 +24,10 @@ from jax import lax
 DTYPES = ("float32", "float64", "int32", "int64")
 """Argument dtypes of the NumPy kernels."""
 
+FLOW_DTYPES = ("float16", "bfloat16", "float32", "float64")
+"""Argument dtypes of the control-flow kernels: NumPy's own 16-bit float, ml_dtypes' bfloat16
+(what JAX brings; NumPy computes each operation on it in float32 and rounds the result)."""
+
 LAYOUTS = ("C", "F", "strided", "negstride")
 """How an argument sits in memory: C order, Fortran order, ``base[::2, 1::3]`` of a larger C
 array, and ``base[::-1]`` of a C array."""
@@ -49,6 +53,8 @@ class Arg:
     """'data'; in JAX programs also 'index' (an int32 vector of indices) or 'start' (an int32
     scalar used as a dynamic start); for a captured array 'global' (a module global of the
     kernel) or 'closure' (a variable of the function around it)."""
+    nan: bool = False
+    """One element of the input is NaN (where the program is drawn to meet one)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,10 @@ class Program:
     rebinds: str | None = None
     """The captured name the kernel rebinds (``global G0; G0 = ...``), if any: reactant_lab
     refuses it before it runs."""
+    exact: bool = False
+    """Results must equal NumPy's bit for bit (16-bit floats, rounded at every step as NumPy
+    does, in programs drawn without the rewrites XLA may make on floats: no fused
+    multiply-add of an inexact product, no two constants added in a row, no division)."""
 
     def function(self, captured: dict[str, np.ndarray] | None = None) -> Callable[..., Any]:
         """A fresh function object compiled from ``source`` (its lines show in tracebacks),
@@ -94,12 +104,20 @@ class Program:
 
 def values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Fresh values, never all zeros: non-integral floats in [-4, 4), integers in [-9, 9]."""
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype).kind == "f" or dtype == "bfloat16":
         out = rng.uniform(-4.0, 4.0, shape).astype(dtype)
     else:
         out = rng.integers(-9, 10, shape).astype(dtype)
     if out.size and not out.any():
         out.flat[0] = 3
+    return out
+
+
+def argument(rng: np.random.Generator, arg: Arg) -> np.ndarray:
+    """Fresh values for ``arg`` (``values``), one of them NaN where it asks for one."""
+    out = values(rng, arg.shape, arg.dtype)
+    if arg.nan and out.size:
+        out.flat[rng.integers(out.size)] = np.nan
     return out
 
 
@@ -552,6 +570,121 @@ def captured_programs(draw) -> Program:
               f"{body}\n    {gen.returns()}\n    return kernel\n")
     low = any(a.dtype == "float32" for a in args + captured) or "float32" in source
     return Program(source, args, low, captured, rebinds)
+
+
+# ---------------------------------------------------------------------------------- control flow
+
+class _FlowGen:
+    """Draws the parts of a NumPy kernel over a vector ``a`` whose converted control flow meets
+    Python's rules: builtins in rolled loops, 16-bit accumulation, static recursion."""
+
+    def __init__(self, draw, n: int, dtype: str):
+        self.draw, self.n, self.dtype = draw, n, dtype
+        self.wide = dtype not in ("float16", "bfloat16")
+        """float32 / float64: XLA's float rewrites (fused multiply-adds, constants folded
+        together) stay within the tolerance; 16-bit programs are compared bit for bit."""
+        self.helpers: list[str] = []
+        self.lines: list[str] = []
+        self.results: list[str] = []
+        self.rounds = False
+        """A round() to an int: NumPy raises on a NaN input there, so no NaN is drawn."""
+        self.count = itertools.count()
+
+    def _loop(self, head: str, body: str, start: int = 1) -> list[str]:
+        """A loop of at least ROLL_THRESHOLD iterations (it rolls) over ``a``'s elements."""
+        return [head, f"for i in range({start}, {self.n}):", f"    {body}"]
+
+    def fold(self) -> None:
+        """``m = max(m, a[i])`` and its kin in a rolled loop: Python's left fold (NaN kept
+        when it comes first, passed over after)."""
+        k, fn = next(self.count), self.draw(st.sampled_from(["max", "min"]))
+        args = self.draw(st.sampled_from([f"m{k}, a[i]", f"a[i], m{k}",
+                                          f"m{k}, a[i], a[{self.n - 1} - i]"]))
+        self.lines += self._loop(f"m{k} = a[0]", f"m{k} = {fn}({args})")
+        self.results.append(f"m{k}")
+        extra = self.draw(st.sampled_from(["none", "vector", "list", "abs", "sum"]))
+        lo = self.draw(st.integers(0, self.n - 2))
+        line = {"none": None, "vector": f"w{k} = {fn}(a[{lo}:])",
+                "list": f"w{k} = {fn}([a[{lo}], a[{lo + 1}], m{k}])",
+                "abs": f"w{k} = abs(a[{lo}] - m{k})",
+                "sum": f"w{k} = sum(a[{lo}:{lo + 2}], m{k})"}[extra]
+        if line is not None:
+            self.lines.append(line)
+            self.results.append(f"w{k}")
+
+    def accumulate(self) -> None:
+        """A long accumulation (16-bit: rounded at every step, NumPy's result stops growing
+        where a sum in another order would not), into a scalar or an array element."""
+        k, steps = next(self.count), self.draw(st.integers(20, 400))
+        width = self.draw(st.integers(1, 3))
+        term = self.draw(st.sampled_from([
+            f"abs(a[i % {self.n}])", f"a[(i * 3) % {self.n}] * 2",
+            f"abs(a[i % {self.n}] - a[0])", f"max(a[i % {self.n}], a[1])"]))
+        if self.draw(st.booleans()):
+            self.lines += [f"s{k} = a.dtype.type(0)", f"for i in range({steps}):",
+                           f"    s{k} = s{k} + {term}"]
+        else:
+            self.lines += [f"s{k} = np.zeros({width}, a.dtype)", f"for i in range({steps}):",
+                           f"    s{k}[i % {width}] += {term}"]
+        self.results.append(f"s{k}")
+        if self.dtype != "bfloat16" and self.draw(st.booleans()):  # bfloat16 has no round()
+            self.rounds = True
+            digits = self.draw(st.sampled_from(["", ", 1", ", 0"]))
+            self.lines.append(f"r{k} = round(a[{self.draw(st.integers(0, self.n - 1))}]"
+                              f"{digits}) + s{k}")
+            self.results.append(f"r{k}")
+
+    def widen(self) -> None:
+        """A 16-bit (or wider) product or difference cast to a wider float: NumPy rounds it to
+        its dtype first (XLA's excess precision would not)."""
+        k, m = next(self.count), self.draw(st.integers(1, self.n - 1))
+        op = self.draw(st.sampled_from(["*", "-", "+"]))
+        wide = self.draw(st.sampled_from(["float32", "float64"]))
+        self.lines.append(f"c{k} = (a[:{m}] {op} a[-{m}:]).astype(np.{wide})")
+        self.results.append(f"c{k}")
+
+    def recurse(self) -> None:
+        """A recursive helper (or two calling each other) of a static depth, called from the
+        kernel, from a rolled loop, or to write ``a`` in place."""
+        k = next(self.count)
+        steps = ["x + y", "np.maximum(x, y)", "abs(x) - y", "x * 2", "y - x"]
+        first, second = (self.draw(st.sampled_from(steps)) for _ in range(2))
+        other = f"rec{k}b" if self.draw(st.booleans()) else f"rec{k}"
+        self.helpers.append(f"def rec{k}(x, y, d):\n    if d == 0:\n        return x\n"
+                            f"    return {other}({first}, y, d - 1)\n")
+        if other != f"rec{k}":
+            self.helpers.append(f"def rec{k}b(x, y, d):\n"
+                                f"    return x if d == 0 else rec{k}({second}, y, d - 1)\n")
+        depth, j = self.draw(st.integers(0, 4)), self.draw(st.integers(0, self.n - 1))
+        lo = self.draw(st.integers(0, self.n - 2))
+        how = self.draw(st.sampled_from(["value", "in_place", "loop"]))
+        if how == "value":
+            self.lines.append(f"v{k} = rec{k}(a[{lo}:], a[{j}], {depth})")
+            self.results.append(f"v{k}")
+        elif how == "in_place":
+            self.lines.append(f"a[{lo}:] = rec{k}(a[{lo}:], a[{j}], {depth})")
+        else:
+            self.lines += self._loop("", f"a[i] = rec{k}(a[i], a[i - 1], {depth})")[1:]
+
+
+@st.composite
+def control_flow_programs(draw) -> Program:
+    """A NumPy kernel over a vector of 9-12 floats (float16, bfloat16, float32 or float64) made
+    of 1-3 parts: builtins (max, min, abs, sum, round) in rolled loops, long accumulations,
+    statically deep recursive helpers, and products or differences cast to a wider float; NaN in
+    the input when it meets max / min."""
+    n, dtype = draw(st.integers(9, 12)), draw(st.sampled_from(FLOW_DTYPES))
+    gen = _FlowGen(draw, n, dtype)
+    parts = draw(st.lists(st.sampled_from(["fold", "accumulate", "recurse", "widen"]),
+                          min_size=1, max_size=3, unique=True))
+    for part in parts:
+        getattr(gen, part)()
+    nan = "fold" in parts and not gen.rounds and draw(st.booleans())
+    body = "\n".join(f"    {line}" for line in gen.lines if line)
+    source = "".join(f"{h}\n\n" for h in gen.helpers) + (
+        f"def kernel(a):\n{body}\n    return ({''.join(f'{r}, ' for r in gen.results)}a)\n")
+    return Program(source, (Arg("a", (n,), dtype, nan=nan),), dtype != "float64",
+                   exact=not gen.wide)
 
 
 # ---------------------------------------------------------------------------------- JAX functions

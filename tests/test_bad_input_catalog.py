@@ -529,6 +529,44 @@ def int_of_a_traced_jax_value(rng):
     return Bad(lambda: _jit(f)(x), (), (line_of(f, "int(a[0])"),))
 
 
+@case(rl.ControlFlowError)
+def recursion_that_ends_on_a_traced_value(rng):
+    def halve(a):
+        return a if a[0] < 1 else halve(a * 0.5)  # both branches trace: no end
+
+    def kernel(a, depth):
+        a[1:] = halve(a[1:]) if depth is None else a[1:] * 0.5 ** depth
+
+    a = rng.uniform(4, 8, 4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, None), (a,), ("halve() calls itself without end", "static"),
+               then=lambda: jf(a.copy(), 3))
+
+
+@case(rl.UnassignedVariableError)
+def index_of_a_loop_over_a_traced_range_read_after_it(rng):
+    def kernel(a, n):
+        for i in range(n):
+            a[i] *= 2.0
+        return i
+
+    a = rng.random(4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, np.int64(2)), (a,), (line_of(kernel, "return i"), "`i = -1`"),
+               then=lambda: jf(a.copy(), 2))
+
+
+@case(UnboundLocalError)
+def loop_index_read_after_an_empty_static_loop(rng):
+    def kernel(a, n):
+        for i in range(n):
+            a[i] *= 2.0
+        a[0] = i
+
+    a = rng.random(4)
+    return Bad(lambda: _jit(kernel)(a, 0), (a,), ("'i'",), eager=lambda: kernel(a.copy(), 0))
+
+
 @case(rl.DynamicShapeError)
 def value_dependent_shape_in_numpy_mode(rng):
     def kernel(a, select):

@@ -214,3 +214,25 @@ def test_an_output_array_overwritten_whole_is_not_passed_to_the_executable(rng):
     stages = rl.trace(_fill_out, x, out).stages()
     run = stages.compile().device_runner(x, out)  # timing a stage passes the used ones only
     run()
+
+
+def _product_in_float32(a, b):
+    return (a * b).astype(np.float32)
+
+
+@pytest.mark.parametrize("path", ["jax", "raw", "worker"])
+def test_a_numpy_kernel_rounds_16_bit_intermediates_as_numpy(rng, monkeypatch, path):
+    """NumPy rounds a bfloat16 product to bfloat16 before the cast; XLA's excess precision kept
+    it in float32 (0.4% off). NumPy-mode compiles turn that option off, on every compile path
+    (JAX's, XLA's client, the compile worker); JAX mode keeps jax.jit's."""
+    if path == "raw":
+        monkeypatch.setenv("REACTANT_LAB_RAW_EXECUTE", "1")
+    elif path == "worker":
+        monkeypatch.setenv("REACTANT_LAB_COMPILE_CHECK", "always")
+    bf16 = np.dtype("bfloat16")
+    a, b = (rng.uniform(0.1, 2, (16, 16)).astype(bf16) for _ in range(2))
+    got = rl.jit(_product_in_float32)(a, b)
+    np.testing.assert_array_equal(np.asarray(got), _product_in_float32(a, b))
+    ja, jb = jnp.asarray(a), jnp.asarray(b)
+    np.testing.assert_array_equal(np.asarray(rl.jit(_product_in_float32, mode="jax")(ja, jb)),
+                                  np.asarray(jax.jit(_product_in_float32)(ja, jb)))

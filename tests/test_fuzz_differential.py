@@ -9,7 +9,8 @@ Tolerances: integer and bool values are compared exactly; floats within
 ``|got - want| <= rtol * (|want| + scale)``, ``scale`` the largest magnitude in that value,
 ``rtol = 1024 * eps`` of the least precise float in the program (float32: ~1.2e-4, float64:
 ~2.3e-13; a float64 result computed from float32 values gets float32's). A miscompile is off by
-far more; reassociated sums and fused multiply-adds are not.
+far more; reassociated sums and fused multiply-adds are not. The control-flow kernels' 16-bit
+floats are compared bit for bit (NumPy rounds them at every step; see ``control_flow_programs``).
 """
 
 from __future__ import annotations
@@ -27,17 +28,19 @@ import reactant_lab as rl
 from tests.fuzz_programs import (
     LAYOUTS,
     Program,
+    argument,
     captured_programs,
+    control_flow_programs,
     jax_inputs,
     jax_programs,
     laid_out,
     layout_of,
     numpy_programs,
-    values,
     view,
 )
 
 PRESETS = list(rl.PRESETS)
+BFLOAT16 = np.dtype("bfloat16")  # ml_dtypes' (JAX registers it with NumPy)
 _EXAMPLES = settings.default.max_examples  # per test item; the profile sets it (conftest)
 # Shrinking recompiles every candidate (minutes per failure): not within the ci budget.
 _PHASES = tuple(p for p in Phase if p is not Phase.shrink or
@@ -60,6 +63,8 @@ def compare(got, want, rtol: float, what: str) -> str | None:
         return f"{what}: dtype {g.dtype} != NumPy's {w.dtype}"
     if g.shape != w.shape:
         return f"{what}: shape {g.shape} != NumPy's {w.shape}"
+    if w.dtype == BFLOAT16:  # exactly representable in float32, where NumPy compares floats
+        g, w = g.astype(np.float32), w.astype(np.float32)
     if w.dtype.kind != "f":
         if not np.array_equal(g, w):
             return f"{what}: values differ\n  got  {g!r}\n  want {w!r}"
@@ -111,7 +116,7 @@ def run_numpy_program(program: Program, preset: str, layouts: tuple[str, ...], s
     around a view must agree."""
     rng = np.random.default_rng(seed)
     specs = (*program.args, *program.captured)
-    pairs = [laid_out(values(rng, a.shape, a.dtype), layout, rng)
+    pairs = [laid_out(argument(rng, a), layout, rng)
              for a, layout in zip(specs, layouts, strict=True)]
     ref_pairs = [(base.copy(order="K"), key) for base, key in pairs]
     originals = [base.copy(order="K") for base, _ in pairs]
@@ -143,7 +148,7 @@ def run_numpy_program(program: Program, preset: str, layouts: tuple[str, ...], s
             got = jf(*args)
     except Exception as exc:
         fail(program, context, [f"reactant_lab raised {type(exc).__name__}: {exc}"])
-    rtol = _rtol(program.low_precision)
+    rtol = 0.0 if program.exact else _rtol(program.low_precision)
     problems = compare_trees(got, want, rtol)
     for spec, arg, frame, (ref_base, key), base, before in zip(
             specs, arrays, frames, ref_pairs, (b for b, _ in pairs), originals,
@@ -225,6 +230,14 @@ def test_numpy_kernel_reading_globals_and_closures_matches_numpy(program, layout
     rebound, which is refused): as NumPy on copies, and every captured array afterwards."""
     count = len(program.args) + len(program.captured)
     run_numpy_program(program, preset, tuple(layouts[:count]), seed, calls=2)
+
+
+@settings(FUZZ, max_examples=max(1, _EXAMPLES // 2))
+@given(program=control_flow_programs(), layout=st.sampled_from(LAYOUTS), seed=SEEDS)
+def test_control_flow_kernel_matches_numpy(program, layout, seed, preset):
+    """Python's rules in converted code: builtins in rolled loops (NaN inputs for max / min),
+    16-bit floats rounded at every step (bit for bit), static recursion (issue 38)."""
+    run_numpy_program(program, preset, (layout,), seed)
 
 
 # ---------------------------------------------------------------------------------- JAX mode

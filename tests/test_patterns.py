@@ -64,7 +64,8 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
     assert excluded == {"slice_of_dynamic_update<1>", "slice_reshape_elementwise<1>",
                         "reduce_pad<1>", "compare_op_canon<16>",
                         "scatter_update_computation_const_prop", "slice_elementwise<1>",
-                        "slice_pad<1>", "dynamic_update_to_concat<1>", "concat_to_broadcast<16>"}
+                        "slice_pad<1>", "dynamic_update_to_concat<1>", "concat_to_broadcast<16>",
+                        "compare_select_simplify"}
     assert excluded <= set(wanted)
     runs = td_patterns(st.pipeline)
     assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
@@ -82,7 +83,8 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
                                "dynamic_update_to_concat<1>, "
                                "slice_of_dynamic_update<1>, slice_elementwise<1>, slice_pad<1>, "
                                "slice_reshape_elementwise<1>, reduce_pad<1>, "
-                               "scatter_update_computation_const_prop (the evidence")
+                               "scatter_update_computation_const_prop, "
+                               "compare_select_simplify (the evidence")
         assert head in note and ("added after Reactant's list, from its later lists, as "
                                  "measured faster here: factor_scalars_in_dot_general, "
                                  "reduce_mul_to_dot_general, "
@@ -157,6 +159,25 @@ def test_the_excluded_pattern_is_still_wrong_so_its_exclusion_still_holds(monkey
     finally:
         monkeypatch.delenv("REACTANT_LAB_PATTERNS")
         patterns.pattern_list.cache_clear()
+
+
+def _first_unless_greater(a):
+    return np.where(a[1] > a[0], a[1], a[0])  # Python's max(a[0], a[1]), as NumPy mode traces it
+
+
+@pytest.mark.parametrize("preset", list(rl.PRESETS))
+def test_a_select_on_a_comparison_passes_over_nan_in_every_preset(preset, rng):
+    """select(b > a, b, a) keeps a when b is NaN (Python's max); compare_select_simplify made it
+    a maximum, which gives NaN (issue 38)."""
+    a = np.array([rng.uniform(1, 2), np.nan])
+    assert rl.jit(_first_unless_greater, optimize=preset)(a) == a[0]
+
+
+@needs_enzyme
+def test_compare_select_simplify_is_still_wrong_so_its_exclusion_still_holds():
+    """When this fails, enzyme-ad fixed the pattern: drop its entry from the table."""
+    got = rl.jit(_first_unless_greater, optimize="all", exact=True)(np.array([1.5, np.nan]))
+    assert np.isnan(got), "enzyme-ad now keeps the select's NaN semantics: remove the exclusion"
 
 
 def _strided_slice_of_reshape(a):

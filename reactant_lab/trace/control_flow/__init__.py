@@ -5,9 +5,10 @@ whether it runs as Python (static conditions, small static ranges, anything but 
 becomes one ``stablehlo.while`` / ``stablehlo.case`` whose carried values it finds by itself.
 
 Modules: transform (the AST rewrite), convert (source -> rewritten function), runtime (the
-helpers converted code calls), loops and branches (the statements), slots and carry (what a loop
-or branch carries), session (``loops=`` and the notes of one trace), batched and hoisted (NumPy
-mode's rolled loops run as one batched body, or with their invariant work done ahead of them).
+helpers converted code calls), loops and branches (the statements), minmax (Python's ``min`` /
+``max`` on traced values), slots and carry (what a loop or branch carries), session (``loops=``
+and the notes of one trace), batched and hoisted (NumPy mode's rolled loops run as one batched
+body, or with their invariant work done ahead of them).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from reactant_lab.errors import UnassignedVariableError
 from reactant_lab.trace.control_flow import runtime
 from reactant_lab.trace.control_flow.convert import convert
 from reactant_lab.trace.control_flow.session import LOOPS, ROLL_THRESHOLD, check_loops, session
@@ -49,5 +51,11 @@ def tracing(loops: str) -> Iterator[list[str]]:
     with session(loops, numpy=False) as opened, carry.recording():
         try:
             yield notes
+        except UnboundLocalError as exc:
+            error = None if isinstance(exc, UnassignedVariableError) else (
+                opened.unassigned_error(exc))
+            if error is None:
+                raise
+            raise error from exc
         finally:
             notes.extend(opened.notes)

@@ -6,7 +6,6 @@ that only one branch assigns and that had no value before stays unassigned after
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable
 from typing import Any
 
@@ -84,7 +83,7 @@ def _outputs(then: Callable[..., Any], other: Callable[..., Any], state: tuple[A
     mark = carry.stamp() if numpy else 0
     probes = [_probe(fn, state, names, numpy, mark) for fn in (then, other)]
     try:
-        slots = [_merge(n, probes[0][0][k], probes[1][0][k], numpy)
+        slots = [_merge(n, probes[0][0][k], probes[1][0][k], numpy, site)
                  for k, n in enumerate(names)]
     except CannotRoll as exc:
         if what is not None:
@@ -138,11 +137,14 @@ def _wider(a: Any, b: Any) -> Any:
 
 
 def _merge(name: str, a: tuple[Slot | None, Any], b: tuple[Slot | None, Any],
-           numpy: bool) -> Slot:
+           numpy: bool, site: Site) -> Slot:
     """One variable's slot after the ``if`` from what each branch left in it."""
     (sa, va), (sb, vb) = a, b
+    if isinstance(va, Undefined) and isinstance(vb, Undefined):
+        return Slot(name, "static", ("static",), va if va.why is not None else vb)
     if isinstance(va, Undefined) or isinstance(vb, Undefined):
-        return Slot(name, "static", ("static",), Undefined(name))
+        return Slot(name, "static", ("static",), Undefined(name, _one_sided(
+            "if" if isinstance(vb, Undefined) else "else", site)))
     if sa is None and sb is None:
         if same_static(va, vb):
             return Slot(name, "static", ("static",), va)
@@ -167,6 +169,17 @@ def _merge(name: str, a: tuple[Slot | None, Any], b: tuple[Slot | None, Any],
         raise CannotRoll(f"`{name}` is a different existing array in each branch (rebinding a "
                          "name to an existing array); copy it (x = a.copy())", name)
     return sa
+
+
+def _one_sided(side: str, site: Site) -> str:
+    """Why a variable that one branch of a traced ``if`` assigns may have no value after it."""
+    if site[2].startswith(("if ", "if(", "elif")):
+        part = f"the {side} branch of `{site[2]}` at {where(site)}, whose condition is traced"
+    else:  # a statement the rewrite made: the rest of a loop body after a break / continue
+        part = f"{site[2]} (at {where(site)}), which runs only when a traced condition holds"
+    return (f"is assigned only in {part}: when it does not run, Python leaves the variable "
+            "unassigned (UnboundLocalError), which compiled code cannot do. Give it a value "
+            "before that statement, or in both branches.")
 
 
 def _static(session: Any) -> bool:
@@ -234,25 +247,6 @@ def not_(value: Any) -> Any:
         return not value
     truth = _truth(value, "not")
     return np.logical_not(truth) if context.current() is not None else jnp.logical_not(truth)
-
-
-def minmax(fn: Any, *args: Any) -> Any:
-    """``min(a, b, ...)`` / ``max(a, b, ...)`` of scalars: Python's own for static values; with
-    a traced one, np.minimum / np.maximum of them all (jnp's in JAX mode), as Python's
-    comparisons would need the values."""
-    if (_static(current()) or fn not in (builtins.min, builtins.max)
-            or not any(is_traced(a) for a in args)):
-        return fn(*args)
-    numpy = context.current() is not None
-    op: Any
-    if fn is builtins.min:
-        op = np.minimum if numpy else jnp.minimum
-    else:
-        op = np.maximum if numpy else jnp.maximum
-    result = args[0]
-    for a in args[1:]:
-        result = op(result, a)
-    return result
 
 
 def ifexp(test: Any, then: Callable[[], Any], other: Callable[[], Any], site: Site,

@@ -74,10 +74,17 @@ def rewritten_code(code: types.CodeType) -> tuple[types.CodeType | None, str | N
     return _compile(code, fn), None
 
 
+_DEFINED = "__rl_defined"
+"""The name the function is defined under inside the factory: its own name there would make a
+call of itself (recursion) read a cell of the factory instead of the global or closure
+variable the original reads."""
+
+
 def _compile(code: types.CodeType, fn: ast.FunctionDef) -> types.CodeType:
     """Compile ``fn`` inside a factory whose parameters are ``code``'s closure variables and the
     runtime, so the function reads them as closure cells; return the function's code."""
     params = [ast.arg(arg=name) for name in (*code.co_freevars, RT)]
+    fn.name = _DEFINED
     factory = ast.FunctionDef(
         name="__rl_factory", body=[fn, ast.Return(value=ast.Name(id=fn.name, ctx=ast.Load()))],
         args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[],
@@ -89,17 +96,17 @@ def _compile(code: types.CodeType, fn: ast.FunctionDef) -> types.CodeType:
                        dont_inherit=True)
     outer = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
     made = next(c for c in outer.co_consts
-                if isinstance(c, types.CodeType) and c.co_name == code.co_name)
-    made = _qualnames(made, code.co_qualname)
+                if isinstance(c, types.CodeType) and c.co_name == _DEFINED)
+    made = _qualnames(made.replace(co_name=code.co_name), code.co_qualname, _DEFINED)
     _remember(made)
     return made
 
 
-def _qualnames(code: types.CodeType, qualname: str) -> types.CodeType:
-    """``code`` named ``qualname``, its nested code named under it (not under the factory):
-    op locations show these names."""
+def _qualnames(code: types.CodeType, qualname: str, defined: str) -> types.CodeType:
+    """``code`` named ``qualname``, its nested code named under it (not under the factory's
+    ``defined``): op locations show these names."""
     consts = tuple(
-        _qualnames(c, qualname + c.co_qualname.split(code.co_name, 1)[-1])
+        _qualnames(c, qualname + c.co_qualname.split(defined, 1)[-1], c.co_qualname)
         if isinstance(c, types.CodeType) else c for c in code.co_consts)
     return code.replace(co_qualname=qualname, co_consts=consts)
 

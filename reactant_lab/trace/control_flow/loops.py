@@ -308,7 +308,7 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
     a loop over a static range whose iterations are independent runs batched (see batched)."""
     if brk is not None:
         return _rolled_until(it, body, target, state, names, done, numpy, mark, force, brk,
-                             guess)
+                             guess, site)
     start, step = it.start, it.step
     stop = it.stop if isinstance(it, TracedRange) else len(it)
     n = (stop - start + step - (1 if step > 0 else -1)) // step if isinstance(
@@ -365,8 +365,34 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
         else:
             session.note(f"{where(site)}: `{site[2]}` rolled, its work that reads none of the "
                          f"arrays it updates hoisted ahead of it ({count} iterations at once)")
-    last: Any = it[-1] if isinstance(it, range) else _index(start + (n - 1) * step, numpy)
-    return c.finish(final, last)
+    if isinstance(it, range):
+        return c.finish(final, it[-1])
+    return c.finish(final, _target_after(start + (n - 1) * step, n > done, target, state,
+                                         names, site, numpy))
+
+
+def _target_after(last: Any, ran: Any, target: str | None, state: tuple[Any, ...],
+                  names: tuple[str, ...], site: Site | None, numpy: bool) -> Any:
+    """The loop variable after a loop over a traced range: its last index when the loop ran
+    (``ran``, traced), else what it held before, as in Python. Undefined (with why) when that
+    cannot be one integer: it had no value (Python: UnboundLocalError when no iteration runs)
+    or held something else."""
+    if target is None or target not in names:
+        return None
+    before = state[names.index(target)]
+    raw = unwrap(before)
+    if isinstance(raw, int | np.integer) or (is_traced(before) and np.ndim(raw) == 0 and (
+            np.issubdtype(jnp.asarray(raw).dtype, np.integer))):
+        return _index(jnp.where(ran, last, raw), numpy)
+    held = ("has no value before it" if isinstance(before, Undefined) else
+            f"holds {before!r} before it")
+    header = f"`{site[2]}` at {where(site)}" if site is not None else "the loop"
+    why = (f"is the index of {header}, whose trip count is only known when the code runs, and "
+           f"{held}: when that loop runs no iteration, Python leaves it "
+           f"{'unassigned (UnboundLocalError)' if isinstance(before, Undefined) else 'so'}, "
+           f"which compiled code cannot do. Give `{target}` an int before the loop (e.g. "
+           f"`{target} = -1`), which it keeps when the loop runs no iteration.")
+    return Undefined(target, why)
 
 
 def _envelope(it: TracedRange) -> tuple[int, int] | None:
@@ -390,8 +416,8 @@ def _envelope(it: TracedRange) -> tuple[int, int] | None:
 
 def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str | None,
                   state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool,
-                  mark: int, force: set[str], brk: str, guess: Sequence[carry.Root]
-                  ) -> tuple[Any, ...]:
+                  mark: int, force: set[str], brk: str, guess: Sequence[carry.Root],
+                  site: Site | None = None) -> tuple[Any, ...]:
     """Iterations ``done`` .. end of ``it`` as one lax.while_loop over the iteration number,
     ending early when the break flag ``brk`` is set (the index after the loop: the last
     iteration's, traced)."""
@@ -427,7 +453,11 @@ def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str
         return list(flat)
 
     c, final = attempt(make, run, numpy, mark, guess)
-    return c.finish(final, _index(start + (counts[-1] - 1) * step, numpy))
+    last = start + (counts[-1] - 1) * step
+    if isinstance(it, range):  # at least one iteration runs: it was not broken yet
+        return c.finish(final, _index(last, numpy))
+    return c.finish(final, _target_after(last, counts[-1] > done, target, state, names,
+                                         site, numpy))
 
 
 def while_stmt(test: Callable[..., Any], body: Callable[..., Any], state: tuple[Any, ...],

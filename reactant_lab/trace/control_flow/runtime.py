@@ -3,27 +3,42 @@ statement runs as Python or becomes a stablehlo op."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any
 
 from reactant_lab.errors import ControlFlowError
 from reactant_lab.trace import rebinding
-from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, minmax, not_, or_
+from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, not_, or_
 from reactant_lab.trace.control_flow.convert import convert, is_user_function
 from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where, while_stmt
+from reactant_lab.trace.control_flow.minmax import minmax
 from reactant_lab.trace.control_flow.session import ROLL_THRESHOLD, current
 from reactant_lab.trace.control_flow.slots import Undefined, is_traced
 from reactant_lab.trace.numpy_mode import context
 from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
 
 __all__ = ["and_", "callee", "for_stmt", "if_stmt", "ifexp", "initial", "iterate", "minmax",
-           "not_", "or_", "plain_cond", "plain_iter", "while_stmt"]
+           "not_", "or_", "plain_cond", "plain_iter", "unset", "while_stmt"]
 
 
 def initial(found: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, ...]:
     """The values of ``names`` where a converted statement starts (``found``: the caller's
     ``locals()``), Undefined for those not assigned yet."""
     return tuple(found[n] if n in found else Undefined(n) for n in names)
+
+
+def unset(value: Any) -> bool:
+    """Whether a value a converted statement hands back for a variable means it has none (the
+    converted code then deletes the variable); remembers why when that depends on traced
+    values, for the error if it is read."""
+    if not isinstance(value, Undefined):
+        return False
+    session = current()
+    if value.why is not None and session is not None:
+        file = sys._getframe(1).f_code.co_filename
+        session.unassigned[(file, value.name)] = value.why
+    return True
 
 
 def callee(fn: Any) -> Any:
@@ -36,7 +51,47 @@ def callee(fn: Any) -> Any:
     converted, why = convert(fn, sys.modules[__name__])
     if why is not None:
         session.note(f"{getattr(fn, '__qualname__', fn)!s} runs as Python: {why}")
-    return converted
+    return _bounded(converted, fn)
+
+
+def _bounded(fn: Any, original: Any) -> Any:
+    """``fn`` as a call that turns Python's RecursionError into a ControlFlowError naming
+    ``original``: a recursion that ends only on a traced condition never ends while tracing
+    (both branches are traced), and its RecursionError would surface deep in our frames."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError as exc:
+            raise _runaway(original, exc) from None
+    return call
+
+
+def _runaway(fn: Any, exc: RecursionError) -> ControlFlowError:
+    """The error for a recursion of ``fn`` that reached Python's recursion limit."""
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    frame = inspect.currentframe()
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    depth = 0 if code is None else sum(  # the original's code and its rewritten code
+        f.f_code.co_name == code.co_name and f.f_code.co_filename == code.co_filename
+        for f in set(frames))
+    name = getattr(fn, "__qualname__", repr(fn))
+    return ControlFlowError(
+        f"{name}() calls itself without end while tracing: Python's recursion limit "
+        f"({sys.getrecursionlimit()}) was reached with {depth} calls of it open. "
+        "A recursion runs as Python at trace time, so it must end on static values (a Python "
+        "int such as a depth argument); one that ends on a traced value (an array element) "
+        "traces both branches of its test and never ends. Make the test static, or write the "
+        "recursion as a loop (a `while` on a traced condition becomes one stablehlo.while). A "
+        "static recursion this deep needs a higher sys.setrecursionlimit().",
+        code.co_filename if code is not None else None,
+        code.co_firstlineno if code is not None else None)
 
 
 def plain_iter(it: Any, reason: str, site: Site) -> Any:

@@ -4,11 +4,16 @@ each loop and branch: which rolled, which stayed Python, and why."""
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from reactant_lab.errors import TraceError
+from reactant_lab.errors import TraceError, UnassignedVariableError
+from reactant_lab.trace.user_errors import describe, user_frame
+
+_UNBOUND = re.compile(r"local variable '(\w+)'")
+"""The variable in Python's UnboundLocalError message."""
 
 LOOPS = ("auto", "roll", "unroll")
 """``loops=`` values: roll what can be rolled (in NumPy mode, batch a loop whose iterations are
@@ -35,9 +40,26 @@ class Session:
     """Notes in the order they were first made (a loop met many times is noted once)."""
     failures: dict[tuple[str, int], int] = field(default_factory=dict)
     """(file, line) of a loop -> how often it failed to roll."""
+    unassigned: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(file, variable) -> why the variable may have no value there (see ``Undefined.why``),
+    for the error when it is read."""
 
     def note(self, text: str) -> None:
         self.notes[text] = None
+
+    def unassigned_error(self, exc: UnboundLocalError) -> UnassignedVariableError | None:
+        """The error for ``exc`` (a read of a variable converted code deleted) when the
+        variable may have a value for some inputs, else None (Python's own error stands)."""
+        found = _UNBOUND.search(str(exc))
+        frame = user_frame(exc.__traceback__)
+        if found is None or frame is None:
+            return None
+        why = self.unassigned.get((frame.filename, found.group(1)))
+        if why is None:
+            return None
+        return UnassignedVariableError(
+            f"`{found.group(1)}` may have no value at {describe(frame)}\nIt {why}",
+            found.group(1), frame.filename, frame.lineno)
 
 
 _STATE = threading.local()

@@ -19,12 +19,18 @@ NUMBERS = (bool, int, float, complex, np.generic)
 
 
 class Undefined:
-    """A variable that has no value (yet) where a converted statement starts."""
+    """A variable that has no value (yet) where a converted statement starts, or after it.
+    Converted code deletes a variable handed back so (transform's ``_unsets``): it never
+    reaches user code."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "why")
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, why: str | None = None):
         self.name = name
+        self.why = why
+        """Why it may have no value, when that depends on values only known when the code runs
+        (an ``if`` on a traced value, a loop with a traced trip count); None when Python
+        itself leaves it unassigned here."""
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Undefined) and other.name == self.name
@@ -36,9 +42,8 @@ class Undefined:
         return f"<{self.name}: not assigned>"
 
     def _undefined(self) -> NameError:
-        return NameError(f"name {self.name!r} is not defined: no iteration or branch assigned "
-                         "it (a variable assigned in only one branch of an `if` on a traced "
-                         "value, and not before it, has no value after it)")
+        return UnboundLocalError(f"cannot access local variable {self.name!r} where it is not "
+                                 f"associated with a value{': ' + self.why if self.why else ''}")
 
     def __bool__(self) -> bool:
         raise self._undefined()

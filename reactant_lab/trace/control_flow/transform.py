@@ -114,7 +114,7 @@ def escape(stmts: list[ast.stmt], jumps: bool = True) -> str | None:
     for node in _scope_nodes(stmts):
         if not jumps and isinstance(node, ast.Break | ast.Continue):
             continue
-        what = _ESCAPES.get(type(node))
+        what = None if getattr(node, "rl_made", False) else _ESCAPES.get(type(node))
         if isinstance(node, ast.Name) and node.id == "super":
             what = "super()"  # needs the method's own frame
         if what is not None:
@@ -326,11 +326,24 @@ def _def(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
                            type_comment=None)
 
 
+def _unsets(names: list[str]) -> list[ast.stmt]:
+    """``if __rl_cf__.unset(n): del n`` for each of ``names``: a variable the runtime hands back
+    with no value (Undefined) is deleted, so that reading it raises UnboundLocalError at the
+    user's line, as in Python, and the placeholder never reaches user code."""
+    out: list[ast.stmt] = []
+    for n in names:
+        delete = ast.Delete(targets=[ast.Name(id=n, ctx=ast.Del())])
+        delete.rl_made = True  # type: ignore[attr-defined]  # not the user's `del` (escape)
+        out.append(ast.If(test=_call("unset", _name(n)), body=[delete], orelse=[]))
+    return out
+
+
 def _state_fn(name: str, params: list[str], names: list[str], body: list[ast.stmt],
               result: ast.expr | None = None) -> ast.FunctionDef:
     """``def name(*params, __rl_vars): (names) = __rl_vars; body; return (names)``."""
     head: list[ast.stmt] = ([ast.Assign(targets=[_names_tuple(names, True)],
-                                        value=_name(PREFIX + "vars"))] if names else [])
+                                        value=_name(PREFIX + "vars")), *_unsets(names)]
+                            if names else [])
     # locals() rather than the names: a name the body deleted (an `except ... as e`) is
     # handed back as Undefined
     everything = _call("initial", ast.Call(func=_name("locals"), args=[], keywords=[]),
@@ -374,12 +387,13 @@ class Rewrite(ast.NodeTransformer):
             call.args.insert(-1, _call("initial", ast.Call(func=_name("locals"), args=[],
                                                             keywords=[]), names_const))
             call.args.insert(-1, names_const)
-            last: ast.stmt = ast.Assign(targets=[_names_tuple(names, True)], value=call)
+            after: list[ast.stmt] = [ast.Assign(targets=[_names_tuple(names, True)],
+                                                value=call), *_unsets(names)]
         else:
             call.args.insert(-1, _const(()))
             call.args.insert(-1, _const(()))
-            last = ast.Expr(value=call)
-        out = [*fns, last]
+            after = [ast.Expr(value=call)]
+        out = [*fns, *after]
         for stmt in out:  # at the statement's first line: CPython locates a call at its end
             stmt.lineno, stmt.col_offset = node.lineno, node.col_offset
             stmt.end_lineno, stmt.end_col_offset = node.lineno, node.col_offset
@@ -616,9 +630,9 @@ class Rewrite(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> Any:
         self.generic_visit(node)
         func = node.func
-        if (isinstance(func, ast.Name) and func.id in ("min", "max") and len(node.args) >= 2
+        if (isinstance(func, ast.Name) and func.id in ("min", "max") and node.args
                 and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)):
-            self.converted += 1  # min(a, b) of traced scalars: np.minimum, not a Python `<`
+            self.converted += 1  # min(a, b) of traced scalars: Python's fold, traced
             return ast.copy_location(_call("minmax", func, *node.args), node)
         if isinstance(func, ast.Name) and (func.id in _NOT_WRAPPED or func.id.startswith(PREFIX)):
             return node

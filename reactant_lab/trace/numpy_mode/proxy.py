@@ -317,7 +317,22 @@ class ProxyArray:
         return self.view_of(Index((Ellipsis,)))
 
     def __round__(self, ndigits: int | None = None) -> Any:
-        return np.round(self, ndigits or 0)
+        """``round(x)`` / ``round(x, n)`` as on the NumPy scalar or Python number this stands
+        for: a traced Python int, rounded half to even (for a NaN or an infinity, where Python
+        raises, the int XLA's conversion gives), for ``round(x)``; ``np.round(x, n)`` of
+        ``x``'s type for ``round(x, n)``. An array has no ``round()`` in NumPy: TypeError."""
+        if not (self.is_scalar or self._root.frozen == IMMUTABLE[2]) or self._dtype.kind not in (
+                "iuf") or self._dtype.name == "bfloat16":
+            kind = "numpy.ndarray" if not self.is_scalar else f"numpy.{self._dtype.name}"
+            raise TypeError(f"type {kind} doesn't define __round__ method")
+        data = self.concrete
+        if data is not None:
+            number: Any = data[()] if self.is_scalar else data.item()
+            return round(number, ndigits)
+        if ndigits is not None:
+            return np.round(self, ndigits)
+        value = self.value if self._dtype.kind in "iu" else jnp.round(self.value)
+        return ProxyArray(Root(value.astype(jnp.int64), frozen=IMMUTABLE[2], weak=True))
 
 
 class FlatIter:
