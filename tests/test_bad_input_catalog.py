@@ -634,6 +634,41 @@ def float_added_in_place_to_an_int_array(rng):
 
 
 @case(ValueError)
+def integer_array_to_a_negative_power(rng):
+    def kernel(a, b):
+        b[:] = 0
+        return a ** -1
+
+    a, b = rng.integers(1, 9, 4), rng.integers(1, 9, 4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, b), (a, b), ("negative integer powers", line_of(kernel, "a ** -1")),
+               eager=lambda: kernel(*_copies(a, b)),
+               then=lambda: np.testing.assert_array_equal(jf(a.astype(float), b), 1 / a))
+
+
+@case(ValueError)
+def np_power_of_integers_with_a_negative_exponent(rng):
+    def kernel(a):
+        a += 1
+        a **= 2
+        return np.power(a, np.int64(-2))
+
+    a = rng.integers(1, 9, 4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("-2", line_of(kernel, "np.power")),
+               eager=lambda: kernel(a.copy()))
+
+
+@case(ValueError)
+def integer_array_updated_to_a_negative_power(rng):
+    def kernel(a):
+        a **= np.array([1, -1, 2, 3])
+
+    a = rng.integers(1, 9, 4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("-1", line_of(kernel, "a **=")),
+               eager=lambda: kernel(a.copy()))
+
+
+@case(ValueError)
 def read_only_argument_updated_in_place(rng):
     def kernel(a):
         a[0] = 1.0
