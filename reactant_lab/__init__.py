@@ -11,6 +11,8 @@ from reactant_lab.bench import BenchResult, BenchRow, Roofline, ScalingResult, b
 from reactant_lab.bisect import BisectResult, bisect
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
     CompileError,
     ControlFlowError,
     DonatedArgumentError,
@@ -90,6 +92,8 @@ __all__ = [
     "STAGES",
     "AlignedArraysUnavailable",
     "ArgSpec",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BenchResult",
     "BenchRow",
     "BisectResult",

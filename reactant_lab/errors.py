@@ -7,6 +7,16 @@ class ReactantLabError(Exception):
     """Base class of every error reactant_lab raises on purpose."""
 
 
+class ArgumentTypeError(ReactantLabError, TypeError):
+    """An argument or option of a reactant_lab function (not of the traced function) of the
+    wrong type, e.g. a str where an Exploration is expected."""
+
+
+class ArgumentValueError(ReactantLabError, ValueError):
+    """An argument or option of a reactant_lab function with a value it cannot take, e.g. a
+    negative count."""
+
+
 class TraceError(ReactantLabError):
     """Tracing the user's function failed."""
 

@@ -40,6 +40,7 @@ from types import ModuleType
 
 import numpy as np
 
+from reactant_lab import checks
 from reactant_lab.errors import ReactantLabError
 
 ALIGNMENT = 64
@@ -309,4 +310,5 @@ def read_in_place(value: object) -> bool:
 def is_aligned(array: np.ndarray) -> bool:
     """Whether ``array``'s data starts on a 64-byte boundary (XLA's CPU client can then use a
     C-contiguous array in place)."""
+    checks.instance("array", array, np.ndarray, "a NumPy array")
     return array.ctypes.data % ALIGNMENT == 0

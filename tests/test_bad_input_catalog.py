@@ -367,6 +367,174 @@ def graph_of_an_unknown_result(rng):
     return Bad(lambda: rl.graph_dot(ex, result="result[3]"), (), ("result[3]",))
 
 
+# ---------------------------------------------------------------------------------- options of our
+# own functions (render, analysis, bench, verify): wrong types and values named, never an
+# AttributeError from deep inside
+
+
+def _explored(rng):
+    return rl.explore(add_one, rng.random(3), optimize="canonicalize")
+
+
+@case(rl.ArgumentTypeError)
+def exploration_html_of_a_string(rng):
+    return Bad(lambda: rl.exploration_html("str"), (), ("Exploration", "rl.explore", "str"))
+
+
+@case(rl.ArgumentTypeError)
+def graph_svg_of_a_jit_function(rng):
+    x = rng.random(3)
+    jf = _jit(add_one)
+    jf(x)
+    return Bad(lambda: rl.graph_svg(jf), (x,), ("Exploration", ".last"),
+               then=lambda: rl.graph_dot(jf.last))
+
+
+@case(rl.ArgumentTypeError)
+def save_html_to_no_path(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.save_html(ex, None), (), ("path", "None"))
+
+
+@case(TypeError)
+def exploration_payload_with_run_not_a_dict(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.exploration_payload(ex, run=[("median_seconds", 1e-3)]), (),
+               ("run", "dict", "list"))
+
+
+@case(rl.ArgumentValueError)
+def diff_html_with_negative_counts(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, max_rows=-5, context=3), (), ("max_rows", "-5"),
+               then=lambda: rl.diff_html(d, max_rows=5, context=0))
+
+
+@case(rl.ArgumentValueError)
+def diff_html_with_a_negative_context(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, context=-1), (), ("context", "-1"))
+
+
+@case(rl.ArgumentValueError)
+def diff_html_with_no_rows(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, max_rows=0), (), ("max_rows", "None"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_html_with_a_bool_context(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, context=True), (), ("context", "bool"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_html_of_a_stage(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: rl.diff_html(stages[1]), (), ("Diff", "rl.diff", "Stage"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_text_with_a_float_context(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: d.text(context=2.5), (), ("context", "2.5"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_with_structural_a_string(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: rl.diff(stages[0], stages[1], structural="no"), (), ("structural", "'no'"))
+
+
+@case(rl.ArgumentValueError)
+def graph_dot_with_no_ops(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.graph_dot(ex, max_ops=0), (), ("max_ops", "0"),
+               then=lambda: rl.graph_dot(ex, max_ops=1))
+
+
+@case(rl.ReactantLabError)
+def graph_of_stage_true(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.graph_dot(ex, stage=True), (), ("True", "bool"))
+
+
+@case(rl.ArgumentValueError)
+def payload_options_with_a_negative_count(rng):
+    from reactant_lab.render.payload import PayloadOptions
+
+    return Bad(lambda: PayloadOptions(max_graphs=-1), (), ("max_graphs", "-1"))
+
+
+@case(rl.ArgumentTypeError)
+def op_table_html_of_a_stage_trace(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: rl.op_table_html(stages), (), ("OpTable", "op_table", "StageTrace"))
+
+
+@case(rl.ArgumentTypeError)
+def stage_table_of_a_dict(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: stages.table({"checks": []}), (), ("Verification", "dict"))
+
+
+@case(rl.ArgumentTypeError)
+def ops_for_line_of_a_string(rng):
+    ex = _explored(rng)
+    return Bad(lambda: ex.ops_for_line("12"), (), ("line", "'12'"))
+
+
+@case(rl.ArgumentTypeError)
+def restaged_with_a_misspelt_option(rng):
+    ex = _explored(rng)
+    return Bad(lambda: ex.restaged(optimise="none"), (), ("optimise", "optimize"),
+               then=lambda: ex.restaged(optimize="none"))
+
+
+@case(rl.ArgumentValueError)
+def verify_with_no_repeats(rng):
+    x = rng.random(3)
+    stages = rl.trace(add_one, x).stages("none")
+    return Bad(lambda: stages.verify(x, repeat=0), (x,), ("repeat", "0"))
+
+
+@case(rl.ArgumentValueError)
+def bench_with_no_repeats(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets=("none",), repeats=0), (x,),
+               ("repeats", "0"))
+
+
+@case(rl.ArgumentTypeError)
+def bench_with_a_fractional_warmup(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets=("none",), warmup=1.5), (x,),
+               ("warmup", "1.5"))
+
+
+@case(rl.ArgumentTypeError)
+def bench_with_presets_a_string(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets="none"), (x,),
+               ("presets", "presets=('none',)"))
+
+
+@case(rl.TraceError)
+def jit_of_something_not_callable(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.jit(add_one(x)), (x,), ("jit expects a function", "rl.jit(f)"))
+
+
+@case(rl.ArgumentTypeError)
+def is_aligned_of_a_list(rng):
+    return Bad(lambda: rl.is_aligned([1.0, 2.0]), (), ("NumPy array", "list"))
+
+
 # ---------------------------------------------------------------------------------- Compiled calls
 
 def _compiled(fn, *args):

@@ -29,7 +29,7 @@ from reactant_lab.trace.specs import (
     UpdatedArg,
 )
 from reactant_lab.trace.traced import Traced
-from reactant_lab.trace.user_fn import check_traceable
+from reactant_lab.trace.user_fn import check_callable, check_traceable
 
 LOOPS = control_flow.LOOPS
 
@@ -170,8 +170,4 @@ def _update_then_jax(name: str, exc: JaxCodeError) -> TraceError:
 
 
 def _check_callable(fn: Any) -> None:
-    if callable(fn):
-        return
-    hint = (" It looks like the result of calling the function: pass the function itself, "
-            "e.g. rl.trace(f, x) rather than rl.trace(f(x))." if hasattr(fn, "shape") else "")
-    raise TraceError(f"trace expects a function, got {type(fn).__name__}.{hint}")
+    check_callable(fn, "trace")
