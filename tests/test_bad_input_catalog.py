@@ -1040,6 +1040,16 @@ CLI = {
     "unwritable_output": (["report", "user.py:double", "--args", "user.py:make", "-o",
                            "no/such/dir/r.html"], "no/such/dir"),
     "no_command": ([], "command"),
+    "file_without_a_function_name": (["report", "user.py", "--args", "user.py:make"],
+                                     "say which one, e.g. user.py:"),
+    "function_name_without_a_file": (["report", "double", "--args", "make"],
+                                     "write FILE.py:double"),
+    "args_file_without_a_function_name": (["report", "user.py:double", "--args", "user.py"],
+                                          "boom, make, make_fails, make_object"),
+    "zero_repeats": (["bench", "user.py:double", "--args", "user.py:make", "--repeats", "0"],
+                     "--repeats: must be 1 or more"),
+    "negative_min_time": (["bench", "user.py:double", "--args", "user.py:make", "--min-time",
+                           "-1"], "--min-time"),
     "unknown_example": (["demo", "--example", "nope", "--no-report"], "nope"),
 }
 
