@@ -890,6 +890,45 @@ def explore_leaves_arrays_alone_when_tracing_fails(rng):
                (line_of(kernel, "while a.max()"),))
 
 
+# ---------------------------------------------------------------------------------- magics
+
+
+@functools.cache
+def _ipython():
+    """IPython's shell with the magics registered (without %load_ext's allocator switch)."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from reactant_lab.notebook.magics import ReactantMagics
+
+    shell = start_ipython() or get_ipython()
+    shell.register_magics(ReactantMagics)
+    return shell
+
+
+def _usage_error() -> type[BaseException]:
+    from IPython.core.error import UsageError
+
+    return UsageError
+
+
+@case(_usage_error())
+def magic_with_a_misspelt_option_and_a_bad_value(rng):
+    shell = _ipython()
+    return Bad(lambda: shell.run_cell_magic("reactant_jit", "--granularity pas --optimise none",
+                                            "x = 1"), (),
+               ("'--optimise' (did you mean '--optimize'?)", "--granularity 'pas'"))
+
+
+@case(_usage_error())
+def bench_magic_with_zero_repeats_and_an_unknown_preset(rng):
+    shell = _ipython()
+    shell.push({"_catalog_x": rng.random(3)})
+    return Bad(lambda: shell.run_line_magic("reactant_bench",
+                                            "--presets al --repeats 0 np.sin(_catalog_x)"), (),
+               ("--repeats '0'", "(did you mean 'all'?)"))
+
+
 # The catalog's test (after every case has registered)
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
