@@ -198,6 +198,24 @@ class EnzymeUnavailableWarning(UserWarning):
     transformation (jax.grad, jax.vjp, jax.jvp) instead of emitting Enzyme ops."""
 
 
+class DeviceMemoryError(ReactantLabError, MemoryError):
+    """A module whose buffers cannot fit in the device's memory: refused before XLA compiles or
+    runs it, or XLA ran out of memory (RESOURCE_EXHAUSTED) compiling or running it. A
+    MemoryError, as NumPy raises for an array it cannot allocate."""
+
+    def __init__(self, message: str, *, stage: str, when: str, needed: int | None,
+                 available: int | None):
+        super().__init__(message)
+        self.stage = stage
+        """Name of the stage whose module it was."""
+        self.when = when
+        """'before compiling', 'before running', 'compiling' or 'running'."""
+        self.needed = needed
+        """Bytes the module needed (or XLA failed to allocate), when known."""
+        self.available = available
+        """Bytes of memory the device has, when known."""
+
+
 class SignatureMismatchError(ReactantLabError, TypeError):
     """A compiled function was called with arguments of another structure, shape or dtype."""
 

@@ -836,6 +836,44 @@ def integer_array_updated_to_a_negative_power(rng):
                eager=lambda: kernel(a.copy()))
 
 
+TERA = (2**20, 2**20)
+"""A shape of 2**40 elements: 4 or 8 TiB as a dense array, more than any device here has."""
+
+
+@case(MemoryError)
+def broadcast_of_a_tebibyte_returned(rng):
+    def kernel(a, whole):
+        b = np.broadcast_to(a, TERA) * 2
+        return b if whole else b.sum()
+
+    a = rng.random(1)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, True), (a,), ("8.0 TiB", line_of(kernel, "broadcast_to"),
+                                           "before compiling", "result"),
+               eager=lambda: kernel(a.copy(), True),
+               then=lambda: np.testing.assert_allclose(jf(a, False), 2.0**41 * a[0], rtol=1e-9))
+
+
+@case(MemoryError)
+def broadcast_of_a_long_vector_to_a_tebibyte(rng):
+    def kernel(a):
+        a += 1
+        return np.broadcast_to(a, TERA) - a
+
+    a = rng.random(2**20)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("8.0 TiB", line_of(kernel, "broadcast_to")),
+               eager=lambda: kernel(a.copy()))
+
+
+@case(rl.DeviceMemoryError)
+def jax_broadcast_of_a_tebibyte_returned(rng):
+    def f(x):
+        return jnp.broadcast_to(x, TERA) + 1
+
+    x = jnp.asarray(rng.random(1), jnp.float32)
+    return Bad(lambda: _jit(f)(x), (), ("4.0 TiB", line_of(f, "broadcast_to")))
+
+
 @case(ValueError)
 def read_only_argument_updated_in_place(rng):
     def kernel(a):
