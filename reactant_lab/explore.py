@@ -89,6 +89,8 @@ class ExploreOptions:
                                   patterns=self.patterns)
         object.__setattr__(self, "exclude_patterns", choice.exclude)
         object.__setattr__(self, "patterns", choice.replace)
+        for name in ("no_nan", "trace_scalars", "verify"):
+            checks.flag(name, getattr(self, name))
         if self.pipeline is None:
             check_preset(self.optimize)
         if self.granularity not in GRANULARITIES:
@@ -103,7 +105,7 @@ class ExploreOptions:
             # Checked (and a mesh of axis sizes built) once, before anything is traced.
             object.__setattr__(self, "mesh", sharding.make_mesh(self.mesh))
             object.__setattr__(self, "in_shardings",
-                               tuple(dict(self.in_shardings or {}).items()) or None)
+                               tuple(sharding.in_mapping(self.in_shardings).items()) or None)
         if self.out_shardings is not None:
             object.__setattr__(self, "out_shardings",
                                sharding.check_out(self.out_shardings) or None)
@@ -334,6 +336,7 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
                              verify=verify, reference=reference,
                              in_shardings=in_shardings, mesh=mesh,
                              out_shardings=out_shardings, shardy_passes=shardy_passes)
+    checks.flag("run", run)
     return build(fn, args, kwargs, options, run=run)
 
 
@@ -343,6 +346,7 @@ def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
              loops: str = "auto", **kwargs: Any) -> str:
     """The module after the ``optimize`` preset, as text (Reactant's ``@code_hlo``)."""
     _check_not_compiled(fn, "code_hlo")
+    checks.flag("debug_info", debug_info)
     stages = trace(fn, *args, mode=mode, loops=loops, **kwargs).stages(
         optimize, no_nan=no_nan, exclude_patterns=exclude_patterns, patterns=patterns,
         exact=exact)

@@ -266,6 +266,7 @@ def use_aligned_arrays(on: bool = True) -> bool:
     earlier keep their alignment (``is_aligned`` tells); ``np.array(x)`` copies one into an
     aligned array. Raises :class:`AlignedArraysUnavailable` (the allocator is built with the
     system C compiler on first use) if it cannot be installed; nothing changes then."""
+    checks.flag("on", on)
     was = active()
     if on and not was:
         _set(_install().capsule)
@@ -289,6 +290,7 @@ def reapply() -> None:
 def aligned_arrays(on: bool = True) -> Iterator[None]:
     """``with aligned_arrays():`` NumPy arrays created in the block (in this thread) get data
     aligned to 64 bytes; the allocator in use before comes back after it."""
+    checks.flag("on", on)
     if not on:
         yield
         return

@@ -524,6 +524,32 @@ def bench_with_presets_a_string(rng):
                ("presets", "presets=('none',)"))
 
 
+@case(rl.ArgumentTypeError)
+def explore_with_a_string_for_a_flag(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.explore(add_one, x, optimize="none", run="no"), (x,), ("run", "'no'"))
+
+
+@case(rl.ArgumentTypeError)
+def verify_with_a_progress_that_is_not_a_function(rng):
+    x = rng.random(3)
+    stages = rl.trace(add_one, x).stages("none")
+    return Bad(lambda: stages.verify(x, progress=True), (x,), ("progress", "function"),
+               then=lambda: stages.verify(x, progress=print))
+
+
+@case(rl.ShardingError)
+def in_shardings_not_a_mapping(rng):
+    x = rng.random(4)
+    return Bad(lambda: rl.jit(add_one, in_shardings=["args[0]"])(x), (x,),
+               ("in_shardings", "list"))
+
+
+@case(rl.ArgumentTypeError)
+def aligned_arrays_switched_with_a_string(rng):
+    return Bad(lambda: rl.use_aligned_arrays("off"), (), ("on", "'off'"))
+
+
 @case(rl.TraceError)
 def jit_of_something_not_callable(rng):
     x = rng.random(3)

@@ -81,6 +81,7 @@ class Diff:
     def spans(self, row: Row) -> _Spans:
         """Character ranges that differ inside a changed row's before and after lines (computed
         on demand: a view shows a few rows of a large diff)."""
+        checks.instance("row", row, Row, "a Row of one of this Diff's blocks")
         if row.kind != "changed" or row.a is None or row.b is None:
             return (), ()
         key = (row.a, row.b)

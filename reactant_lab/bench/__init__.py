@@ -88,6 +88,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     functions that update their arguments get fresh copies per call (copying is not timed).
     """
     check_timing(repeats, min_time, warmup)
+    checks.flag("roofline", roofline)
+    if progress is not None:
+        checks.instance("progress", progress, (bool, np.bool_), "True, False or None")
     presets = checks.names("presets", presets, "('none', 'all')")
     if meshes is not None or in_shardings is not None:
         if meshes is None or not in_shardings:

@@ -9,7 +9,7 @@ import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from reactant_lab import backend
+from reactant_lab import backend, checks
 from reactant_lab.errors import TraceError
 from reactant_lab.trace import captures, control_flow
 from reactant_lab.trace.cache import SignatureCache
@@ -74,6 +74,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     """
     _check_callable(fn)
     check_traceable(fn)
+    checks.flag("trace_scalars", trace_scalars)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
