@@ -11,10 +11,13 @@ from reactant_lab.bench import BenchResult, BenchRow, Roofline, ScalingResult, b
 from reactant_lab.bisect import BisectResult, bisect
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
+    ArgumentTypeError,
+    ArgumentValueError,
     CallInterruptedError,
     CallTimeoutError,
     CompileError,
     ControlFlowError,
+    DeviceMemoryError,
     DonatedArgumentError,
     DynamicShapeError,
     ExecutionError,
@@ -94,6 +97,8 @@ __all__ = [
     "STAGES",
     "AlignedArraysUnavailable",
     "ArgSpec",
+    "ArgumentTypeError",
+    "ArgumentValueError",
     "BenchResult",
     "BenchRow",
     "BisectResult",
@@ -102,6 +107,7 @@ __all__ = [
     "CompileError",
     "Compiled",
     "ControlFlowError",
+    "DeviceMemoryError",
     "Diff",
     "DonatedArgumentError",
     "DynamicShapeError",

@@ -429,6 +429,31 @@ def resolve_device(device: Any | None) -> Any:
     raise PipelineError(f"device must be None, 'cpu', 'gpu' or a jax.Device, not {device!r}")
 
 
+@functools.cache
+def memory_bytes(device: Any) -> int | None:
+    """Bytes of memory ``device``'s buffers can use: its allocator's limit where JAX exposes it
+    (``memory_stats()['bytes_limit']`` on GPU and TPU), the machine's physical memory for the
+    CPU; None when neither is known."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # a backend without memory statistics
+        stats = None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    if device.platform != "cpu":
+        return None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # not a POSIX system
+        return None
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether XLA's error ``exc`` says it ran out of memory (RESOURCE_EXHAUSTED)."""
+    text = str(exc)
+    return "RESOURCE_EXHAUSTED" in text or "Out of memory allocating" in text
+
+
 def platform(device: Any) -> str:
     """'cpu' or 'cuda' / 'rocm' / 'tpu' for pass options that depend on the target."""
     return "cuda" if device.platform == "gpu" else device.platform

@@ -13,7 +13,7 @@ import inspect
 import os
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, NoReturn
 
 import jax
@@ -122,16 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
                          choices=["numpy", "jax", "numba"],
                          help="baselines (default: numpy jax, and numba where it is installed: "
                               "pip install reactant-lab[numba])")
-    p_bench.add_argument("--min-time", type=float, default=0.2,
+    p_bench.add_argument("--min-time", type=_seconds, default=0.2,
                          help="seconds of samples per variant (default: 0.2)")
-    p_bench.add_argument("--repeats", type=int, default=None, help="fixed number of samples")
+    p_bench.add_argument("--repeats", type=_positive_int, default=None,
+                         help="fixed number of samples")
     p_bench.add_argument("--json", metavar="OUT.json", help="also write the result as JSON")
     p_bis = _target_parser(sub, "bisect", "find the pass, and the enzyme-hlo patterns inside "
                                           "it, that make FILE.py:FUNC wrong, slow or slow to "
                                           "compile")
     p_bis.add_argument("--metric", default="result", choices=["result", "runtime", "compile_time"],
                        help="what goes bad (default: result)")
-    p_bis.add_argument("--threshold", type=float, default=None,
+    p_bis.add_argument("--threshold", type=_seconds, default=None,
                        help="runtime / compile_time: bad above this many times the traced "
                             "module's (default: 2)")
     p_bis.add_argument("--optimize", default="all", choices=list(PRESETS),
@@ -144,6 +145,28 @@ def build_parser() -> argparse.ArgumentParser:
                             "reproducer root)")
     _pattern_options(p_bis)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """argparse's type of a count of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """argparse's type of a finite number of at least 0 (seconds, a factor)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of at least 0, not {text}")
+    return value
 
 
 def _pattern_options(parser: argparse.ArgumentParser) -> None:
@@ -183,30 +206,69 @@ def _load_module(path: str, spec: str) -> types.ModuleType:
     return module
 
 
-def load_callable(spec: str, default_file: str | None = None,
-                  modules: dict[str, types.ModuleType] | None = None) -> Callable[..., Any]:
-    """``FILE.py:NAME`` (or ``NAME`` in ``default_file``) -> the function it names; ``modules``
-    caches the files already run, by path, so that each runs once."""
+def split_spec(spec: str, default_file: str | None = None) -> tuple[str, str]:
+    """``FILE.py:NAME`` -> (file, name): a spec naming a file alone (``FILE.py``, or a file
+    that exists) has the name ''; a bare ``NAME`` is in ``default_file`` ('' when None)."""
     path, sep, name = spec.rpartition(":")
-    if not sep:
-        path, name = default_file or "", spec
+    if sep and not (len(path) == 1 and name[:1] in ("\\", "/")):  # not a drive letter, C:\
+        return path, name
+    if spec.endswith(".py") or os.path.isfile(spec):
+        return spec, ""
+    return default_file or "", spec
+
+
+def load_callable(spec: str, default_file: str | None = None,
+                  modules: dict[str, types.ModuleType] | None = None,
+                  exclude: Collection[str] = ()) -> Callable[..., Any]:
+    """``FILE.py:NAME`` (or ``NAME`` in ``default_file``) -> the function it names; ``FILE.py``
+    alone -> the one function the file defines (leaving out the names in ``exclude``: the other
+    function of the command line). ``modules`` caches the files already run, by path, so that
+    each runs once."""
+    path, name = split_spec(spec, default_file)
+    if not path:
+        raise CliError(f"{spec!r} names no file: write FILE.py:{name or 'FUNC'}")
     modules = {} if modules is None else modules
     if path not in modules:
         modules[path] = _load_module(path, spec)
     module = modules[path]
-    fn: object = getattr(module, name, None)
+    if not name:
+        return _only_function(module, path, exclude)
+    fn: object = module
+    for part in name.split("."):  # NAME or Class.method
+        fn = getattr(fn, part, None)
     if not callable(fn):
         names = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_"))
         raise CliError(f"{path} has no function {name!r}; functions there: {', '.join(names)}")
     return fn
 
 
+def _only_function(module: types.ModuleType, path: str,
+                   exclude: Collection[str]) -> Callable[..., Any]:
+    """The single public function ``path`` defines (besides ``exclude``), or a CliError listing
+    them and asking for FILE.py:FUNC."""
+    defined = sorted(k for k, v in vars(module).items()
+                     if inspect.isfunction(v) and v.__module__ == module.__name__
+                     and not k.startswith("_") and k not in exclude)
+    if len(defined) == 1:
+        fn: Callable[..., Any] = getattr(module, defined[0])
+        return fn
+    if not defined:
+        raise CliError(f"{path} defines no function; write FILE.py:FUNC naming one")
+    raise CliError(f"{path} defines {len(defined)} functions ({', '.join(defined)}): say which "
+                   f"one, e.g. {path}:{defined[0]}")
+
+
 def _load_target(function: str, args_spec: str) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """The function ``FILE.py:FUNC`` and the example args its MAKE_ARGS makes."""
+    """The function ``FILE.py:FUNC`` and the example args its MAKE_ARGS makes (``FILE.py`` alone
+    for either: the one function of the file that the other does not name)."""
     modules: dict[str, types.ModuleType] = {}
-    fn = load_callable(function, modules=modules)
-    make_args = load_callable(args_spec, default_file=function.rpartition(":")[0],
-                              modules=modules)
+    path, _ = split_spec(function)
+    args_path, args_name = split_spec(args_spec, path)
+    same = bool(path) and os.path.abspath(args_path) == os.path.abspath(path)
+    fn = load_callable(function, modules=modules,
+                       exclude={args_name} if same and args_name else ())
+    make_args = load_callable(args_spec, default_file=path, modules=modules,
+                              exclude={getattr(fn, "__name__", "")} if same else ())
     return fn, _example_args(make_args, args_spec)
 
 

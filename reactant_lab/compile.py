@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from reactant_lab import backend
+from reactant_lab import backend, device_memory
 from reactant_lab.analysis.collectives import CollectiveReport, collective_report
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import replace_long_hex, strip_locations
@@ -193,8 +193,9 @@ class Compiled:
         if self._direct is not None:
             try:
                 return self._direct(*args, **kwargs)
-            except (TypeError, ValueError, RuntimeError):
+            except (TypeError, ValueError, RuntimeError) as exc:
                 self._check(args, kwargs)
+                self._out_of_memory(exc)
                 raise
         return self._call(*args, **kwargs)
 
@@ -252,8 +253,9 @@ class Compiled:
                     outs = call_flat(args if take is None else take(args))
                 finally:
                     restore(prev)
-            except (TypeError, ValueError, RuntimeError):
+            except (TypeError, ValueError, RuntimeError) as exc:
                 self._check(given, {})
+                self._out_of_memory(exc)
                 raise
             if single is None:
                 result = self._rebuild(args, outs)
@@ -285,6 +287,7 @@ class Compiled:
         except (TypeError, ValueError, RuntimeError) as exc:
             # JAX's dispatch rejected the call: find out why in our own terms, else re-raise.
             self._check(args, kwargs)
+            self._out_of_memory(exc)
             raise exc from None
         if self._layout.numpy_out:  # every result is Computed on this path, in slot order
             leaves, tree = jax.tree_util.tree_flatten(out)
@@ -323,13 +326,21 @@ class Compiled:
             with backend.x64_scope(self._x64):
                 outs = self._run_exe(linear if self.used_args is None
                                      else [linear[i] for i in self.used_args])
-        except (TypeError, ValueError, RuntimeError):
+        except (TypeError, ValueError, RuntimeError) as exc:
             self._check(args, kwargs)
+            self._out_of_memory(exc)
             raise
         result = self._rebuild(linear, outs)
         if self._targets:
             self._write_back(linear, outs)
         return result
+
+    def _out_of_memory(self, exc: BaseException) -> None:
+        """Raise XLA's running out of memory (``exc``) as a DeviceMemoryError."""
+        oom = device_memory.explained(exc, self.traced.fn_name, self.device, self.stage,
+                                      "running")
+        if oom is not None:
+            raise oom from None
 
     def _check_targets(self, linear: list[Any]) -> None:
         """Every updated argument must be a writable NumPy array sharing no element with
@@ -686,6 +697,12 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
     return template, args, kwargs
 
 
+def _result_paths(traced: Traced, dropped: Collection[int]) -> list[str]:
+    """The path of each result ``_out_avals`` lists, less the ``dropped`` ones."""
+    computed = {r.index: r.path for r in traced.linear_results if r.index is not None}
+    return [computed[i] for k, i in enumerate(sorted(computed)) if k not in dropped]
+
+
 def _out_avals(traced: Traced) -> list[backend.Aval]:
     # An argument updated in place and also returned shares its resargs result's index.
     computed = {r.index: r for r in traced.linear_results if r.index is not None}
@@ -750,16 +767,29 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         if unused:
             used = tuple(i for i in range(len(layout.avals)) if i not in set(unused))
             mask = tuple(m and i in used for i, m in enumerate(mask))
+    avals = layout.avals if used is None else [layout.avals[i] for i in used]
+    if not layout.shardings:  # a sharded call's buffers are split over its devices
+        device_memory.check_results(traced.fn_name, ir, [
+            (path, *aval[:2]) for path, aval in zip(_result_paths(traced, dropped), out_avals,
+                                                    strict=True)],
+            [a[:2] for a in avals], dev, stage_name)
     start = time.perf_counter()
-    exe = backend.compile_module(
-        ir, avals=layout.avals if used is None else [layout.avals[i] for i in used],
-        out_avals=out_avals, device=dev, x64=layout.x64,
-        donate=mask if used is None else [mask[i] for i in used], structure=structure,
-        stage=stage_name, reproducer=write_reproducer,
-        shardings=layout.shardings if used is None or not layout.shardings
-        else [layout.shardings[i] for i in used],
-        template=prelowered if not drop and used is None else None,
-        exact_floats=traced.mode == "numpy")
+    try:
+        exe = backend.compile_module(
+            ir, avals=avals, out_avals=out_avals, device=dev, x64=layout.x64,
+            donate=mask if used is None else [mask[i] for i in used], structure=structure,
+            stage=stage_name, reproducer=write_reproducer,
+            shardings=layout.shardings if used is None or not layout.shardings
+            else [layout.shardings[i] for i in used],
+            template=prelowered if not drop and used is None else None,
+            exact_floats=traced.mode == "numpy")
+    except CompileError as exc:
+        oom = device_memory.explained(exc, traced.fn_name, dev, stage_name, "compiling")
+        if oom is None:
+            raise
+        raise oom from None
+    if not layout.shardings:
+        device_memory.check_plan(traced.fn_name, exe.memory_analysis(), dev, stage_name)
     return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
                     used, timeout)
 

@@ -7,6 +7,16 @@ class ReactantLabError(Exception):
     """Base class of every error reactant_lab raises on purpose."""
 
 
+class ArgumentTypeError(ReactantLabError, TypeError):
+    """An argument or option of a reactant_lab function (not of the traced function) of the
+    wrong type, e.g. a str where an Exploration is expected."""
+
+
+class ArgumentValueError(ReactantLabError, ValueError):
+    """An argument or option of a reactant_lab function with a value it cannot take, e.g. a
+    negative count."""
+
+
 class TraceError(ReactantLabError):
     """Tracing the user's function failed."""
 
@@ -198,6 +208,24 @@ class CompileFallbackWarning(UserWarning):
 class EnzymeUnavailableWarning(UserWarning):
     """enzyme-ad is not installed (or disabled): ``reactant_lab.enzyme`` runs JAX's own
     transformation (jax.grad, jax.vjp, jax.jvp) instead of emitting Enzyme ops."""
+
+
+class DeviceMemoryError(ReactantLabError, MemoryError):
+    """A module whose buffers cannot fit in the device's memory: refused before XLA compiles or
+    runs it, or XLA ran out of memory (RESOURCE_EXHAUSTED) compiling or running it. A
+    MemoryError, as NumPy raises for an array it cannot allocate."""
+
+    def __init__(self, message: str, *, stage: str, when: str, needed: int | None,
+                 available: int | None):
+        super().__init__(message)
+        self.stage = stage
+        """Name of the stage whose module it was."""
+        self.when = when
+        """'before compiling', 'before running', 'compiling' or 'running'."""
+        self.needed = needed
+        """Bytes the module needed (or XLA failed to allocate), when known."""
+        self.available = available
+        """Bytes of memory the device has, when known."""
 
 
 class SignatureMismatchError(ReactantLabError, TypeError):

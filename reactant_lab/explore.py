@@ -15,18 +15,23 @@ from typing import Any
 import jax
 import numpy as np
 
-from reactant_lab import backend
+from reactant_lab import backend, checks
 from reactant_lab.analysis.provenance import LineOps, function_code, main_file, op_source_sets
 from reactant_lab.analysis.provenance import ops_for_line as _ops_for_line
 from reactant_lab.compile import Compiled, check_timeout, prelower
-from reactant_lab.errors import PipelineError, SignatureMismatchError, TraceError
+from reactant_lab.errors import (
+    ArgumentTypeError,
+    PipelineError,
+    SignatureMismatchError,
+    TraceError,
+)
 from reactant_lab.host_memory import read_in_place
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset, check_shardy_passes
 from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_deferred, run_on_text
 from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, sharding, trace
 from reactant_lab.trace.jax_mode import fn_name
-from reactant_lab.trace.user_fn import check_traceable
+from reactant_lab.trace.user_fn import check_callable, check_traceable
 from reactant_lab.verify import Verification
 
 
@@ -87,6 +92,8 @@ class ExploreOptions:
                                   patterns=self.patterns)
         object.__setattr__(self, "exclude_patterns", choice.exclude)
         object.__setattr__(self, "patterns", choice.replace)
+        for name in ("no_nan", "trace_scalars", "verify"):
+            checks.flag(name, getattr(self, name))
         if self.pipeline is None:
             check_preset(self.optimize)
         if self.granularity not in GRANULARITIES:
@@ -102,7 +109,7 @@ class ExploreOptions:
             # Checked (and a mesh of axis sizes built) once, before anything is traced.
             object.__setattr__(self, "mesh", sharding.make_mesh(self.mesh))
             object.__setattr__(self, "in_shardings",
-                               tuple(dict(self.in_shardings or {}).items()) or None)
+                               tuple(sharding.in_mapping(self.in_shardings).items()) or None)
         if self.out_shardings is not None:
             object.__setattr__(self, "out_shardings",
                                sharding.check_out(self.out_shardings) or None)
@@ -121,6 +128,11 @@ class ExploreOptions:
 
     def replace(self, **changes: Any) -> ExploreOptions:
         """These options with ``changes`` (checked again)."""
+        known = [f.name for f in dataclasses.fields(self)]
+        unknown = checks.misspelt(changes, known)
+        if unknown:
+            raise ArgumentTypeError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                                    f"{', '.join(unknown)}; the options are {', '.join(known)}")
         return dataclasses.replace(self, **changes)
 
 
@@ -206,6 +218,9 @@ class Exploration:
         line 1): per stage its index, name and ops (displayed line, op name, text), e.g.
         ``ex.ops_for_line(12).summary()`` -> ``line 12: 5 ops in traced, 2 in jit lowering``.
         ``file`` may be a bare file name (``kernels.py``)."""
+        checks.count("ops_for_line's n (a line number)", n, minimum=1)
+        if file is not None:
+            checks.instance("file", file, str, "a file name (str) or None")
         file = file if file is not None else self.source_file
         if file is None:
             raise TraceError("no op of this exploration has a source location: pass file=")
@@ -326,6 +341,7 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
                              in_shardings=in_shardings, mesh=mesh,
                              out_shardings=out_shardings, shardy_passes=shardy_passes,
                              timeout=timeout)
+    checks.flag("run", run)
     return build(fn, args, kwargs, options, run=run)
 
 
@@ -335,6 +351,7 @@ def code_hlo(fn: Callable[..., Any], *args: Any, optimize: str = "all",
              loops: str = "auto", **kwargs: Any) -> str:
     """The module after the ``optimize`` preset, as text (Reactant's ``@code_hlo``)."""
     _check_not_compiled(fn, "code_hlo")
+    checks.flag("debug_info", debug_info)
     stages = trace(fn, *args, mode=mode, loops=loops, **kwargs).stages(
         optimize, no_nan=no_nan, exclude_patterns=exclude_patterns, patterns=patterns,
         exact=exact)
@@ -381,6 +398,7 @@ class JitFunction:
                                       out_shardings=out_shardings,
                                       shardy_passes=shardy_passes, timeout=timeout)
         """How each signature is traced, staged and compiled."""
+        check_callable(fn, "jit")
         check_traceable(fn)
         self.fn = fn
         self.last: Exploration | None = None

@@ -40,6 +40,7 @@ from types import ModuleType
 
 import numpy as np
 
+from reactant_lab import checks
 from reactant_lab.errors import ReactantLabError
 
 ALIGNMENT = 64
@@ -265,6 +266,7 @@ def use_aligned_arrays(on: bool = True) -> bool:
     earlier keep their alignment (``is_aligned`` tells); ``np.array(x)`` copies one into an
     aligned array. Raises :class:`AlignedArraysUnavailable` (the allocator is built with the
     system C compiler on first use) if it cannot be installed; nothing changes then."""
+    checks.flag("on", on)
     was = active()
     if on and not was:
         _set(_install().capsule)
@@ -288,6 +290,7 @@ def reapply() -> None:
 def aligned_arrays(on: bool = True) -> Iterator[None]:
     """``with aligned_arrays():`` NumPy arrays created in the block (in this thread) get data
     aligned to 64 bytes; the allocator in use before comes back after it."""
+    checks.flag("on", on)
     if not on:
         yield
         return
@@ -309,4 +312,5 @@ def read_in_place(value: object) -> bool:
 def is_aligned(array: np.ndarray) -> bool:
     """Whether ``array``'s data starts on a 64-byte boundary (XLA's CPU client can then use a
     C-contiguous array in place)."""
+    checks.instance("array", array, np.ndarray, "a NumPy array")
     return array.ctypes.data % ALIGNMENT == 0

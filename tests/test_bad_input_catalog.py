@@ -367,6 +367,200 @@ def graph_of_an_unknown_result(rng):
     return Bad(lambda: rl.graph_dot(ex, result="result[3]"), (), ("result[3]",))
 
 
+# ---------------------------------------------------------------------------------- options of our
+# own functions (render, analysis, bench, verify): wrong types and values named, never an
+# AttributeError from deep inside
+
+
+def _explored(rng):
+    return rl.explore(add_one, rng.random(3), optimize="canonicalize")
+
+
+@case(rl.ArgumentTypeError)
+def exploration_html_of_a_string(rng):
+    return Bad(lambda: rl.exploration_html("str"), (), ("Exploration", "rl.explore", "str"))
+
+
+@case(rl.ArgumentTypeError)
+def graph_svg_of_a_jit_function(rng):
+    x = rng.random(3)
+    jf = _jit(add_one)
+    jf(x)
+    return Bad(lambda: rl.graph_svg(jf), (x,), ("Exploration", ".last"),
+               then=lambda: rl.graph_dot(jf.last))
+
+
+@case(rl.ArgumentTypeError)
+def save_html_to_no_path(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.save_html(ex, None), (), ("path", "None"))
+
+
+@case(TypeError)
+def exploration_payload_with_run_not_a_dict(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.exploration_payload(ex, run=[("median_seconds", 1e-3)]), (),
+               ("run", "dict", "list"))
+
+
+@case(rl.ArgumentValueError)
+def diff_html_with_negative_counts(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, max_rows=-5, context=3), (), ("max_rows", "-5"),
+               then=lambda: rl.diff_html(d, max_rows=5, context=0))
+
+
+@case(rl.ArgumentValueError)
+def diff_html_with_a_negative_context(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, context=-1), (), ("context", "-1"))
+
+
+@case(rl.ArgumentValueError)
+def diff_html_with_no_rows(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, max_rows=0), (), ("max_rows", "None"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_html_with_a_bool_context(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: rl.diff_html(d, context=True), (), ("context", "bool"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_html_of_a_stage(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: rl.diff_html(stages[1]), (), ("Diff", "rl.diff", "Stage"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_text_with_a_float_context(rng):
+    stages = _explored(rng).stages
+    d = rl.diff(stages[0], stages[1])
+    return Bad(lambda: d.text(context=2.5), (), ("context", "2.5"))
+
+
+@case(rl.ArgumentTypeError)
+def diff_with_structural_a_string(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: rl.diff(stages[0], stages[1], structural="no"), (), ("structural", "'no'"))
+
+
+@case(rl.ArgumentValueError)
+def graph_dot_with_no_ops(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.graph_dot(ex, max_ops=0), (), ("max_ops", "0"),
+               then=lambda: rl.graph_dot(ex, max_ops=1))
+
+
+@case(rl.ReactantLabError)
+def graph_of_stage_true(rng):
+    ex = _explored(rng)
+    return Bad(lambda: rl.graph_dot(ex, stage=True), (), ("True", "bool"))
+
+
+@case(rl.ArgumentValueError)
+def payload_options_with_a_negative_count(rng):
+    from reactant_lab.render.payload import PayloadOptions
+
+    return Bad(lambda: PayloadOptions(max_graphs=-1), (), ("max_graphs", "-1"))
+
+
+@case(rl.ArgumentTypeError)
+def op_table_html_of_a_stage_trace(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: rl.op_table_html(stages), (), ("OpTable", "op_table", "StageTrace"))
+
+
+@case(rl.ArgumentTypeError)
+def stage_table_of_a_dict(rng):
+    stages = _explored(rng).stages
+    return Bad(lambda: stages.table({"checks": []}), (), ("Verification", "dict"))
+
+
+@case(rl.ArgumentTypeError)
+def ops_for_line_of_a_string(rng):
+    ex = _explored(rng)
+    return Bad(lambda: ex.ops_for_line("12"), (), ("line", "'12'"))
+
+
+@case(rl.ArgumentTypeError)
+def restaged_with_a_misspelt_option(rng):
+    ex = _explored(rng)
+    return Bad(lambda: ex.restaged(optimise="none"), (), ("optimise", "optimize"),
+               then=lambda: ex.restaged(optimize="none"))
+
+
+@case(rl.ArgumentValueError)
+def verify_with_no_repeats(rng):
+    x = rng.random(3)
+    stages = rl.trace(add_one, x).stages("none")
+    return Bad(lambda: stages.verify(x, repeat=0), (x,), ("repeat", "0"))
+
+
+@case(rl.ArgumentValueError)
+def bench_with_no_repeats(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets=("none",), repeats=0), (x,),
+               ("repeats", "0"))
+
+
+@case(rl.ArgumentTypeError)
+def bench_with_a_fractional_warmup(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets=("none",), warmup=1.5), (x,),
+               ("warmup", "1.5"))
+
+
+@case(rl.ArgumentTypeError)
+def bench_with_presets_a_string(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.bench(add_one, x, presets="none"), (x,),
+               ("presets", "presets=('none',)"))
+
+
+@case(rl.ArgumentTypeError)
+def explore_with_a_string_for_a_flag(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.explore(add_one, x, optimize="none", run="no"), (x,), ("run", "'no'"))
+
+
+@case(rl.ArgumentTypeError)
+def verify_with_a_progress_that_is_not_a_function(rng):
+    x = rng.random(3)
+    stages = rl.trace(add_one, x).stages("none")
+    return Bad(lambda: stages.verify(x, progress=True), (x,), ("progress", "function"),
+               then=lambda: stages.verify(x, progress=print))
+
+
+@case(rl.ShardingError)
+def in_shardings_not_a_mapping(rng):
+    x = rng.random(4)
+    return Bad(lambda: rl.jit(add_one, in_shardings=["args[0]"])(x), (x,),
+               ("in_shardings", "list"))
+
+
+@case(rl.ArgumentTypeError)
+def aligned_arrays_switched_with_a_string(rng):
+    return Bad(lambda: rl.use_aligned_arrays("off"), (), ("on", "'off'"))
+
+
+@case(rl.TraceError)
+def jit_of_something_not_callable(rng):
+    x = rng.random(3)
+    return Bad(lambda: rl.jit(add_one(x)), (x,), ("jit expects a function", "rl.jit(f)"))
+
+
+@case(rl.ArgumentTypeError)
+def is_aligned_of_a_list(rng):
+    return Bad(lambda: rl.is_aligned([1.0, 2.0]), (), ("NumPy array", "list"))
+
+
 # ---------------------------------------------------------------------------------- Compiled calls
 
 def _compiled(fn, *args):
@@ -702,6 +896,79 @@ def float_added_in_place_to_an_int_array(rng):
 
 
 @case(ValueError)
+def integer_array_to_a_negative_power(rng):
+    def kernel(a, b):
+        b[:] = 0
+        return a ** -1
+
+    a, b = rng.integers(1, 9, 4), rng.integers(1, 9, 4)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, b), (a, b), ("negative integer powers", line_of(kernel, "a ** -1")),
+               eager=lambda: kernel(*_copies(a, b)),
+               then=lambda: np.testing.assert_array_equal(jf(a.astype(float), b), 1 / a))
+
+
+@case(ValueError)
+def np_power_of_integers_with_a_negative_exponent(rng):
+    def kernel(a):
+        a += 1
+        a **= 2
+        return np.power(a, np.int64(-2))
+
+    a = rng.integers(1, 9, 4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("-2", line_of(kernel, "np.power")),
+               eager=lambda: kernel(a.copy()))
+
+
+@case(ValueError)
+def integer_array_updated_to_a_negative_power(rng):
+    def kernel(a):
+        a **= np.array([1, -1, 2, 3])
+
+    a = rng.integers(1, 9, 4)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("-1", line_of(kernel, "a **=")),
+               eager=lambda: kernel(a.copy()))
+
+
+TERA = (2**20, 2**20)
+"""A shape of 2**40 elements: 4 or 8 TiB as a dense array, more than any device here has."""
+
+
+@case(MemoryError)
+def broadcast_of_a_tebibyte_returned(rng):
+    def kernel(a, whole):
+        b = np.broadcast_to(a, TERA) * 2
+        return b if whole else b.sum()
+
+    a = rng.random(1)
+    jf = _jit(kernel)
+    return Bad(lambda: jf(a, True), (a,), ("8.0 TiB", line_of(kernel, "broadcast_to"),
+                                           "before compiling", "result"),
+               eager=lambda: kernel(a.copy(), True),
+               then=lambda: np.testing.assert_allclose(jf(a, False), 2.0**41 * a[0], rtol=1e-9))
+
+
+@case(MemoryError)
+def broadcast_of_a_long_vector_to_a_tebibyte(rng):
+    def kernel(a):
+        a += 1
+        return np.broadcast_to(a, TERA) - a
+
+    a = rng.random(2**20)
+    return Bad(lambda: _jit(kernel)(a), (a,), ("8.0 TiB", line_of(kernel, "broadcast_to")),
+               eager=lambda: kernel(a.copy()))
+
+
+@case(rl.DeviceMemoryError)
+def jax_broadcast_of_a_tebibyte_returned(rng):
+    def f(x):
+        return jnp.broadcast_to(x, TERA) + 1
+
+    x = jnp.asarray(rng.random(1), jnp.float32)
+    return Bad(lambda: _jit(f)(x), (), ("4.0 TiB", line_of(f, "broadcast_to")))
+
+
+@case(ValueError)
 def read_only_argument_updated_in_place(rng):
     def kernel(a):
         a[0] = 1.0
@@ -863,6 +1130,45 @@ def kernel_rebinds_a_nonlocal(rng):
                then=good)
 
 
+# ---------------------------------------------------------------------------------- magics
+
+
+@functools.cache
+def _ipython():
+    """IPython's shell with the magics registered (without %load_ext's allocator switch)."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from reactant_lab.notebook.magics import ReactantMagics
+
+    shell = start_ipython() or get_ipython()
+    shell.register_magics(ReactantMagics)
+    return shell
+
+
+def _usage_error() -> type[BaseException]:
+    from IPython.core.error import UsageError
+
+    return UsageError
+
+
+@case(_usage_error())
+def magic_with_a_misspelt_option_and_a_bad_value(rng):
+    shell = _ipython()
+    return Bad(lambda: shell.run_cell_magic("reactant_jit", "--granularity pas --optimise none",
+                                            "x = 1"), (),
+               ("'--optimise' (did you mean '--optimize'?)", "--granularity 'pas'"))
+
+
+@case(_usage_error())
+def bench_magic_with_zero_repeats_and_an_unknown_preset(rng):
+    shell = _ipython()
+    shell.push({"_catalog_x": rng.random(3)})
+    return Bad(lambda: shell.run_line_magic("reactant_bench",
+                                            "--presets al --repeats 0 np.sin(_catalog_x)"), (),
+               ("--repeats '0'", "(did you mean 'all'?)"))
+
+
 # The catalog's test (after every case has registered)
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -1013,6 +1319,16 @@ CLI = {
     "unwritable_output": (["report", "user.py:double", "--args", "user.py:make", "-o",
                            "no/such/dir/r.html"], "no/such/dir"),
     "no_command": ([], "command"),
+    "file_without_a_function_name": (["report", "user.py", "--args", "user.py:make"],
+                                     "say which one, e.g. user.py:"),
+    "function_name_without_a_file": (["report", "double", "--args", "make"],
+                                     "write FILE.py:double"),
+    "args_file_without_a_function_name": (["report", "user.py:double", "--args", "user.py"],
+                                          "boom, make, make_fails, make_object"),
+    "zero_repeats": (["bench", "user.py:double", "--args", "user.py:make", "--repeats", "0"],
+                     "--repeats: must be 1 or more"),
+    "negative_min_time": (["bench", "user.py:double", "--args", "user.py:make", "--min-time",
+                           "-1"], "--min-time"),
     "unknown_example": (["demo", "--example", "nope", "--no-report"], "nope"),
 }
 

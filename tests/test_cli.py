@@ -80,6 +80,21 @@ def test_report_command_explains_bad_names(tmp_path, capsys):
     assert "no file" in capsys.readouterr().err
 
 
+def test_a_file_alone_names_its_one_function(tmp_path, capsys):
+    single = tmp_path / "single.py"
+    single.write_text(USER_FILE.replace("def one_arg", "def _one_arg"))
+    out = tmp_path / "out.html"
+    # The file's functions are model and make_args: each spec picks the one the other does not.
+    assert main(["report", str(single), "--args", "make_args", "-o", str(out)]) == 0
+    assert "stablehlo.dot_general" in out.read_text()
+    out.unlink()
+    assert main(["report", f"{single}:model", "--args", str(single), "-o", str(out)]) == 0
+    assert "stablehlo.dot_general" in out.read_text()
+    capsys.readouterr()
+    assert main(["report", f"{single}:", "--args", str(single), "-o", str(out)]) == 2
+    assert "defines 2 functions (make_args, model)" in capsys.readouterr().err
+
+
 def test_bench_command_prints_the_table_and_writes_json(tmp_path, capsys):
     user = tmp_path / "user.py"
     user.write_text(USER_FILE)

@@ -658,3 +658,46 @@ def test_the_environment_can_keep_numpys_allocator_in_notebooks():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=300, check=True)
     assert "active False" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_syntax_error_in_the_cell_shows_the_cells_line_and_none_of_our_frames(shell):
+    previous = shell.custom_exceptions
+    cell = ("%%reactant_jit\n"          # line 1
+            "def f(a):\n"               # line 2
+            "    return a +* 1\n"       # line 3
+            "f(np.ones(3))\n")
+    result, _, out = run(shell, cell)
+    assert isinstance(result.error_in_exec, SyntaxError)
+    assert f"Cell In[{result.execution_count}], line 3" in out, out
+    assert "return a +* 1" in out and "SyntaxError: invalid syntax" in out
+    assert "reactant_lab" + os.sep not in out and "interactiveshell" not in out, out
+    assert "Traceback" not in out and "run_cell_magic" not in out, out
+    assert shell.custom_exceptions == previous
+
+
+def test_a_syntax_error_the_cell_raises_while_running_keeps_its_frames(shell):
+    result, _, out = run(shell, "%%reactant_jit\ncompile('a +* 1', 'made.py', 'exec')\n")
+    assert isinstance(result.error_in_exec, SyntaxError)
+    assert "made.py" in out and "compile(" in out, out  # the cell's line that raised it
+
+
+@pytest.mark.parametrize(("line", "says"), [
+    ("%%reactant_jit --optimise none --granularity pas --device tpu\nx = 1\n",
+     ["'--optimise' (did you mean '--optimize'?)", "--granularity 'pas'",
+      "(did you mean 'pass'?)", "--device 'tpu'"]),
+    ("%%reactant_jit --optimize alll --bench -2 --loop roll --verfy\nx = 1\n",
+     ["--optimize 'alll'", "(did you mean 'all'?)", "--bench '-2'", "'--verfy' (did you mean "
+      "'--verify'?)"]),
+    ("%reactant_bench --presets none,al --baselines jaxx --repeats 0 --min-tme 1 len([1])\n",
+     ["'al'", "'jaxx'", "--repeats '0'", "'--min-tme' (did you mean '--min-time'?)"]),
+    ("%reactant_bisect --metric speed --threshold -1 --no-reprodcer len([1])\n",
+     ["--metric 'speed'", "--threshold '-1'", "--no-reproducer"]),
+    ("%%reactant_mlir --granularty pass --no-nan all\nmodule {}\n",
+     ["'--granularty' (did you mean '--granularity'?)"]),
+])
+def test_every_wrong_option_is_reported_at_once_with_its_close_spelling(shell, line, says):
+    result, _, _ = run(shell, line)
+    error = result.error_in_exec
+    assert type(error).__name__ == "UsageError", repr(error)
+    for part in says:
+        assert part in str(error), str(error)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from reactant_lab import checks
 from reactant_lab.analysis.align import align
 from reactant_lab.analysis.lexer import tokenize
 from reactant_lab.analysis.normalize import ssa_template, strip_locations, structural_lines
@@ -80,6 +81,7 @@ class Diff:
     def spans(self, row: Row) -> _Spans:
         """Character ranges that differ inside a changed row's before and after lines (computed
         on demand: a view shows a few rows of a large diff)."""
+        checks.instance("row", row, Row, "a Row of one of this Diff's blocks")
         if row.kind != "changed" or row.a is None or row.b is None:
             return (), ()
         key = (row.a, row.b)
@@ -118,6 +120,7 @@ class Diff:
     def text(self, context: int = 3) -> str:
         """Plain-text unified view: '-' removed, '+' added, a changed line as '-' then '+', and
         '~ N unchanged lines' for the runs beyond ``context`` lines of a change."""
+        checks.count("context", context)
         out = [f"--- {self.before_name}", f"+++ {self.after_name}"]
         last = len(self.blocks) - 1
         for n, b in enumerate(self.blocks):
@@ -166,6 +169,7 @@ def module_text(value: Any) -> str:
 def diff(before: Any, after: Any, structural: bool = True) -> Diff:
     """Compare two modules (Stage, Traced or text). ``structural=True`` ignores SSA renaming,
     locations and attribute alias order; a change there is not a change."""
+    checks.flag("structural", structural)
     names = [getattr(v, "name", None) or default for v, default in
              ((before, "before"), (after, "after"))]
     a_text, b_text = module_text(before), module_text(after)

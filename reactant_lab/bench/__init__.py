@@ -12,7 +12,7 @@ from typing import Any, overload
 import jax
 import numpy as np
 
-from reactant_lab import backend
+from reactant_lab import backend, checks
 from reactant_lab.bench import numba_baseline
 from reactant_lab.bench.measure import (
     Inputs,
@@ -25,7 +25,7 @@ from reactant_lab.bench.measure import (
 )
 from reactant_lab.bench.result import BenchResult, BenchRow, blas_spin_caveat, make_row
 from reactant_lab.bench.roofline import Roofline, calibrate
-from reactant_lab.bench.scaling import ScalingResult, ScalingRow, bench_scaling
+from reactant_lab.bench.scaling import ScalingResult, ScalingRow, bench_scaling, check_timing
 from reactant_lab.errors import ReactantLabError, ShardingError
 from reactant_lab.explore import ExploreOptions, build_from_trace
 from reactant_lab.stages.presets import check_preset
@@ -92,6 +92,11 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     (CallTimeoutError past it, the arguments untouched). The timed runs repeat it on the same
     inputs, unguarded. The baselines are not limited (NumPy's stops at Ctrl-C).
     """
+    check_timing(repeats, min_time, warmup)
+    checks.flag("roofline", roofline)
+    if progress is not None:
+        checks.instance("progress", progress, (bool, np.bool_), "True, False or None")
+    presets = checks.names("presets", presets, "('none', 'all')")
     if meshes is not None or in_shardings is not None:
         if meshes is None or not in_shardings:
             raise ShardingError("bench(meshes=..., in_shardings=...) sweeps a sharded call over "
@@ -102,7 +107,8 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
                              optimize=presets[-1] if presets else "all",
                              shardy_passes=shardy_passes, repeats=repeats, min_time=min_time,
                              warmup=warmup, timeout=timeout, **kwargs)
-    baselines = default_baselines() if baselines is None else tuple(baselines)
+    baselines = default_baselines() if baselines is None else checks.names(
+        "baselines", baselines, "('numpy', 'jax')")
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)
     traced = _trace_for_device(fn, args, kwargs, dev)

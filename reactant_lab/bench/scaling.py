@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
-from reactant_lab import timing
+from reactant_lab import checks, timing
 from reactant_lab.analysis.collectives import CollectiveReport, collective_report
 from reactant_lab.bench.measure import Inputs, Variant, copies, plan_rounds, round_robin, warm_up
 from reactant_lab.errors import ShardingError
@@ -145,6 +145,13 @@ class ScalingResult:
         return self.table()
 
 
+def check_timing(repeats: Any, min_time: Any, warmup: Any) -> None:
+    """The timing options of ``bench`` and ``bench_scaling``, checked before anything runs."""
+    checks.count("repeats", repeats, minimum=1, none=True)
+    checks.number("min_time", min_time)
+    checks.count("warmup", warmup)
+
+
 def bench_scaling(fn: Callable[..., Any], *args: Any, in_shardings: Mapping[str, Any],
                   meshes: Sequence[MeshSpec] = ((1,), (2,), (4,), (8,)),
                   axis_names: Sequence[str] | None = None, optimize: str = "all",
@@ -165,6 +172,7 @@ def bench_scaling(fn: Callable[..., Any], *args: Any, in_shardings: Mapping[str,
     the host's cores, so parity with jax.jit is the measure there, not absolute scaling.
     ``timeout`` (seconds) limits our first run on each mesh, as in ``bench``.
     """
+    check_timing(repeats, min_time, warmup)
     names = _axis_names(in_shardings, axis_names)
     sized = [_mesh_sizes(m, names) for m in meshes]
     if not sized:

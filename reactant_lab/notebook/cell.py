@@ -13,6 +13,11 @@ from IPython.core.error import UsageError
 
 from reactant_lab.notebook.session import CellFunction, CellSession
 
+CELL_SYNTAX = "_reactant_lab_cell_syntax"
+"""Set on a SyntaxError in the cell's own code: the error panel's handler shows it as IPython
+shows one in a plain cell, at the cell's line and without the frames of the magic that parsed
+it."""
+
 WRAP = "__reactant_lab_wrap__"
 """Name of the wrapping function in the user's namespace while the cell runs."""
 
@@ -69,7 +74,11 @@ def run_body(shell: Any, header: str, body: str, session: CellSession,
     code = shell.transform_cell(body)
     source = f"{header}\n{code}"
     filename = shell.compile.cache(source, cell_number(shell), raw_code=f"{header}\n{body}")
-    tree = shell.compile.ast_parse("\n" + code, filename=filename)
+    try:
+        tree = shell.compile.ast_parse("\n" + code, filename=filename)
+    except SyntaxError as exc:
+        setattr(exc, CELL_SYNTAX, True)
+        raise
     defined = rebind_defs(tree, only)
     tree = shell.transform_ast(tree)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None

@@ -14,10 +14,10 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from reactant_lab.bench import BenchResult, bench
+from reactant_lab.bench import BASELINES, EXACT, BenchResult, bench
 from reactant_lab.errors import (
     ExecutionError,
     PipelineError,
@@ -26,11 +26,13 @@ from reactant_lab.errors import (
 )
 from reactant_lab.explore import Exploration, ExploreOptions, build_from_text
 from reactant_lab.notebook import display as nbdisplay
-from reactant_lab.notebook.cell import NoValue, cell_number, run_body
+from reactant_lab.notebook.cell import CELL_SYNTAX, NoValue, cell_number, run_body
+from reactant_lab.notebook.magic_options import at_least, one_of, parse, seconds
 from reactant_lab.notebook.session import CellOptions, CellSession, Example, Explored
 from reactant_lab.stages.presets import PRESETS, SHARDY_PASSES
 
 _LAST: list[Exploration] = []
+_PRESET = {"--optimize": one_of(PRESETS)}
 
 
 def last_explorations() -> list[Exploration]:
@@ -52,7 +54,7 @@ class ReactantMagics(Magics):
     @argument("--fn", nargs="+", action="extend", metavar="NAME",
               help="explore only these functions (of this cell or earlier cells) instead of "
                    "every function the cell defines")
-    @argument("--bench", nargs="?", type=int, const=0, default=None, metavar="N",
+    @argument("--bench", nargs="?", type=at_least(0), const=0, default=None, metavar="N",
               help="add a benchmark of each call signature (N samples; default: automatic) "
                    "beside NumPy and jax.jit")
     @argument("--device", choices=("cpu", "gpu"), default=None,
@@ -106,7 +108,7 @@ class ReactantMagics(Magics):
         __tracebackhide__ = True
         if cell is None:
             return self._jit_line(line)
-        args = parse_argstring(self.reactant_jit, line)
+        args = parse(self.reactant_jit, line, "%reactant_jit", _PRESET)
         if args.call:
             raise UsageError(f"%%reactant_jit takes options only, not {' '.join(args.call)!r}; "
                              "the cell body is the code (line form: %reactant_jit f(x))")
@@ -127,7 +129,7 @@ class ReactantMagics(Magics):
     def _jit_line(self, line: str) -> Any:
         __tracebackhide__ = True
         prefix, call = split_call(line)
-        args = parse_argstring(self.reactant_jit, prefix)
+        args = parse(self.reactant_jit, prefix, "reactant_jit", _PRESET)
         if args.fn:
             raise UsageError("--fn is for the cell form; the line form explores the call it is "
                              "given")
@@ -167,7 +169,7 @@ class ReactantMagics(Magics):
         """Run a preset or a pass pipeline stage by stage on the MLIR module in the cell body
         (Reactant's run_pass_pipeline_on_source) and show the explorer. Nothing is compiled or
         run: a module given as text has no Python signature."""
-        args = parse_argstring(self.reactant_mlir, line)
+        args = parse(self.reactant_mlir, line, "%reactant_mlir")
         install_error_panel(self.shell)
         target = " ".join(args.pipeline).strip() or "all"
         preset, pipeline = (target, None) if target in PRESETS else ("all", target)
@@ -185,9 +187,9 @@ class ReactantMagics(Magics):
               help="baselines to time beside them: numpy (NumPy code only), jax (jax.jit), "
                    "numba (numba.njit of NumPy code; pip install reactant-lab[numba]); default "
                    "numpy,jax, and numba where it is installed")
-    @argument("--repeats", type=int, default=None, metavar="N",
+    @argument("--repeats", type=at_least(1), default=None, metavar="N",
               help="samples per variant (default: as many as --min-time allows)")
-    @argument("--min-time", type=float, default=0.2, metavar="SECONDS",
+    @argument("--min-time", type=seconds, default=0.2, metavar="SECONDS",
               help="measure each variant for at least this long (default 0.2)")
     @argument("--device", choices=("cpu", "gpu"), default=None, help="device to run on")
     @argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -200,7 +202,9 @@ class ReactantMagics(Magics):
         chart of the samples)."""
         __tracebackhide__ = True
         prefix, call = split_call(line)
-        args = parse_argstring(self.reactant_bench, prefix)
+        args = parse(self.reactant_bench, prefix, "reactant_bench", {
+            "--presets": one_of(PRESETS, listed=True, suffix=EXACT),
+            "--baselines": one_of(BASELINES, listed=True)})
         install_error_panel(self.shell)
         fn, call_args, call_kwargs = self._evaluate_call(call)
         result: BenchResult = bench(
@@ -213,7 +217,7 @@ class ReactantMagics(Magics):
     @magic_arguments()
     @argument("--metric", choices=("result", "runtime", "compile_time"), default="result",
               help="what goes bad: a wrong result (default), a slower run, a slower compile")
-    @argument("--threshold", type=float, default=None, metavar="X",
+    @argument("--threshold", type=seconds, default=None, metavar="X",
               help="runtime / compile_time: bad above X times the traced module's (default 2)")
     @argument("--optimize", default="all", metavar="PRESET",
               help=f"optimize preset to bisect (default all): {', '.join(PRESETS)}")
@@ -239,7 +243,7 @@ class ReactantMagics(Magics):
         from reactant_lab.bisect import bisect
 
         prefix, call = split_call(line)
-        args = parse_argstring(self.reactant_bisect, prefix)
+        args = parse(self.reactant_bisect, prefix, "reactant_bisect", _PRESET)
         install_error_panel(self.shell)
         fn, call_args, call_kwargs = self._evaluate_call(call)
         progress = display({"text/plain": "%reactant_bisect: starting…"}, raw=True,
@@ -370,6 +374,12 @@ def install_error_panel(shell: Any) -> None:
 
     def handler(shell: Any, etype: type, value: BaseException, tb: Any,
                 tb_offset: int | None = None) -> list[str]:
+        if isinstance(value, SyntaxError) and not isinstance(value, saved[0]):
+            # As IPython shows it: a syntax error of the cell's code at its line, without a
+            # frame (as in a plain cell), another one (compile() of a string at run time) with
+            # the frames it came through. IPython discards what a handler returns.
+            shell.showsyntaxerror(running_compiled_code=not getattr(value, CELL_SYNTAX, False))
+            return []
         if not isinstance(value, ReactantLabError):
             shown: list[str] = previous(etype, value, tb, tb_offset)
             return shown
@@ -382,6 +392,6 @@ def install_error_panel(shell: Any) -> None:
         shell.events.unregister("post_execute", restore)
         _PANELS.pop(shell, None)
 
-    shell.set_custom_exc((*saved[0], ReactantLabError), handler)
+    shell.set_custom_exc((*saved[0], ReactantLabError, SyntaxError), handler)
     shell.events.register("post_execute", restore)
     _PANELS[shell] = restore

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab import checks
+from reactant_lab.analysis.diff import Diff
 from reactant_lab.errors import RenderError
 from reactant_lab.render.highlight import esc, highlight_line
 
 if TYPE_CHECKING:
-    from reactant_lab.analysis.diff import Block, Diff, Row
+    from reactant_lab.analysis.diff import Block, Row
 
 LAYOUTS = ("side-by-side", "unified")
 FOLD_INLINE_MAX = 200
@@ -23,6 +25,9 @@ def diff_html(d: Diff, layout: str = "side-by-side", context: int = 3,
     lines. Past ``max_rows`` changed lines (None: all) it stops with a note saying how many were
     left out: a pass rewriting a huge module changes more lines than anyone reads, and each
     costs markup."""
+    checks.instance("d", d, Diff, "a Diff from rl.diff(before, after)")
+    checks.count("context", context)
+    checks.count("max_rows", max_rows, minimum=1, none=True)
     if layout not in LAYOUTS:
         raise RenderError(f"unknown diff layout {layout!r}; use one of {', '.join(LAYOUTS)}")
     sbs = layout == "side-by-side"

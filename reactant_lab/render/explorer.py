@@ -4,10 +4,13 @@ rendering."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab import checks
 from reactant_lab.analysis.graph import MAX_OPS, Dataflow, dataflow, signature_of
+from reactant_lab.explore import Exploration
 from reactant_lab.render.graph_dot import to_dot
 from reactant_lab.render.highlight import esc
 from reactant_lab.render.payload import PayloadOptions, build_payload, verification_entry
@@ -16,8 +19,21 @@ from reactant_lab.render.svg import render_svg
 from reactant_lab.render.tables import stage_table_html
 
 if TYPE_CHECKING:
-    from reactant_lab.explore import Exploration
     from reactant_lab.trace import Traced
+
+
+def _exploration(ex: Any) -> None:
+    """``ex`` must be an Exploration (rl.explore's, or a jit function's ``.last``)."""
+    if not isinstance(ex, Exploration):
+        hint = (" (a jit function's latest one is its .last)"
+                if hasattr(ex, "explorations") else "")
+        checks.instance("ex", ex, Exploration,
+                        f"an Exploration from rl.explore(f, *args){hint}")
+
+
+def _mapping(name: str, value: Any) -> None:
+    if value is not None:
+        checks.instance(name, value, dict, "a dict or None")
 
 
 def _traced(ex: Exploration) -> Traced | None:
@@ -28,6 +44,8 @@ def _traced(ex: Exploration) -> Traced | None:
 def stage_graph(ex: Exploration, stage: int | str = -1, max_ops: int = MAX_OPS,
                 result: str | int | None = None) -> Dataflow:
     """Dataflow graph of one stage's ``main`` of an Exploration."""
+    _exploration(ex)
+    checks.count("max_ops", max_ops, minimum=1)
     s = ex.stages[stage]
     title = f"{ex.traced.fn_name} · stage {s.index}: {s.name}"
     if ex.from_text:  # the signature comes from the module itself
@@ -57,6 +75,11 @@ def exploration_payload(ex: Exploration, run: dict[str, Any] | None = None, *,
     """The explorer payload of an Exploration (JSON-able; schema in
     ``render/explorer.schema.json``); ``run`` adds measured run times. A verified exploration's
     payload carries its ``verification``."""
+    _exploration(ex)
+    _mapping("run", run)
+    _mapping("meta", meta)
+    if options is not None:
+        checks.instance("options", options, PayloadOptions, "a PayloadOptions or None")
     timing = {"first_call_seconds": ex.run_seconds} if ex.run_seconds is not None else {}
     timing.update(run or {})
     return build_payload(ex.stages, traced=_traced(ex), compiled=ex.compiled, run=timing or None,
@@ -73,8 +96,10 @@ def exploration_html(ex: Exploration, run: dict[str, Any] | None = None, *,
 
 def save_html(ex: Exploration, path: str, run: dict[str, Any] | None = None) -> str:
     """Write ``exploration_html(ex, run)`` to ``path``; returns the path."""
+    checks.instance("path", path, (str, os.PathLike), "a file path (str or os.PathLike)")
+    html = exploration_html(ex, run)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(exploration_html(ex, run))
+        f.write(html)
     return path
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab import checks
 from reactant_lab.analysis.collectives import CollectiveReport
 from reactant_lab.analysis.diff import diff
 from reactant_lab.analysis.graph import Signature, dataflow, signature_from_ir, signature_of
@@ -87,6 +88,12 @@ class PayloadOptions:
     """Texts longer than this are gzipped (or stored as a delta)."""
     svg: bool = True
     """Lay graphs out to SVG (needs graphviz-pure or dot); DOT source is always kept."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_ops", "pair_stages", "pair_lines", "compress_over"):
+            checks.count(f"PayloadOptions.{name}", getattr(self, name), minimum=1)
+        checks.count("PayloadOptions.max_graphs", self.max_graphs)
+        checks.flag("PayloadOptions.svg", self.svg)
 
 
 def build_payload(stages: StageTrace, *, traced: Traced | None = None,

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from reactant_lab import checks
+from reactant_lab.analysis.metrics import OpTable
 from reactant_lab.render.highlight import esc
-
-if TYPE_CHECKING:
-    from reactant_lab.analysis.metrics import OpTable
 
 
 def op_table_html(t: OpTable) -> str:
     """Rows are op names, columns stages; a cell whose count changed says by how much."""
+    checks.instance("t", t, OpTable, "an OpTable from rl.analysis.op_table(ex.stages)")
     head = "".join(f'<th title="{esc(s)}"><a href="#stage-{i}">{i}</a></th>'
                    for i, s in enumerate(t.stages))
     rows = []

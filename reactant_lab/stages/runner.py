@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from reactant_lab import backend
+from reactant_lab import backend, checks
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
 from reactant_lab.errors import PipelineError, ReactantLabError, UnknownStageError
@@ -154,6 +154,9 @@ class StageTrace:
         return final[2] if final is not None else self.seconds
 
     def __getitem__(self, key: int | str) -> Stage:
+        if isinstance(key, bool):  # True is 1 to Python, never a stage the user meant
+            raise UnknownStageError(f"no stage {key!r}: a stage is an index (int) or a name "
+                                    "(str), not a bool")
         if isinstance(key, int) and -len(self.stages) <= key < len(self.stages):
             return self.stages[key]
         for stage in self.stages:
@@ -234,8 +237,10 @@ class StageTrace:
             prev = s
         left = 2  # columns aligned left: '#' and 'stage' (and 'ok' when verified)
         if verification is not None:
-            from reactant_lab.verify import CELLS
+            from reactant_lab.verify import CELLS, Verification
 
+            checks.instance("verification", verification, Verification,
+                            "a Verification from StageTrace.verify(*args), or None")
             rows = [rows[0] + CELLS] + [row + verification.cells(s.index)
                                         for row, s in zip(rows[1:], self.stages, strict=True)]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

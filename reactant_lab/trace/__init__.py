@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from reactant_lab import backend
+from reactant_lab import backend, checks
 from reactant_lab.errors import TraceError
 from reactant_lab.trace import captures, control_flow, rebinding
 from reactant_lab.trace.cache import SignatureCache
@@ -34,7 +34,7 @@ from reactant_lab.trace.specs import (
 )
 from reactant_lab.trace.traced import Traced
 from reactant_lab.trace.user_errors import describe
-from reactant_lab.trace.user_fn import check_traceable
+from reactant_lab.trace.user_fn import check_callable, check_traceable
 
 LOOPS = control_flow.LOOPS
 
@@ -80,6 +80,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     """
     _check_callable(fn)
     check_traceable(fn)
+    checks.flag("trace_scalars", trace_scalars)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
@@ -205,8 +206,4 @@ def _update_then_jax(name: str, exc: JaxCodeError,
 
 
 def _check_callable(fn: Any) -> None:
-    if callable(fn):
-        return
-    hint = (" It looks like the result of calling the function: pass the function itself, "
-            "e.g. rl.trace(f, x) rather than rl.trace(f(x))." if hasattr(fn, "shape") else "")
-    raise TraceError(f"trace expects a function, got {type(fn).__name__}.{hint}")
+    check_callable(fn, "trace")

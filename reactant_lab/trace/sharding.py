@@ -69,7 +69,7 @@ def resolve(paths: Sequence[str], shapes: Sequence[tuple[int, ...]], values: Seq
     PartitionSpec over ``mesh``, or a NamedSharding), else from the JAX array itself. Empty when
     no argument is sharded (the unsharded path). When some are, the others are replicated over
     the same mesh. Every check runs here, before anything is traced or run."""
-    given = dict(in_shardings or {})
+    given = in_mapping(in_shardings)
     unknown = sorted(set(given) - set(paths))
     if unknown:
         raise ShardingError(
@@ -105,6 +105,19 @@ def resolve(paths: Sequence[str], shapes: Sequence[tuple[int, ...]], values: Seq
     (common,) = meshes
     replicated = NamedSharding(common, PartitionSpec())  # type: ignore[no-untyped-call]  # JAX ships PartitionSpec untyped
     return tuple(replicated if s is None else s for s in found)
+
+
+def in_mapping(in_shardings: Any) -> dict[str, Any]:
+    """``in_shardings=`` (argument path -> PartitionSpec or NamedSharding; or ExploreOptions'
+    own tuple of those pairs) as a dict; a ShardingError for anything else."""
+    if not in_shardings:
+        return {}
+    if isinstance(in_shardings, Mapping) or (isinstance(in_shardings, tuple) and all(
+            isinstance(p, tuple) and len(p) == 2 for p in in_shardings)):
+        return dict(in_shardings)
+    raise ShardingError("in_shardings= must map argument paths (e.g. 'args[0]', "
+                        "\"kwargs['w']\") to PartitionSpecs, not "
+                        f"{type(in_shardings).__name__} {in_shardings!r:.60}")
 
 
 def check_out(out_shardings: Mapping[str, Any] | None,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab import checks
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.analysis.ops import EnzymeCall, enzyme_calls, op_counts, total_ops
 from reactant_lab.trace.specs import ArgSpec, CallLayout, ResultSpec, SkippedArg
@@ -50,6 +51,7 @@ class Traced:
     def as_text(self, debug_info: bool = False) -> str:
         """The StableHLO module. Block arguments always show their paths as locations; op
         locations (source lines) only with ``debug_info=True``."""
+        checks.flag("debug_info", debug_info)
         return self.ir if debug_info else strip_locations(self.ir)
 
     def stages(self, optimize: str = "all", granularity: str = "stage",

@@ -27,6 +27,16 @@ _ADVICE = {
 }
 
 
+def check_callable(fn: Any, who: str) -> None:
+    """TraceError unless ``fn`` is callable; ``who`` (``trace``, ``jit``) names the entry point."""
+    if callable(fn):
+        return
+    right = "rl.trace(f, x)" if who == "trace" else f"rl.{who}(f)"
+    hint = (" It looks like the result of calling the function: pass the function itself, "
+            f"e.g. {right} rather than rl.{who}(f(x))." if hasattr(fn, "shape") else "")
+    raise TraceError(f"{who} expects a function, got {type(fn).__name__}.{hint}")
+
+
 def check_traceable(fn: Callable[..., Any]) -> None:
     """Raise TraceError when ``fn`` is a generator, async or async generator function (also
     through functools.partial, bound methods and a ``__call__`` method), which tracing cannot

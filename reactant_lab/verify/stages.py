@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from reactant_lab.errors import TraceError
+from reactant_lab.checks import count, flag
+from reactant_lab.errors import ArgumentTypeError, TraceError
 from reactant_lab.trace.traced import Traced
 from reactant_lab.verify.compare import (
     REFERENCE_LABELS,
@@ -234,6 +235,11 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
                   progress: Callable[[str], None] | None = None) -> Verification:
     """Compile and run every stage's module (with ``changed_only``, a stage that left the module
     as it was reuses the figures of the one before) and compare each with the reference."""
+    count("repeat", repeat, minimum=1)
+    flag("changed_only", changed_only)
+    if progress is not None and not callable(progress):
+        raise ArgumentTypeError(f"progress must be a function taking a message (str) or None, "
+                                f"not {type(progress).__name__} {progress!r:.40}")
     traced = stages.traced
     if traced is None:
         raise TraceError("this StageTrace came from module text: it has no Python call to run "

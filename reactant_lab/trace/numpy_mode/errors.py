@@ -101,6 +101,14 @@ def immutable(path: str | None, reason: str, dtype: Any = None) -> ImmutableErro
         "\nPass a writable NumPy array to have it updated, or work on a copy (x = x.copy()).")
 
 
+def negative_integer_power(exponent: Any) -> ValueError:
+    """``x ** n`` of integers with a negative static ``n``: NumPy's ValueError, with the line."""
+    return ValueError(
+        f"Integers to negative integer powers are not allowed: an integer array to the power "
+        f"{exponent!r}, at {describe(calling_user_frame())}\nRaise a float instead "
+        "(a.astype(np.float64) ** n, or np.float_power(a, n)), as NumPy requires.")
+
+
 def dynamic_shape(what: str) -> DynamicShapeError:
     """An operation whose result shape would depend on traced values."""
     return DynamicShapeError(

@@ -62,6 +62,8 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
     sel, inputs = masks.align(inputs, outs)
     python = _python_numbers(inputs, outs, where, kwargs)
     in_dtypes, out_dtypes = resolve(ufunc, inputs, outs, kwargs, python)
+    if not python:  # Python's own ints: i ** -1 is a float there
+        _check_integer_power(ufunc, inputs, in_dtypes)
     key = _mask_key(ufunc, inputs, outs, where, sel, out_dtypes)
     if key is not None and key in context.memo():
         return _deliver([context.memo()[key][0]], outs, where, sel, inputs)
@@ -119,6 +121,20 @@ def _small_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...],
             in_dtypes[0].kind in "iu" and n < 0):
         return None
     return int(n)
+
+
+def _check_integer_power(ufunc: np.ufunc, inputs: tuple[Any, ...],
+                         in_dtypes: tuple[np.dtype, ...]) -> None:
+    """NumPy's ValueError for an integer power with a negative exponent known while tracing.
+    A traced exponent is not checked (NumPy checks each element as it runs; the compiled code
+    cannot raise): a negative element gives an unspecified integer, as in JAX."""
+    if ufunc is not np.power or not all(dt.kind in "iu" for dt in in_dtypes):
+        return
+    exponent = concrete_of(inputs[1]) if isinstance(inputs[1], ProxyArray) else inputs[1]
+    if isinstance(exponent, np.ndarray | np.generic | int) and np.any(np.asarray(exponent) < 0):
+        shown = exponent if np.ndim(exponent) == 0 else np.asarray(exponent).min()
+        raise errors.negative_integer_power(shown.item() if isinstance(shown, np.generic)
+                                            else shown)
 
 
 def _static_exponent(ufunc: np.ufunc, inputs: tuple[Any, ...], in_dtypes: tuple[np.dtype, ...],
@@ -355,6 +371,7 @@ def _at(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Non
     values: list[Any] = []
     if rest:
         in_dtypes, _ = resolve(ufunc, (a, rest[0]), (a,), {"casting": "unsafe"})
+        _check_integer_power(ufunc, (a, rest[0]), in_dtypes)
         values = [cast(rest[0], in_dtypes[1])]
     result = _jnp_ufunc(ufunc).at(a.value, key, *values, inplace=False)
     a.write(result)

@@ -1,0 +1,74 @@
+"""A call's buffers against the device's memory: refused before compiling or running when they
+cannot fit, XLA's RESOURCE_EXHAUSTED explained, and never a refusal of what runs."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reactant_lab as rl
+from reactant_lab import backend, device_memory
+
+CPU = jax.devices("cpu")[0]
+
+
+def test_two_results_that_fit_alone_but_not_together_are_refused_before_compiling(rng):
+    n = int(0.6 * backend.memory_bytes(CPU) / 8)  # each result 60% of the machine's memory
+
+    def kernel(a):
+        b = np.broadcast_to(a, (n,))
+        return b + 1, b * 2
+
+    a = rng.random(1)
+    before = a.copy()
+    with pytest.raises(rl.DeviceMemoryError) as info:
+        rl.jit(kernel, optimize="none", device="cpu")(a)
+    err = info.value
+    assert isinstance(err, MemoryError) and err.when == "before compiling"
+    assert err.needed == 2 * 8 * n and err.available == backend.memory_bytes(CPU)
+    assert "with its other results the call needs" in str(err)
+    assert f"{__file__}:{kernel.__code__.co_firstlineno + 2}" in str(err)  # `b + 1`'s line
+    assert (a == before).all()
+
+
+def test_a_broadcast_reduced_or_sliced_at_once_is_not_refused(rng):
+    def kernel(a, k):
+        b = np.broadcast_to(a, (2**20, 2**20))
+        return b.sum() * k, b[:: 2**12, :: 2**12] + 1.0
+
+    a = rng.random(1)
+    total, corner = rl.jit(kernel, optimize="none")(a, 3)
+    np.testing.assert_allclose(total, 3 * 2.0**40 * a[0], rtol=1e-9)
+    np.testing.assert_array_equal(corner, np.full((256, 256), a[0] + 1.0))
+
+
+def test_an_executable_whose_plan_cannot_fit_is_refused_before_it_runs(rng):
+    x = rng.random(8)
+    compiled = rl.trace(lambda a: a * 2, x).stages("none").compile(device="cpu")
+    device_memory.check_plan("f", compiled.memory_analysis(), CPU, "traced")  # fits
+    too_much = dict(compiled.memory_analysis(), temp_size_in_bytes=backend.memory_bytes(CPU))
+    with pytest.raises(rl.DeviceMemoryError) as info:
+        device_memory.check_plan("f", too_much, CPU, "traced")
+    assert info.value.when == "before running" and "intermediate values" in str(info.value)
+    assert "stage 'traced'" in str(info.value)
+
+
+def test_xlas_resource_exhausted_names_the_allocation_and_the_stage(rng):
+    x = jnp.asarray(rng.random(1), jnp.float32)
+    with pytest.raises(Exception) as info:  # JAX's own jit, unchecked: XLA's error as it is
+        jax.jit(lambda a: jnp.broadcast_to(a, (2**20, 2**20)) * 2)(x)
+    err = device_memory.explained(info.value, "f", CPU, "final", "running")
+    assert isinstance(err, rl.DeviceMemoryError) and err.needed == 4 * 2**40
+    assert "could not allocate 4.0 TiB" in str(err) and "running stage 'final'" in str(err)
+    assert "RESOURCE_EXHAUSTED" not in str(err) and "JaxRuntimeError" not in str(err)
+    assert device_memory.explained(ValueError("shapes differ"), "f", CPU, "final", "running") \
+        is None
+
+
+def test_the_cpus_memory_is_the_machines_physical_memory():
+    import os
+
+    assert backend.memory_bytes(CPU) == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert device_memory.size(8 * 2**40) == "8.0 TiB (8,796,093,022,208 bytes)"
