@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from reactant_lab import backend
-from reactant_lab.errors import EnzymeUnavailableWarning
+from reactant_lab.errors import EnzymeArgumentError, EnzymeUnavailableWarning
 from reactant_lab.explore import JitFunction
 from reactant_lab.trace.numpy_mode import ProxyArray, new_array, new_scalar
 
@@ -95,20 +95,23 @@ def leaf_activities(args: tuple[Any, ...], argnums: tuple[int, ...],
         return [[ACTIVE if i in argnums else CONST] * len(jax.tree_util.tree_leaves(a))
                 for i, a in enumerate(args)]
     if len(activity) != len(args):
-        raise ValueError(f"activity has {len(activity)} entries for {len(args)} positional "
-                         "arguments: give one per argument ('active' or 'const', or a pytree "
-                         "of these matching the argument)")
+        raise EnzymeArgumentError(
+            f"activity has {len(activity)} entries for {len(args)} positional arguments: give "
+            "one per argument ('active' or 'const', or a pytree of these matching the "
+            "argument)", "activity")
     out = []
     for i, (spec, arg) in enumerate(zip(activity, args, strict=True)):
         n = len(jax.tree_util.tree_leaves(arg))
         specs = [spec] * n if isinstance(spec, str) else jax.tree_util.tree_leaves(spec)
         if len(specs) != n:
-            raise ValueError(f"activity[{i}] has {len(specs)} leaves; argument {i} has {n}")
+            raise EnzymeArgumentError(f"activity[{i}] has {len(specs)} leaves; args[{i}] has "
+                                      f"{n}", f"activity[{i}]")
         bad = [s for s in specs if s not in ACTIVITY_NAMES]
         if bad:
-            raise ValueError(f"activity {bad[0]!r} of argument {i}: reverse mode takes "
-                             "'active' or 'const' (Duplicated shadows are for mutable "
-                             "buffers, which JAX arrays are not)")
+            raise EnzymeArgumentError(
+                f"activity {bad[0]!r} of args[{i}]: reverse mode takes 'active' or 'const' "
+                "(Duplicated shadows are for mutable buffers, which JAX arrays are not)",
+                f"activity[{i}]")
         out.append([ACTIVITY_NAMES[s] for s in specs])
     return out
 
@@ -125,10 +128,7 @@ def plan(args: tuple[Any, ...], acts: list[list[str]]) -> tuple[
         for given, act in zip(ls, arg_acts, strict=True):
             number = isinstance(given, int | float) and not isinstance(given, bool)
             leaf = jnp.asarray(given) if act == ACTIVE and number else given
-            if not is_array(leaf):
-                if act == ACTIVE:
-                    raise TypeError(f"cannot differentiate with respect to {leaf!r} "
-                                    f"({type(leaf).__name__}): not an array")
+            if not is_array(leaf):  # (an argument checked as differentiable is an array)
                 new_acts.append(STATIC)
             else:
                 new_acts.append(ACTIVE if act == ACTIVE and inexact(leaf) else CONST)
