@@ -228,13 +228,15 @@ def cotangent(f: Callable[..., Any], ct: Any, out: Any) -> None:
             "structure", "ct")
     for (path, want), given in zip(with_paths(out, "ct"), jax.tree_util.tree_leaves(ct),
                                    strict=True):
+        differentiable = _kind(want) in ("float", "complex")
         if _array_like(given) and np.shape(given) == np.shape(want) and (
-                _kind(want) not in ("float", "complex") or _fits(given, want)):
+                not differentiable or _fits(given, want)):
             continue
+        expect = "shape and dtype" if differentiable else "shape (any dtype: it is not read)"
         raise EnzymeArgumentError(
             f"{head}: {path} is {describe(given)}, but that output of {fn_name(f)} is "
-            f"{describe(want)}; its cotangent must have the output's shape and dtype (as "
-            "jax.vjp)", path)
+            f"{describe(want)}; its cotangent must have the output's {expect}, as jax.vjp "
+            "asks", path)
 
 
 def jvp_args(f: Callable[..., Any], given_primals: Any, tangents: Any) -> None:
