@@ -210,6 +210,37 @@ def batch(fn: FlatFunction, args: Sequence[Any], batch_shape: Sequence[int]) -> 
         *consts, *args, jaxpr=fn.jaxpr, batch_shape=shape, name=fn.name))
 
 
+def _vmapped(fn: FlatFunction, args: Sequence[Any],
+             body: Callable[..., Sequence[Any]]) -> Callable[..., Any]:
+    """jax.vmap of ``body`` over ``fn``'s operands: its closed-over values unbatched, ``args``
+    along their leading axis."""
+    return jax.vmap(body, in_axes=(None,) * len(fn.consts) + (0,) * len(args))
+
+
+def vmap(fn: FlatFunction, args: Sequence[Any]) -> list[Any]:
+    """What ``batch(fn, args, ...)`` computes, by JAX's own vmap (for when enzyme-ad is not
+    available): every result with the batch as its leading axis."""
+    run = jcore.jaxpr_as_fun(fn.jaxpr)
+    return list(_vmapped(fn, args, run)(*fn.consts, *args))
+
+
+def batched_results(fn: FlatFunction, args: Sequence[Any]) -> list[bool]:
+    """Per result of ``fn``, whether it varies along the batch of ``args`` (their leading
+    axis), by JAX's batching rules: jax.vmap refuses out_axes=None for those."""
+    from reactant_lab._backend_jax import unbatched
+
+    run = jcore.jaxpr_as_fun(fn.jaxpr)
+    flags: list[bool] = []
+
+    def probe(*values: Any) -> Sequence[Any]:
+        outs: Sequence[Any] = run(*values)
+        flags.extend(unbatched(o) is None for o in outs)
+        return outs
+
+    jax.eval_shape(_vmapped(fn, args, probe), *map(_aval, fn.consts), *map(_aval, args))
+    return flags
+
+
 def fwddiff(fn: FlatFunction, args: Sequence[Any], tangents: Sequence[Any | None],
             activity: Sequence[str], ret_activity: Sequence[str]) -> list[Any]:
     """``enzyme.fwddiff`` (forward mode) of ``fn`` at ``args``: per result, its primal (unless

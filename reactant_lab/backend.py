@@ -35,7 +35,15 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir, passmanager
 
 from reactant_lab import _backend_ir, _pass_worker, _worker_client
-from reactant_lab._backend_enzyme import FlatFunction, autodiff, batch, fwddiff, is_tracer
+from reactant_lab._backend_enzyme import (
+    FlatFunction,
+    autodiff,
+    batch,
+    batched_results,
+    fwddiff,
+    is_tracer,
+    vmap,
+)
 from reactant_lab._backend_ir import Aval
 from reactant_lab._backend_jax import (
     Executable,
@@ -109,6 +117,7 @@ __all__ = [
     "batch",
     "batch_axis_kept_by_unit_reshapes",
     "batch_rules_in_place",
+    "batched_results",
     "check_parses",
     "check_pipeline",
     "compile_check_mode",
@@ -133,6 +142,7 @@ __all__ = [
     "unbatched",
     "upstream_pass_available",
     "versions",
+    "vmap",
     "without_dead_code",
     "worker_pid",
     "x64_scope",

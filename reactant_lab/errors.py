@@ -205,6 +205,20 @@ class CompileFallbackWarning(UserWarning):
     emitters); the executable works, and may run at another speed."""
 
 
+class EnzymeArgumentError(ReactantLabError, TypeError, ValueError):
+    """``reactant_lab.enzyme``'s gradient, vjp, jvp or batch refused its arguments, or what the
+    function returned (an integer input to differentiate, a tangent or cotangent of another
+    shape or dtype, a tuple where one scalar was due): the mistakes jax.grad / jax.vjp / jax.jvp /
+    jax.vmap refuse. Both a TypeError and a ValueError, so that code catching the class JAX
+    raises for the same mistake (it uses both) catches this one."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+        """The offending value, e.g. ``args[0]['k']``, ``tangents[1]``, ``result[0]`` (None
+        where it is an option, such as ``out_axes``)."""
+
+
 class EnzymeUnavailableWarning(UserWarning):
     """enzyme-ad is not installed (or disabled): ``reactant_lab.enzyme`` runs JAX's own
     transformation (jax.grad, jax.vjp, jax.jvp) instead of emitting Enzyme ops."""

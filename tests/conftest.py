@@ -140,3 +140,17 @@ def assert_trees_close(got, want, tol: float) -> None:
             np.testing.assert_array_equal(ga, wa)
         else:
             np.testing.assert_allclose(ga, wa, rtol=tol, atol=tol)
+
+
+def assert_close_to_scale(got, want, tol: float, where: str = "") -> None:
+    """Same structure, dtypes and shapes; each leaf within ``tol`` relative to its own scale
+    (its largest magnitude, at least 1), so values near zero need no tighter bound."""
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"{where}: structure {got_tree} != {want_tree}"
+    for k, (got_leaf, want_leaf) in enumerate(zip(got_leaves, want_leaves, strict=True)):
+        g, w = np.asarray(got_leaf), np.asarray(want_leaf)
+        assert g.shape == w.shape and g.dtype == w.dtype, f"{where}[{k}]: {g.dtype}{g.shape} " \
+                                                          f"!= {w.dtype}{w.shape}"
+        scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=f"{where}[{k}]")

@@ -34,6 +34,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from reactant_lab import enzyme as rle
 from reactant_lab.errors import AnalysisError
 
 HERE = __file__
@@ -67,6 +68,9 @@ class Bad:
     """A good call on the same jit object / executable, which must work after the failure."""
     eager: Callable[[], Any] | None = None
     """The same code run by NumPy, where the rule is NumPy's own error: it must raise it too."""
+    jax: Callable[[], Any] | None = None
+    """The same mistake made with JAX's own transformation (jax.grad, jax.vjp, jax.jvp,
+    jax.vmap): JAX must refuse it too, and ours must be an instance of the class JAX raises."""
 
 
 @dataclass(frozen=True)
@@ -1169,6 +1173,204 @@ def bench_magic_with_zero_repeats_and_an_unknown_preset(rng):
                ("--repeats '0'", "(did you mean 'all'?)"))
 
 
+# ---------------------------------------------------------------------------------- reactant_lab.enzyme
+
+def _x32(rng, *shape):
+    return rng.normal(size=shape).astype(np.float32)
+
+
+@case(rl.EnzymeArgumentError)
+def gradient_of_a_tuple_without_has_aux(rng):
+    def loss_and_prediction(w):
+        return jnp.sum(jnp.tanh(w) ** 2), jnp.tanh(w)
+
+    w = _x32(rng, 4)
+    return Bad(lambda: rle.gradient(loss_and_prediction)(w), (w,),
+               ("loss_and_prediction", line_of(loss_and_prediction, "def loss"), "tuple",
+                "has_aux=True"),
+               then=lambda: np.testing.assert_allclose(
+                   rle.gradient(loss_and_prediction, has_aux=True)(w)[0],
+                   jax.grad(loss_and_prediction, has_aux=True)(w)[0], rtol=1e-5, atol=1e-6),
+               jax=lambda: jax.grad(loss_and_prediction)(w))
+
+
+@case(rl.EnzymeArgumentError)
+def gradient_of_a_vector_inside_jit(rng):
+    def activations(w):
+        return jnp.tanh(w)
+
+    w = _x32(rng, 4)
+    return Bad(lambda: rl.jit(rle.gradient(activations))(w), (w,),
+               (line_of(activations, "def activations"), "float32[4]", "jnp.sum"),
+               jax=lambda: jax.grad(activations)(w))
+
+
+@case(rl.EnzymeArgumentError)
+def gradient_with_respect_to_an_integer_input(rng):
+    def weighted(k, w):
+        return jnp.sum(k * w)  # an integer output too: the input is to blame, not the output
+
+    k, w = rng.integers(1, 9, 4).astype(np.int32), _x32(rng, 4)
+    grad = rle.gradient(weighted, argnums=(0, 1))
+    return Bad(lambda: grad(k, w), (k, w), ("args[0]", "int32[4]", "allow_int=True"),
+               then=lambda: np.testing.assert_allclose(rle.gradient(weighted, argnums=1)(k, w),
+                                                       k.astype(np.float32)),
+               jax=lambda: jax.grad(weighted, argnums=(0, 1))(k, w))
+
+
+@case(rl.EnzymeArgumentError)
+def gradient_with_respect_to_an_integer_leaf_inside_jit(rng):
+    def energy(state):
+        return jnp.sum(jnp.sin(state["x"]) * state["n"])
+
+    x, n = _x32(rng, 4), np.int32(3)
+    return Bad(lambda: rl.jit(lambda x, n: rle.gradient(energy)({"x": x, "n": n}))(x, n),
+               (x,), ("args[0]['n']", "int32[]", "allow_int"),
+               jax=lambda: jax.grad(energy)({"x": x, "n": n}))
+
+
+@case(rl.EnzymeArgumentError)
+def gradient_argnums_past_the_arguments(rng):
+    w = _x32(rng, 3)
+    return Bad(lambda: rle.gradient(jnp.sum, argnums=2)(w), (w,), ("argnums=2", "1 positional"),
+               jax=lambda: jax.grad(jnp.sum, argnums=2)(w))
+
+
+@case(rl.EnzymeArgumentError)
+def gradient_of_a_complex_output_without_holomorphic(rng):
+    def square_sum(z):
+        return jnp.sum(z * z)
+
+    z = (rng.normal(size=3) + 1j * rng.normal(size=3)).astype(np.complex64)
+    return Bad(lambda: rle.gradient(square_sum)(z), (z,), ("complex64[]", "holomorphic=True"),
+               jax=lambda: jax.grad(square_sum)(z))
+
+
+@case(rl.EnzymeArgumentError)
+def holomorphic_gradient_of_a_real_input(rng):
+    x = _x32(rng, 3)
+    return Bad(lambda: rle.gradient(jnp.sum, holomorphic=True)(x), (x,),
+               ("args[0]", "float32[3]", "complex"),
+               jax=lambda: jax.grad(jnp.sum, holomorphic=True)(x))
+
+
+@case(rl.EnzymeArgumentError)
+def vjp_cotangent_of_the_wrong_shape(rng):
+    x, ct = _x32(rng, 3), _x32(rng, 4)
+    _, pull = rle.vjp(jnp.sin, x)
+    return Bad(lambda: pull(ct), (x, ct), ("ct", "float32[4]", "float32[3]"),
+               then=lambda: np.testing.assert_allclose(pull(ct[:3])[0], np.cos(x) * ct[:3],
+                                                       rtol=1e-5, atol=1e-6),
+               jax=lambda: jax.vjp(jnp.sin, x)[1](ct))
+
+
+@case(rl.EnzymeArgumentError)
+def vjp_cotangent_of_the_wrong_dtype(rng):
+    x, ct = _x32(rng, 3), rng.integers(1, 5, 3).astype(np.int32)
+    _, pull = rle.vjp(jnp.sin, x)
+    return Bad(lambda: pull(ct), (x, ct), ("ct", "int32[3]", "float32[3]"),
+               then=lambda: np.testing.assert_allclose(pull(ct.astype(np.float32))[0],
+                                                       np.cos(x) * ct, rtol=1e-5, atol=1e-6),
+               jax=lambda: jax.vjp(jnp.sin, x)[1](ct))
+
+
+@case(rl.EnzymeArgumentError)
+def vjp_cotangent_of_another_structure(rng):
+    def pair(x):
+        return jnp.sin(x), jnp.cos(x)
+
+    x = _x32(rng, 3)
+    _, pull = rle.vjp(pair, x)
+    return Bad(lambda: pull(x), (x,), ("cotangent", "tuple"),
+               then=lambda: pull((x, x)), jax=lambda: jax.vjp(pair, x)[1](x))
+
+
+@case(rl.EnzymeArgumentError)
+def vjp_cotangent_of_the_wrong_shape_inside_jit(rng):
+    def pulled(x, ct):
+        return rle.vjp(jnp.tanh, x)[1](ct)
+
+    x, ct = _x32(rng, 2, 3), _x32(rng, 3, 2)
+    return Bad(lambda: rl.jit(pulled)(x, ct), (x, ct), ("ct", "float32[3, 2]", "float32[2, 3]"),
+               jax=lambda: jax.vjp(jnp.tanh, x)[1](ct))
+
+
+@case(rl.EnzymeArgumentError)
+def jvp_tangent_of_the_wrong_shape(rng):
+    x, t = _x32(rng, 3), _x32(rng, 4)
+    return Bad(lambda: rle.jvp(jnp.sin, (x,), (t,)), (x, t), ("tangents[0]", "float32[4]",
+                                                              "float32[3]"),
+               jax=lambda: jax.jvp(jnp.sin, (x,), (t,)))
+
+
+@case(rl.EnzymeArgumentError)
+def jvp_tangent_of_the_wrong_shape_inside_jit(rng):
+    # It reached the 'enzyme (AD)' stage, whose pass failed on the mismatched types.
+    x, t = _x32(rng, 3), _x32(rng, 4)
+    jf = rl.jit(lambda x, t: rle.jvp(jnp.sin, (x,), (t,)))
+    return Bad(lambda: jf(x, t), (x, t), ("tangents[0]", "float32[4]", "float32[3]"),
+               then=lambda: np.testing.assert_allclose(jf(x, t[:3])[1], np.cos(x) * t[:3],
+                                                       rtol=1e-5, atol=1e-6),
+               jax=lambda: jax.jvp(jnp.sin, (x,), (t,)))
+
+
+@case(rl.EnzymeArgumentError)
+def jvp_integer_tangent_of_a_float_primal(rng):
+    x, t = _x32(rng, 3), rng.integers(1, 5, 3).astype(np.int32)
+    return Bad(lambda: rle.jvp(jnp.sin, (x,), (t,)), (x, t), ("tangents[0]", "int32[3]"),
+               jax=lambda: jax.jvp(jnp.sin, (x,), (t,)))
+
+
+@case(rl.EnzymeArgumentError)
+def jvp_complex_tangent_of_a_float_primal(rng):
+    x = _x32(rng, 3)
+    t = x.astype(np.complex64) * 1j
+    return Bad(lambda: rle.jvp(jnp.sin, (x,), (t,)), (x, t), ("tangents[0]", "complex64[3]"),
+               jax=lambda: jax.jvp(jnp.sin, (x,), (t,)))
+
+
+@case(rl.EnzymeArgumentError)
+def jvp_integer_tangent_of_an_integer_primal(rng):
+    def scaled(x, k):
+        return x * k
+
+    x, k = _x32(rng, 3), np.int32(2)
+    float0 = np.zeros((), jax.dtypes.float0)
+    return Bad(lambda: rle.jvp(scaled, (x, k), (x, np.int32(1))), (x,),
+               ("tangents[1]", "float0"),
+               then=lambda: np.testing.assert_allclose(rle.jvp(scaled, (x, k), (x, float0))[1],
+                                                       2 * x, rtol=1e-6),
+               jax=lambda: jax.jvp(scaled, (x, k), (x, np.int32(1))))
+
+
+@case(rl.EnzymeArgumentError)
+def jvp_given_bare_arrays(rng):
+    x, t = _x32(rng, 3), _x32(rng, 3)
+    return Bad(lambda: rle.jvp(jnp.sin, x, t), (x, t), ("tuples", "(x,), (t,)", "ndarray"),
+               jax=lambda: jax.jvp(jnp.sin, x, t))
+
+
+@case(rl.EnzymeArgumentError)
+def batch_out_axes_out_of_range(rng):
+    xs = _x32(rng, 2, 3)
+    return Bad(lambda: rle.batch(jnp.sin, out_axes=3)(xs), (xs,), ("out_axes", "result",
+                                                                   "[-2, 1]"),
+               then=lambda: np.testing.assert_allclose(rle.batch(jnp.sin, out_axes=1)(xs),
+                                                       np.sin(xs).T, rtol=1e-5, atol=1e-6),
+               jax=lambda: jax.vmap(jnp.sin, out_axes=3)(xs))
+
+
+@case(rl.EnzymeArgumentError)
+def batch_out_axes_none_for_a_batched_result(rng):
+    def both(x):
+        return jnp.sum(x) * 0 + 1.0, jnp.sin(x)
+
+    xs = _x32(rng, 2, 3)
+    return Bad(lambda: rle.batch(both, out_axes=(None, None))(xs), (xs,), ("result[0]",
+                                                                            "out_axes"),
+               jax=lambda: jax.vmap(both, out_axes=(None, None))(xs))
+
+
 # The catalog's test (after every case has registered)
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -1182,6 +1384,10 @@ def test_bad_input(name, rng):
     with pytest.raises(Exception) as info:
         bad.call()
     check_clear(info.value, spec.expect, bad.says)
+    if bad.jax is not None:  # at least as strict as JAX, and catchable as JAX's error is
+        with pytest.raises(Exception) as theirs:
+            bad.jax()
+        assert isinstance(info.value, type(theirs.value)), (type(theirs.value), info.value)
     after = [frame(a) for a in bad.arrays]
     for k, (b, a) in enumerate(zip(before, after, strict=True)):
         assert a == b, f"caller array {k} changed: {b[:9]} -> {a[:9]}" + (
@@ -1241,6 +1447,7 @@ def test_run_pipeline_on_bytes_decodes_them_or_refuses_clearly(rng):
 _SCRIPT = """
 import numpy as np
 import reactant_lab as rl
+from reactant_lab import enzyme as rle
 try:
 {body}
 except rl.ReactantLabError as exc:

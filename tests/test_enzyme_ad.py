@@ -20,6 +20,7 @@ import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import CompileError, EnzymeUnavailableWarning
+from tests.conftest import assert_close_to_scale
 
 needs_enzyme = pytest.mark.skipif(not backend.enzyme_available(),
                                   reason=f"enzyme-ad: {backend.enzyme_unavailable_reason()}")
@@ -163,8 +164,8 @@ def test_integer_leaf_is_const_and_closure_is_captured():
         return jnp.sum(jnp.sin(state["x"]) * state["k"] * scale)  # scale: closed over
 
     def g(x, k, s):
-        return rle.gradient(lambda st: jnp.sum(jnp.sin(st["x"]) * st["k"] * s))(
-            {"x": x, "k": k})
+        return rle.gradient(lambda st: jnp.sum(jnp.sin(st["x"]) * st["k"] * s),
+                            allow_int=True)({"x": x, "k": k})
 
     k = np.int32(3)
     ex = _explore_checked(g, x, k, scale)
@@ -217,6 +218,138 @@ def test_jvp_in_trace():
 
     ex = _explore_checked(lambda x, t: rle.jvp(f, (x,), (t,)), x, t, op="enzyme.fwddiff")
     _close(ex.outputs, jax.jvp(f, (x,), (t,)))
+
+
+# ---------------------------------------------------------------- complex numbers
+# Enzyme's reverse mode returns the conjugate of JAX's gradient of a real function of complex
+# inputs (2z for |z|**2, where jax.grad gives 2 conj(z)); reactant_lab follows JAX everywhere.
+
+
+def _c64(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.complex64)
+
+
+def abs_squared(z):
+    return jnp.sum(jnp.abs(z) ** 2)
+
+
+def real_of_product(z, w):
+    return jnp.sum(jnp.real(z * w))
+
+
+def sum_of_moduli(z):
+    return jnp.sum(jnp.abs(z))
+
+
+def complex_matmul_energy(a, b):
+    return jnp.sum(jnp.abs(jnp.tanh(a @ b)) ** 2)
+
+
+def _complex_case(name, rng):
+    return {"abs_squared": (abs_squared, (_c64(rng, 5),), 0),
+            "real_of_product": (real_of_product, (_c64(rng, 4), _c64(rng, 4)), (0, 1)),
+            "sum_of_moduli": (sum_of_moduli, (_c64(rng, 6),), 0),
+            "complex_matmul": (complex_matmul_energy, (_c64(rng, 3, 4) * 0.5,
+                                                       _c64(rng, 4, 2) * 0.5), (0, 1))}[name]
+
+
+COMPLEX_CASES = ("abs_squared", "real_of_product", "sum_of_moduli", "complex_matmul")
+
+
+@needs_enzyme
+@pytest.mark.parametrize("name", COMPLEX_CASES)
+def test_gradient_of_a_real_function_of_complex_inputs_is_jaxs(name, rng):
+    fn, args, argnums = _complex_case(name, rng)
+    ex = _explore_checked(rle.value_and_gradient(fn, argnums=argnums), *args)
+    assert_close_to_scale(ex.outputs, jax.value_and_grad(fn, argnums=argnums)(*args), 2e-5,
+                          name)
+    # Called outside any trace (compiled through the pipeline): the same convention.
+    assert_close_to_scale(rle.gradient(fn, argnums=argnums)(*args),
+                          jax.grad(fn, argnums=argnums)(*args), 2e-5, f"{name} eager")
+
+
+def holomorphic_sum(z, w):
+    return jnp.sum(jnp.sin(z) * z * w)
+
+
+def conj_weighted(z, w):
+    return jnp.conj(z) * z * w + jnp.real(z) * 1j
+
+
+@needs_enzyme
+@pytest.mark.parametrize("fn", [holomorphic_sum, conj_weighted, lambda z, w: z @ w.T],
+                         ids=["holomorphic", "not holomorphic", "matmul"])
+def test_vjp_and_jvp_of_complex_functions_are_jaxs(fn, rng):
+    z, w = _c64(rng, 3, 4), _c64(rng, 3, 4)
+    out = jax.eval_shape(fn, z, w)
+    ct = (rng.normal(size=out.shape) + 1j * rng.normal(size=out.shape)).astype(out.dtype)
+    tz, tw = _c64(rng, 3, 4), _c64(rng, 3, 4)
+
+    def ours(z, w, ct, tz, tw):
+        out, pull = rle.vjp(fn, z, w)
+        return out, pull(ct), rle.jvp(fn, (z, w), (tz, tw))
+
+    ex = _explore_checked(ours, z, w, ct, tz, tw)
+    out, pull = jax.vjp(fn, z, w)
+    assert_close_to_scale(ex.outputs, (out, pull(ct), jax.jvp(fn, (z, w), (tz, tw))), 2e-5)
+    assert_close_to_scale(rle.vjp(fn, z, w)[1](ct), pull(ct), 2e-5, "eager vjp")
+
+
+@needs_enzyme
+def test_vjp_of_a_real_to_complex_function_is_jaxs(rng):
+    x, ct = _f32(rng, 6), _c64(rng, 6)
+
+    def rotate(x):
+        return x * (1.0 + 2.0j) + jnp.sin(x) * 1j
+
+    ex = _explore_checked(lambda x, ct: rle.vjp(rotate, x)[1](ct), x, ct)
+    assert_close_to_scale(ex.outputs, jax.vjp(rotate, x)[1](ct), 2e-5)
+
+
+@needs_enzyme
+def test_holomorphic_gradient_is_jaxs(rng):
+    z, w = _c64(rng, 5), _c64(rng, 5)
+    grad = rle.value_and_gradient(holomorphic_sum, holomorphic=True)
+    ex = _explore_checked(grad, z, w)
+    assert_close_to_scale(ex.outputs,
+                          jax.value_and_grad(holomorphic_sum, holomorphic=True)(z, w), 2e-5)
+
+
+@needs_enzyme
+def test_complex_gradients_in_numpy_kernels_and_batches_are_jaxs(rng):
+    z, zs = _c64(rng, 5), _c64(rng, 3, 5)
+
+    def kernel(z):
+        z[0] *= 2  # an in-place update: NumPy mode
+        return np.sum(np.abs(z) ** 2)
+
+    def kernel_ref(z):
+        return jnp.sum(jnp.abs(z.at[0].multiply(2)) ** 2)
+
+    want = jax.grad(kernel_ref)(z)
+    assert_close_to_scale(rle.gradient(kernel)(z.copy()), want, 2e-5, "NumPy mode")
+    stepped = rl.jit(lambda z: z - 0.1 * rle.gradient(kernel)(z.copy()))(z)
+    assert_close_to_scale(stepped, z - 0.1 * want, 2e-5, "inside rl.jit")
+    per_example = rl.explore(rle.batch(rle.gradient(abs_squared)), zs, mode="jax")
+    assert_close_to_scale(per_example.outputs, jax.vmap(jax.grad(abs_squared))(zs), 2e-5,
+                          "batch of gradient")
+
+
+def test_complex_refusals_mirror_jax(rng):
+    z, x = _c64(rng, 3), _f32(rng, 3)
+    for call, jax_call, says in [
+        (lambda: rle.gradient(lambda v: jnp.sum(v * v))(z),
+         lambda: jax.grad(lambda v: jnp.sum(v * v))(z), "holomorphic=True"),
+        (lambda: rle.gradient(lambda v: jnp.sum(v * v), holomorphic=True)(x),
+         lambda: jax.grad(lambda v: jnp.sum(v * v), holomorphic=True)(x), "args[0]"),
+        (lambda: rle.gradient(abs_squared, holomorphic=True)(z),
+         lambda: jax.grad(abs_squared, holomorphic=True)(z), "complex output"),
+    ]:
+        with pytest.raises(TypeError) as theirs:
+            jax_call()
+        with pytest.raises(rl.EnzymeArgumentError, match=re.escape(says)) as info:
+            call()
+        assert isinstance(info.value, type(theirs.value))
 
 
 # ---------------------------------------------------------------- outside any trace

@@ -35,6 +35,7 @@ import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import CompileError, PassFailedError
+from tests.conftest import assert_close_to_scale
 
 pytestmark = pytest.mark.skipif(not backend.enzyme_available(),
                                 reason=f"enzyme-ad: {backend.enzyme_unavailable_reason()}")
@@ -358,18 +359,6 @@ def _inputs(case: Case, rng: np.random.Generator):
     return args, ct, tuple(tangents)
 
 
-def _assert_close(got: Any, want: Any, tol: float, where: str) -> None:
-    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
-    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
-    assert got_tree == want_tree, f"{where}: structure {got_tree} != {want_tree}"
-    for k, (got_leaf, want_leaf) in enumerate(zip(got_leaves, want_leaves, strict=True)):
-        g, w = np.asarray(got_leaf), np.asarray(want_leaf)
-        assert g.shape == w.shape and g.dtype == w.dtype, f"{where}[{k}]: {g.dtype}{g.shape} " \
-                                                          f"!= {w.dtype}{w.shape}"
-        scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=f"{where}[{k}]")
-
-
 def assert_differentiated(ex: rl.Exploration, ops: tuple[str, ...]) -> None:
     """The Enzyme ops are in the traced module, and the 'enzyme (AD)' stage replaced them
     with derivative code that stays to the end."""
@@ -395,7 +384,7 @@ def test_enzyme_matches_jax(case: Case, preset: str, rng):
     with backend.x64_scope(case.x64):
         want = theirs(case)(args, ct, tangents)
     for key, value in want.items():
-        _assert_close(ex.outputs[key], value, case.tol, f"{case.name} {key}")
+        assert_close_to_scale(ex.outputs[key], value, case.tol, f"{case.name} {key}")
 
 
 def test_the_suite_covers_its_brief():
@@ -482,7 +471,7 @@ def test_jvp_has_aux_with_several_aux_leaves(rng):
     w, x, tw = _f32(rng, 4, 3), _f32(rng, 6, 4), _f32(rng, 4, 3)
     ex = rl.explore(lambda w, t: rle.jvp(lambda w: aux_loss(w, x), (w,), (t,), has_aux=True),
                     w, tw, mode="jax")
-    _assert_close(ex.outputs, jax.jvp(lambda w: aux_loss(w, x), (w,), (tw,), has_aux=True),
+    assert_close_to_scale(ex.outputs, jax.jvp(lambda w: aux_loss(w, x), (w,), (tw,), has_aux=True),
                   2e-5, "jvp has_aux")
 
 
@@ -499,4 +488,4 @@ def test_jvp_of_scatter_into_a_constant(rng):
     x, t = _f32(rng, 6) + 3.0, _f32(rng, 6) - 3.0
     ex = rl.explore(lambda x, t: rle.jvp(_scatter_into_zeros, (x,), (t,)), x, t, mode="jax")
     assert_differentiated(ex, ("enzyme.fwddiff",))
-    _assert_close(ex.outputs, jax.jvp(_scatter_into_zeros, (x,), (t,)), 2e-5, "jvp scatter")
+    assert_close_to_scale(ex.outputs, jax.jvp(_scatter_into_zeros, (x,), (t,)), 2e-5, "jvp scatter")
