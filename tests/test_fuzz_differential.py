@@ -232,6 +232,7 @@ def test_numpy_kernel_reading_globals_and_closures_matches_numpy(program, layout
     run_numpy_program(program, preset, tuple(layouts[:count]), seed, calls=2)
 
 
+@pytest.mark.parametrize("preset", PRESETS)
 @settings(FUZZ, max_examples=max(1, _EXAMPLES // 2))
 @given(program=control_flow_programs(), layout=st.sampled_from(LAYOUTS), seed=SEEDS)
 def test_control_flow_kernel_matches_numpy(program, layout, seed, preset):
