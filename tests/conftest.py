@@ -60,7 +60,9 @@ def _run_seed() -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_SEED] = _run_seed()
+    # Under pytest-xdist every worker runs with the controller's seed (pytest_configure_node).
+    worker_input = getattr(config, "workerinput", None)
+    config.stash[_SEED] = worker_input[SEED_VAR] if worker_input else _run_seed()
     # A pattern set that never reaches a fixed point fails its test in two minutes (with the
     # stage and a reproducer) instead of holding the run until CI's deadline.
     os.environ.setdefault("REACTANT_LAB_PASS_TIMEOUT", "120")
@@ -74,6 +76,12 @@ def pytest_configure(config: pytest.Config) -> None:
         # ignored, and so would every process it starts: the interrupt tests need it as a
         # user has it.
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: hand the run's seed to each worker, so one seed replays the whole run."""
+    node.workerinput[SEED_VAR] = node.config.stash[_SEED]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -154,3 +162,15 @@ def assert_close_to_scale(got, want, tol: float, where: str = "") -> None:
                                                           f"!= {w.dtype}{w.shape}"
         scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=f"{where}[{k}]")
+
+
+def assert_close(actual, desired, rtol: float = 1e-7, **kwargs) -> None:
+    """``np.testing.assert_allclose`` with the bound relative to the expected value's scale:
+    ``|actual - desired| <= rtol * (|desired| + max|desired|)``. An element near zero in a result
+    whose other elements are large gets the same absolute slack as they do (a plain relative
+    tolerance fails on it by chance, depending on the random inputs); a result that is all near
+    zero still gets a relative bound. NaN and infinities must match where they are."""
+    want = np.asarray(desired)
+    finite = np.abs(want[np.isfinite(want)]) if want.dtype.kind in "fc" else np.abs(want)
+    scale = float(np.max(finite)) if finite.size else 0.0
+    np.testing.assert_allclose(actual, desired, rtol=rtol, atol=rtol * scale, **kwargs)

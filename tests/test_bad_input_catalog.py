@@ -36,6 +36,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import AnalysisError
+from tests.conftest import assert_close
 
 HERE = __file__
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,7 +135,7 @@ def unhashable_static_set(rng):
     x = rng.random(4)
     jf = _jit(lambda a, s: a + len(s))
     return Bad(lambda: jf(x, {1, 2}), (x,), ("args[1]", "set"),
-               then=lambda: np.testing.assert_allclose(jf(x, frozenset({1, 2})), x + 2))
+               then=lambda: assert_close(jf(x, frozenset({1, 2})), x + 2))
 
 
 @case(rl.UnsupportedArgumentError)
@@ -150,7 +151,7 @@ def object_dtype_array(rng):
     bad = np.array([1, "a", None], dtype=object)
     jf = _jit(lambda a, b: a * 2)
     return Bad(lambda: jf(x, bad), (x, bad), ("args[1]", "object"),
-               then=lambda: np.testing.assert_allclose(jf(x, x), 2 * x))
+               then=lambda: assert_close(jf(x, x), 2 * x))
 
 
 @case(rl.UnsupportedArgumentError)
@@ -190,7 +191,7 @@ def jax_tracer_passed_in_from_jax_jit(rng):
     x = jnp.asarray(rng.random(3), jnp.float32)
     jf = _jit(add_one)
     return Bad(lambda: jax.jit(jf)(x), (), ("args[0]", "tracer"),
-               then=lambda: np.testing.assert_allclose(jf(x), x + 1))
+               then=lambda: assert_close(jf(x), x + 1))
 
 
 @case(rl.UnsupportedArgumentError)
@@ -198,7 +199,7 @@ def jax_tracer_passed_in_from_grad(rng):
     x = jnp.asarray(rng.random(3), jnp.float32)
     jf = _jit(lambda b: (b * b).sum())
     return Bad(lambda: jax.grad(jf)(x), (), ("args[0]", "tracer"),
-               then=lambda: np.testing.assert_allclose(jf(x), (x * x).sum(), rtol=1e-6))
+               then=lambda: assert_close(jf(x), (x * x).sum(), rtol=1e-6))
 
 
 @case(rl.UnsupportedArgumentError)
@@ -350,7 +351,7 @@ def stage_index_out_of_range(rng):
     x = rng.random(3)
     stages = rl.trace(add_one, x).stages("canonicalize")
     return Bad(lambda: stages.compile(99), (x,), ("99",),
-               then=lambda: np.testing.assert_allclose(stages.compile(1)(x), x + 1))
+               then=lambda: assert_close(stages.compile(1)(x), x + 1))
 
 
 @case(rl.ReactantLabError)
@@ -577,7 +578,7 @@ def compiled_called_with_another_dtype(rng):
     compiled = _compiled(add_one, x)
     x32 = x.astype(np.float32)
     return Bad(lambda: compiled(x32), (x, x32), ("args[0]", "float32"),
-               then=lambda: np.testing.assert_allclose(compiled(x), x + 1))
+               then=lambda: assert_close(compiled(x), x + 1))
 
 
 @case(rl.SignatureMismatchError)
@@ -600,7 +601,7 @@ def compiled_called_with_another_static_value(rng):
     x = rng.random(4)
     compiled = _compiled(lambda a, n: a * n, x, 2)
     return Bad(lambda: compiled(x, 3), (x,), ("static", "args[1]"),
-               then=lambda: np.testing.assert_allclose(compiled(x, 2), 2 * x))
+               then=lambda: assert_close(compiled(x, 2), 2 * x))
 
 
 @case(rl.UnsupportedArgumentError)
@@ -949,7 +950,7 @@ def broadcast_of_a_tebibyte_returned(rng):
     return Bad(lambda: jf(a, True), (a,), ("8.0 TiB", line_of(kernel, "broadcast_to"),
                                            "before compiling", "result"),
                eager=lambda: kernel(a.copy(), True),
-               then=lambda: np.testing.assert_allclose(jf(a, False), 2.0**41 * a[0], rtol=1e-9))
+               then=lambda: assert_close(jf(a, False), 2.0**41 * a[0], rtol=1e-9))
 
 
 @case(MemoryError)
@@ -1040,7 +1041,7 @@ def argument_rebound_to_a_jax_result_by_an_in_place_operator(rng):
     def good() -> None:
         b = u.copy()
         _jit(descend)(b)
-        np.testing.assert_allclose(b, 0.8 * u, rtol=1e-12)
+        assert_close(b, 0.8 * u, rtol=1e-12)
 
     return Bad(lambda: jf(u), (u,), ("args[0] would not be updated in place",
                                      line_of(kernel, "u -= 0.1"), "u[...] -="), then=good)
@@ -1213,7 +1214,7 @@ def gradient_with_respect_to_an_integer_input(rng):
     k, w = rng.integers(1, 9, 4).astype(np.int32), _x32(rng, 4)
     grad = rle.gradient(weighted, argnums=(0, 1))
     return Bad(lambda: grad(k, w), (k, w), ("args[0]", "int32[4]", "allow_int=True"),
-               then=lambda: np.testing.assert_allclose(rle.gradient(weighted, argnums=1)(k, w),
+               then=lambda: assert_close(rle.gradient(weighted, argnums=1)(k, w),
                                                        k.astype(np.float32)),
                jax=lambda: jax.grad(weighted, argnums=(0, 1))(k, w))
 
@@ -1338,7 +1339,7 @@ def jvp_integer_tangent_of_an_integer_primal(rng):
     float0 = np.zeros((), jax.dtypes.float0)
     return Bad(lambda: rle.jvp(scaled, (x, k), (x, np.int32(1))), (x,),
                ("tangents[1]", "float0"),
-               then=lambda: np.testing.assert_allclose(rle.jvp(scaled, (x, k), (x, float0))[1],
+               then=lambda: assert_close(rle.jvp(scaled, (x, k), (x, float0))[1],
                                                        2 * x, rtol=1e-6),
                jax=lambda: jax.jvp(scaled, (x, k), (x, np.int32(1))))
 
@@ -1410,7 +1411,7 @@ def _same_as_numpy_or_refused(fn, make_args, path: str) -> None:
         return
     assert type(got) is type(want) or isinstance(want, np.ndarray) == isinstance(got,
                                                                                   np.ndarray)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
+    assert_close(np.asarray(got), np.asarray(want), rtol=1e-12)
     for g, w in zip(args, eager_args, strict=True):
         assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
 

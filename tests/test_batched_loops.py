@@ -14,6 +14,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab import backend
+from tests.conftest import assert_close
 from tests.numpy_kernels import gramschmidt
 from tests.test_numpy_kernels import assert_same
 
@@ -316,7 +317,7 @@ def test_a_loop_over_columns_reshapes_its_columns_in_place(rng):
     x = rng.random((5, 4, 1))
     with backend.batch_axis_kept_by_unit_reshapes():
         kept = jax.make_jaxpr(columns())(x)
-        np.testing.assert_allclose(columns()(x), x[:, :, 0] * 2.0, rtol=1e-6)
+        assert_close(columns()(x), x[:, :, 0] * 2.0, rtol=1e-6)
     assert "transpose" not in str(kept)
     assert "transpose" in str(jax.make_jaxpr(columns())(x))  # JAX's rule again
 

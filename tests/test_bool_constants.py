@@ -13,6 +13,7 @@ from jaxlib.mlir import ir
 
 import reactant_lab as rl
 from reactant_lab import _backend_text, backend
+from tests.conftest import assert_close
 
 needs_enzyme = pytest.mark.skipif(not backend.enzyme_available(), reason="needs enzyme-ad")
 
@@ -104,4 +105,4 @@ def test_enzyme_stage_output_keeps_boolean_constants_as_hex(rng):
     x = rng.standard_normal((256, 256))
     ex = rl.explore(kernel, x)
     assert all("true, false" not in st.ir and "false, true" not in st.ir for st in ex.stages)
-    np.testing.assert_allclose(ex.compiled(x), kernel(x), rtol=1e-12)
+    assert_close(ex.compiled(x), kernel(x), rtol=1e-12)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from tests.conftest import assert_close
 
 
 def overwrite(x, y):
@@ -72,7 +73,7 @@ def test_later_calls_on_fresh_arrays_give_numpys_results(rng):
         want_y = y.copy()
         want = axpy(a, x, want_y)
         got = jitted(a, x, y)
-        np.testing.assert_allclose(y, want_y, rtol=1e-12)
+        assert_close(y, want_y, rtol=1e-12)
         assert type(got) is np.float64 and got == pytest.approx(want)
     assert jitted.cache_size == 1
 
@@ -107,13 +108,13 @@ def test_a_later_call_with_another_dtype_or_shape_traces_again(dtype, rng):
     want = axpy(a, x, want_y)
     got = jitted(a, x, y)
     assert jitted.cache_size == 2
-    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    assert_close(y, want_y, rtol=1e-6)
     assert got == pytest.approx(want, rel=1e-6)
     a, x, y = rng.random(6), rng.random(6), rng.random(6)  # back to the first signature
     want_y = y.copy()
     want = axpy(a, x, want_y)
     assert jitted(a, x, y) == pytest.approx(want)
-    np.testing.assert_allclose(y, want_y, rtol=1e-12)
+    assert_close(y, want_y, rtol=1e-12)
     assert jitted.cache_size == 2
 
 
@@ -148,11 +149,11 @@ def test_later_calls_updating_two_arrays_and_returning_several_results(rng):
         wA, wu = A.copy(), u.copy()
         want = two_updates(wA, wu, v.copy())
         got = jitted(A, u, v)
-        np.testing.assert_allclose(A, wA, rtol=1e-12)
-        np.testing.assert_allclose(u, wu, rtol=1e-12)
+        assert_close(A, wA, rtol=1e-12)
+        assert_close(u, wu, rtol=1e-12)
         assert isinstance(got, tuple) and len(got) == 3
         for g, w in zip(got, want, strict=True):
-            np.testing.assert_allclose(g, w, rtol=1e-12)
+            assert_close(g, w, rtol=1e-12)
         assert type(got[1]) is np.float64
         assert np.shares_memory(got[2], A)
     assert jitted.cache_size == 1
@@ -178,7 +179,7 @@ def test_later_calls_with_python_numbers_among_the_arrays(rng):
         want_C = C.copy()
         want = scaled_update(alpha, want_C, A.copy(), beta, steps)
         got = jitted(alpha, C, A, beta, steps)
-        np.testing.assert_allclose(C, want_C, rtol=1e-12)
+        assert_close(C, want_C, rtol=1e-12)
         assert got == pytest.approx(want, rel=1e-12, nan_ok=True)
     assert jitted.cache_size == 6  # (1.5, 2), (2.5, 2), (1.5, 3), (2, 2), (2.0, 2), (nan, 2)
 

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import reactant_lab as rl
+from tests.conftest import assert_close
 
 G = np.ones(3)
 
@@ -29,7 +30,7 @@ def test_a_global_changed_between_calls_is_a_new_input_not_a_stale_constant(rng,
             monkeypatch.setattr(module, "G", module.G * 2)  # a new array bound to the name
         jitted(a)
         want += module.G
-    np.testing.assert_allclose(a, want, rtol=1e-12)
+    assert_close(a, want, rtol=1e-12)
     assert jitted.cache_size == 1
     assert [s.path for s in jitted.last.traced.linear_args] == ["args[0]", "fn.G"]
 
@@ -41,9 +42,9 @@ def test_a_closure_array_updated_in_place_is_read_again(rng):
         return x * w
 
     jitted, x = rl.jit(scale), rng.random(4)
-    np.testing.assert_allclose(jitted(x), x * w, rtol=1e-12)
+    assert_close(jitted(x), x * w, rtol=1e-12)
     w[:] = rng.random(4) + 2.0
-    np.testing.assert_allclose(jitted(x), x * w, rtol=1e-12)
+    assert_close(jitted(x), x * w, rtol=1e-12)
     traced = jitted.last.traced
     assert [s.path for s in traced.linear_args] == ["args[0]", "fn.<closure>.w"]
     assert 'loc("fn.<closure>.w")' in traced.as_text() and jitted.cache_size == 1
@@ -63,7 +64,7 @@ def test_a_captured_array_updated_in_place_is_written_back(rng):
     for _ in range(2):
         want[:] += x
         want[0] = x.sum()
-    np.testing.assert_allclose(acc, want, rtol=1e-12)
+    assert_close(acc, want, rtol=1e-12)
     assert jitted.last.traced.mutated == ("fn.<closure>.acc",)
 
 
@@ -87,9 +88,9 @@ def test_a_captured_array_of_a_new_shape_recompiles(rng):
         return x + table.sum()
 
     jitted, x = rl.jit(look), rng.random(2)
-    np.testing.assert_allclose(jitted(x), x + table.sum(), rtol=1e-12)
+    assert_close(jitted(x), x + table.sum(), rtol=1e-12)
     table = rng.random(7)  # read by look() through its closure cell
-    np.testing.assert_allclose(jitted(x), look(x), rtol=1e-12)
+    assert_close(jitted(x), look(x), rtol=1e-12)
     assert jitted.cache_size == 2
 
 
@@ -102,4 +103,4 @@ def test_a_compiled_call_reads_the_captured_arrays_of_the_moment(rng):
     x = rng.random(3)
     compiled = rl.trace(f, x).stages("all").compile()
     w[:] = 3.0
-    np.testing.assert_allclose(compiled(x), x * 3.0, rtol=1e-12)
+    assert_close(compiled(x), x * 3.0, rtol=1e-12)

@@ -9,6 +9,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.examples import EXAMPLES, mlp
+from tests.conftest import assert_close
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_signature_mismatch_is_explained(mlp_stages, change, message):
 
 def test_static_value_mismatch():
     c = rl.trace(lambda x, n: x * n, np.ones(3, np.float32), 2).stages("none").compile()
-    np.testing.assert_allclose(c(np.ones(3, np.float32), 2), [2, 2, 2])
+    assert_close(c(np.ones(3, np.float32), 2), [2, 2, 2])
     with pytest.raises(rl.SignatureMismatchError, match=r"static args\[1\]: compiled with 2, "
                                                         r"called with 3"):
         c(np.ones(3, np.float32), 3)
@@ -69,7 +70,7 @@ def test_static_value_mismatch():
 def test_jax_array_fast_path_checks_shapes(rng):
     x = jnp.asarray(rng.standard_normal((4, 4)).astype(np.float32))
     c = rl.trace(lambda a, b: a @ b, x, x).stages().compile()
-    np.testing.assert_allclose(c(x, x), x @ x, rtol=1e-5)
+    assert_close(c(x, x), x @ x, rtol=1e-5)
     with pytest.raises(rl.SignatureMismatchError, match=r"args\[1\]"):
         c(x, jnp.ones((4, 5), np.float32))
 
@@ -81,7 +82,7 @@ def test_donation_deletes_inputs_and_reuse_is_explained(rng):
     assert "tf.aliasing_output = 0" in c.as_text()
     expected = np.asarray(x) * 2 + 1
     out = c(x)
-    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    assert_close(out, expected, rtol=1e-6)
     assert x.is_deleted()
     with pytest.raises(rl.DonatedArgumentError, match=r"args\[0\].*donated"):
         c(x)
@@ -95,7 +96,7 @@ def test_preserved_arguments_are_not_donated(rng):
     c = rl.trace(lambda a, b: (a, b * 3), x, y).stages().compile(donate=True)
     a, b = c(x, y)
     assert a is x and not x.is_deleted() and y.is_deleted()
-    np.testing.assert_allclose(b, np.asarray(a) * 0 + b)
+    assert_close(b, np.asarray(a) * 0 + b)
 
 
 def test_raw_execute_fallback_path(monkeypatch, rng):
@@ -139,16 +140,16 @@ def test_rl_jit_donates_only_the_arguments_a_numpy_kernel_updates(rng):
     for _ in range(3):  # each call computes in its own donated copy, then writes back
         a, b_before = a0.copy(), b.copy()
         total = jf(a, b)
-        np.testing.assert_allclose(a, a0 * 1.5 + b, rtol=1e-15)
+        assert_close(a, a0 * 1.5 + b, rtol=1e-15)
         np.testing.assert_array_equal(b, b_before)
-        np.testing.assert_allclose(total, b.sum(), rtol=1e-12)
+        assert_close(total, b.sum(), rtol=1e-12)
     compiled = jf.last.compiled
     assert compiled.donate == "auto" and compiled.donated_args == (True, False)
     kept = rl.jit(_scale_in_place, donate=False)
     a = a0.copy()
     kept(a, b)
     assert kept.last.compiled.donated_args == (False, False)
-    np.testing.assert_allclose(a, a0 * 1.5 + b, rtol=1e-15)
+    assert_close(a, a0 * 1.5 + b, rtol=1e-15)
 
 
 def _aligned(a, past=0):
@@ -170,12 +171,12 @@ def test_the_default_donation_keeps_a_large_array_xla_reads_in_place(aligned, rn
     assert rl.is_aligned(first) == aligned
     jf = rl.jit(_scale_in_place)
     total = jf(first, b)
-    np.testing.assert_allclose(first, a0 * 1.5 + b, rtol=1e-15)
-    np.testing.assert_allclose(total, b.sum(), rtol=1e-12)
+    assert_close(first, a0 * 1.5 + b, rtol=1e-15)
+    assert_close(total, b.sum(), rtol=1e-12)
     assert jf.last.compiled.donated_args == (not aligned, False)
     for again in (_aligned(a0), _aligned(a0, 16)):  # either, whatever the first call had
         jf(again, b)
-        np.testing.assert_allclose(again, a0 * 1.5 + b, rtol=1e-15)
+        assert_close(again, a0 * 1.5 + b, rtol=1e-15)
     strict = rl.jit(_scale_in_place, donate="updated")
     strict(_aligned(a0), b)
     assert strict.last.compiled.donated_args == (True, False)
@@ -185,7 +186,7 @@ def test_jax_arrays_are_not_consumed_by_the_default_donation(rng):
     x = jax.numpy.asarray(rng.random(16))
     jf = rl.jit(lambda v: v * 2.0)
     jf(x)
-    np.testing.assert_allclose(np.asarray(jf(x)), np.asarray(x) * 2.0)  # x still usable
+    assert_close(np.asarray(jf(x)), np.asarray(x) * 2.0)  # x still usable
     assert not any(jf.last.compiled.donated_args)
 
 
@@ -203,14 +204,14 @@ def test_an_output_array_overwritten_whole_is_not_passed_to_the_executable(rng):
     x, out = rng.random(50), rng.random(50)
     jf = rl.jit(_fill_out)
     total = jf(x, out)
-    np.testing.assert_allclose(out, x * 2.0 + 1.0, rtol=1e-15)
-    np.testing.assert_allclose(total, x.sum(), rtol=1e-12)
+    assert_close(out, x * 2.0 + 1.0, rtol=1e-15)
+    assert_close(total, x.sum(), rtol=1e-12)
     compiled = jf.last.compiled
     assert compiled.used_args == (0,) and "%arg1" not in compiled.as_text()
     assert compiled.donated_args == (False, False)
     x2, out2 = rng.random(50), np.full(50, np.nan)
     jf(x2, out2)
-    np.testing.assert_allclose(out2, x2 * 2.0 + 1.0, rtol=1e-15)
+    assert_close(out2, x2 * 2.0 + 1.0, rtol=1e-15)
     stages = rl.trace(_fill_out, x, out).stages()
     run = stages.compile().device_runner(x, out)  # timing a stage passes the used ones only
     run()

@@ -21,6 +21,7 @@ import reactant_lab as rl
 from reactant_lab import _compile_isolation, _worker_client, backend
 from reactant_lab.errors import CompileCrashedError, CompileError, CompileFallbackWarning
 from reactant_lab.stages import patterns
+from tests.conftest import assert_close
 from tests.test_pass_safety import alive
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
@@ -133,7 +134,7 @@ def test_next_compile_works_after_a_crash(rng, monkeypatch):
     for mode in ("auto", "always"):
         monkeypatch.setenv(backend.COMPILE_CHECK_VAR, mode)
         compiled = rl.trace(lambda v: jnp.sin(v) * 2, x).stages("all").compile()
-        np.testing.assert_allclose(compiled(x), np.sin(x) * 2, rtol=1e-6)
+        assert_close(compiled(x), np.sin(x) * 2, rtol=1e-6)
     assert backend._COMPILER.pid is not None
 
 
@@ -201,7 +202,7 @@ def test_cov_reproducer_under_all(monkeypatch):
         monkeypatch.delenv("XLA_FLAGS")
         with pytest.warns(CompileFallbackWarning):
             rl.jit(cov, loops="unroll")(data, out, float(n))
-        np.testing.assert_allclose(out, data.T @ data / (n - 1.0), rtol=1e-12)
+        assert_close(out, data.T @ data / (n - 1.0), rtol=1e-12)
     finally:
         patterns.pattern_list.cache_clear()
 
@@ -239,7 +240,7 @@ def test_ctrl_c_stops_a_long_compile_in_the_worker(rng, monkeypatch):
             timer.cancel()
     assert len(timers) == 1  # the one compile, in the worker
     assert backend._COMPILER.pid is None and not alive(pid)
-    np.testing.assert_allclose(rl.trace(lambda v: v * 2, x).stages("none").compile()(x), x * 2)
+    assert_close(rl.trace(lambda v: v * 2, x).stages("none").compile()(x), x * 2)
 
 
 # ---------------------------------------------------------------- the policy
@@ -277,7 +278,7 @@ def test_worker_compiled_executable_keeps_the_fast_path(monkeypatch, rng):
     x = rng.random((16, 16)).astype(np.float32)
     compiled = rl.trace(lambda v: jnp.tanh(v @ v) + 1, x).stages("all").compile()
     assert compiled._exe.fast_call is not None and compiled._exe.note is None
-    np.testing.assert_allclose(compiled(x), np.tanh(x @ x) + 1, rtol=1e-5)
+    assert_close(compiled(x), np.tanh(x @ x) + 1, rtol=1e-5)
     assert "HloModule" in compiled.hlo_text() and compiled.cost_analysis()["flops"] > 0
 
 

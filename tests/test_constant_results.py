@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from tests.conftest import assert_close
 
 N = 20_000  # 160 KB of float64: above the 64 KiB line
 
@@ -38,7 +39,7 @@ def test_the_result_equals_numpys_and_is_a_new_array_on_every_call(rng):
     got_w = w.copy()
     got_i, got_c = jitted(x.copy(), got_w)
     assert got_i == want_i
-    np.testing.assert_allclose(got_w, want_w, rtol=1e-12)
+    assert_close(got_w, want_w, rtol=1e-12)
     np.testing.assert_array_equal(got_c, want_c)
     assert got_c.dtype == want_c.dtype and got_c.flags.writeable
     got_c[:] = -1.0  # the caller owns it: the next call's is untouched

@@ -17,6 +17,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab.errors import ControlFlowError
 from reactant_lab.trace import trace
+from tests.conftest import assert_close
 
 
 def _copies(args: tuple[Any, ...]) -> list[Any]:
@@ -518,7 +519,7 @@ def test_nested_rolled_loops_trace_each_body_once(rng: np.random.Generator) -> N
     traced = rl.trace(kernel, np.zeros((12, 12)), 12, loops="roll")  # 'auto' batches the rows
     assert traced.ir.count("stablehlo.while") == 2 and len(_BODY_TRACES) == 1, len(_BODY_TRACES)
     a = rng.random((12, 12))
-    np.testing.assert_allclose(rl.jit(kernel)(a.copy(), 12), kernel(a.copy(), 12), rtol=1e-12)
+    assert_close(rl.jit(kernel)(a.copy(), 12), kernel(a.copy(), 12), rtol=1e-12)
 
 
 def _halve(a: np.ndarray, i: Any) -> None:
@@ -556,7 +557,7 @@ def test_a_wrong_guess_of_the_written_arrays_is_corrected(rng: np.random.Generat
     a2, b2 = a.copy(), b.copy()
     fn(a2, b2, False)
     np.testing.assert_array_equal(a2, a)
-    np.testing.assert_allclose(b2, b * 2.0 + a, rtol=1e-15)
+    assert_close(b2, b * 2.0 + a, rtol=1e-15)
 
 
 def test_written_in_place_reads_the_loop_source() -> None:

@@ -22,6 +22,7 @@ from reactant_lab import backend
 from reactant_lab import enzyme as rle
 from reactant_lab.analysis.graph_model import graph_model
 from reactant_lab.errors import CompileError, EnzymeUnavailableWarning
+from tests.conftest import assert_close
 
 needs_enzyme = pytest.mark.skipif(not backend.enzyme_available(),
                                   reason=f"enzyme-ad: {backend.enzyme_unavailable_reason()}")
@@ -209,7 +210,7 @@ def test_a_numpy_kernel_takes_a_gradient_step_in_place(rng):
     biggest = rl.jit(step)(u, 0.1, 0.01)
     fd = _finite_differences(energy, u0.copy(), 0.1)
     np.testing.assert_allclose(u, u0 - 0.01 * fd, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(biggest, np.abs(fd).max(), rtol=1e-6)
+    assert_close(biggest, np.abs(fd).max(), rtol=1e-6)
 
 
 @needs_enzyme
@@ -217,8 +218,8 @@ def test_numpy_vjp_jvp_and_batch(rng):
     u = rng.standard_normal(12)
     ct = rng.standard_normal(12)
     out, pull = rle.vjp(lambda u: np.sin(u) * u, u)
-    np.testing.assert_allclose(out, np.sin(u) * u)
-    np.testing.assert_allclose(pull(ct)[0], ct * (np.cos(u) * u + np.sin(u)), rtol=1e-10)
+    assert_close(out, np.sin(u) * u)
+    assert_close(pull(ct)[0], ct * (np.cos(u) * u + np.sin(u)), rtol=1e-10)
 
     def shifted(u):
         v = u ** 2
@@ -228,8 +229,8 @@ def test_numpy_vjp_jvp_and_batch(rng):
     primal, tangent = rle.jvp(shifted, (u,), (ct,))
     dv = 2 * u * ct
     dv[1:] += dv[:-1]
-    np.testing.assert_allclose(primal, shifted(u.copy()), rtol=1e-12)
-    np.testing.assert_allclose(tangent, dv, rtol=1e-10)
+    assert_close(primal, shifted(u.copy()), rtol=1e-12)
+    assert_close(tangent, dv, rtol=1e-10)
     xs = rng.standard_normal((4, 12))
 
     def running(v):
@@ -238,7 +239,7 @@ def test_numpy_vjp_jvp_and_batch(rng):
         return out
 
     got = rle.batch(running)(xs)
-    np.testing.assert_allclose(got, np.stack([running(x.copy()) for x in xs]), rtol=1e-12)
+    assert_close(got, np.stack([running(x.copy()) for x in xs]), rtol=1e-12)
 
 
 @needs_enzyme
@@ -253,7 +254,7 @@ def test_numpy_batch_inside_a_kernel_shows_the_batch_stage(rng):
     assert _stage(ex, "batch").changed
     m = m0.copy()
     rl.jit(rows)(m)
-    np.testing.assert_allclose(m, m0 / np.linalg.norm(m0, axis=1, keepdims=True), rtol=1e-12)
+    assert_close(m, m0 / np.linalg.norm(m0, axis=1, keepdims=True), rtol=1e-12)
 
 
 def test_without_enzyme_numpy_kernels_fall_back_to_jax(monkeypatch, rng):
@@ -277,7 +278,7 @@ def test_without_enzyme_numpy_kernels_fall_back_to_jax(monkeypatch, rng):
         warnings.simplefilter("ignore", EnzymeUnavailableWarning)
         ex = rl.explore(rle.batch(np.cumsum), xs)
     assert ex.traced.enzyme_ops == () and "enzyme.batch" not in ex.stages.stages[0].ir
-    np.testing.assert_allclose(ex.outputs, np.cumsum(xs, axis=1))
+    assert_close(ex.outputs, np.cumsum(xs, axis=1))
 
 
 # ---------------------------------------------------------------- what the explorer shows

@@ -9,6 +9,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab.examples import EXAMPLES, heat_loop, mlp
+from tests.conftest import assert_close
 
 
 def test_jit_compiles_once_per_signature(rng):
@@ -20,8 +21,8 @@ def test_jit_compiles_once_per_signature(rng):
 
     jf = rl.jit(f, optimize="all")
     x = rng.standard_normal(5).astype(np.float32)
-    np.testing.assert_allclose(jf(x, 2), x * 2 + 1, rtol=1e-6)
-    np.testing.assert_allclose(jf(x + 1, 2), (x + 1) * 2 + 1, rtol=1e-6)
+    assert_close(jf(x, 2), x * 2 + 1, rtol=1e-6)
+    assert_close(jf(x + 1, 2), (x + 1) * 2 + 1, rtol=1e-6)
     assert jf.cache_size == 1 and len(calls) == 1
     jf(x, 3)  # new static value
     jf(np.ones(7, np.float32), 3)  # new shape
@@ -140,7 +141,7 @@ def test_jit_with_a_custom_pipeline_or_no_passes_runs_stages_as_before(rng):
     x = rng.standard_normal(6).astype(np.float32)
     for jf in (rl.jit(lambda x: x * 2 + 1, pipeline="canonicalize,cse"),
                rl.jit(lambda x: x * 2 + 1, optimize="none")):
-        np.testing.assert_allclose(jf(x), x * 2 + 1, rtol=1e-6)
+        assert_close(jf(x), x * 2 + 1, rtol=1e-6)
         assert jf.last.stages.one_shot is None and not jf.last.stages.is_deferred
 
 
@@ -164,7 +165,7 @@ def test_a_failing_one_shot_run_falls_back_to_the_stages(monkeypatch, rng):
         backend.run_pipeline, lambda: backend.PassRunFailure("a pass failed", "")))
     x = rng.standard_normal(6).astype(np.float32)
     jf = rl.jit(lambda x: jax.numpy.tanh(x) * 2)
-    np.testing.assert_allclose(jf(x), np.tanh(x) * 2, rtol=1e-6)
+    assert_close(jf(x), np.tanh(x) * 2, rtol=1e-6)
     assert jf.last.stages.one_shot is None and len(jf.last.stages) > 5
 
 

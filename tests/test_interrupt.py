@@ -18,6 +18,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab import _backend_run
+from tests.conftest import assert_close
 
 ROOT = Path(__file__).resolve().parent.parent
 HARD_LIMIT_S = 240
@@ -243,7 +244,7 @@ def test_jax_code_with_keywords_runs_guarded_and_agrees_with_jax_jit(rng):
     assert f.last.compiled.guarded
     want = jax.jit(scale)(x, n=n, rate=rate)
     assert isinstance(got, jax.Array) and got.dtype == want.dtype
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+    assert_close(np.asarray(got), np.asarray(want), rtol=1e-6)
     assert float(jnp.sum(got)) == pytest.approx(float(jnp.sum(want)), rel=1e-5)
 
 
@@ -311,7 +312,7 @@ def test_a_guarded_call_gives_up_donated_jax_arrays_as_jax_does(rng):
     f = rl.jit(lambda a: a * 2, donate=True, timeout=30)
     x = jnp.asarray(rng.random(4), jnp.float32)
     want = np.asarray(x) * 2
-    np.testing.assert_allclose(np.asarray(f(x)), want, rtol=1e-6)
+    assert_close(np.asarray(f(x)), want, rtol=1e-6)
     assert f.last.compiled.guarded
     with pytest.raises(rl.DonatedArgumentError, match=r"args\[0\]"):
         f(x)

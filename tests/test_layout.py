@@ -10,6 +10,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab.errors import SignatureMismatchError
 from reactant_lab.trace.paths import memory_layout
+from tests.conftest import assert_close
 
 
 def ravel_write(a):
@@ -56,7 +57,7 @@ def check(kernel, jitted, arg, base):
     got_out = jitted(arg)
     np.testing.assert_array_equal(base, want_base)
     if want_out is not None:
-        np.testing.assert_allclose(np.asarray(got_out), np.asarray(want_out), rtol=1e-12)
+        assert_close(np.asarray(got_out), np.asarray(want_out), rtol=1e-12)
 
 
 @pytest.mark.parametrize("kernel", [ravel_write, reshape_write, reshape_rows])

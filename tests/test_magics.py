@@ -24,6 +24,7 @@ from reactant_lab.notebook import last_explorations
 from reactant_lab.notebook.session import CellFunction
 from reactant_lab.render.payload import MIME_TYPE
 from reactant_lab.render.texts import decode_text
+from tests.conftest import assert_close
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -109,7 +110,7 @@ def test_numpy_kernel_updates_its_arguments_as_a_plain_run_does(shell, rng):
     np.testing.assert_allclose(a, want_a, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(b, want_b, rtol=1e-12, atol=1e-14)
     assert not np.allclose(a, A0)
-    np.testing.assert_allclose(result.result, plain.result, rtol=1e-12)
+    assert_close(result.result, plain.result, rtol=1e-12)
     [payload] = explorers(outputs)
     assert payload["meta"]["mode"] == "numpy"
     assert {a["path"] for a in payload["signature"]["args"] if a["mutated"]} == {"args[1]",
@@ -123,7 +124,7 @@ def test_a_loop_of_calls_with_one_signature_gives_one_explorer(shell, rng):
                                     "[f(x) for x in xs]\n")
     assert result.success, result.error_in_exec
     for got, x in zip(result.result, xs, strict=True):
-        np.testing.assert_allclose(got, np.sin(x) * 2, rtol=1e-12)
+        assert_close(got, np.sin(x) * 2, rtol=1e-12)
     assert len(explorers(outputs)) == 1 and len(last_explorations()) == 1
 
 
@@ -134,7 +135,7 @@ def test_two_signatures_give_two_explorers_in_call_order(shell, rng):
     assert result.success and result.result is None
     found = explorers(outputs)
     assert [p["signature"]["args"][0]["type"] for p in found] == ["float64[3]", "float64[5,2]"]
-    np.testing.assert_allclose(shell.user_ns["b"], shell.user_ns["x5"] * 2)
+    assert_close(shell.user_ns["b"], shell.user_ns["x5"] * 2)
 
 
 def test_tracebacks_point_at_the_cells_own_lines(shell, rng):
@@ -208,7 +209,7 @@ def test_fn_explores_functions_of_earlier_cells_only(shell, rng):
     result, outputs, _ = run(shell, "%%reactant_jit --fn scale\ndef shift(v):\n    return v + 1\n"
                                     "\nshift(scale(x))\n")
     assert result.success, result.error_in_exec
-    np.testing.assert_allclose(result.result, shell.user_ns["x"] * 3 + 1)
+    assert_close(result.result, shell.user_ns["x"] * 3 + 1)
     assert [p["meta"]["function"] for p in explorers(outputs)] == ["scale"]
     assert not isinstance(shell.user_ns["scale"], CellFunction)
     bad = run(shell, "%%reactant_jit --fn nowhere\n1\n")[0]
@@ -246,7 +247,7 @@ def test_nested_numpy_kernel_updates_the_callers_arrays_through_views(shell, rng
     result, _, _ = run(shell, "%%reactant_jit" + cell)
     assert result.success, result.error_in_exec
     assert result.result is u  # the argument it returns is the caller's own array
-    np.testing.assert_allclose(u, want, rtol=1e-12)
+    assert_close(u, want, rtol=1e-12)
     text = last_explorations()[0].stages[0].as_text()
     assert "func.func private @relax(" in text and "call @relax" in text
 
@@ -264,7 +265,7 @@ def test_nested_cell_function_loops_roll_under_loops_auto(shell, rng):
     shell.push({"U": u})
     result, _, _ = run(shell, "%%reactant_jit --loops auto" + cell)
     assert result.success, result.error_in_exec
-    np.testing.assert_allclose(u, want, rtol=1e-12)
+    assert_close(u, want, rtol=1e-12)
     [ex] = last_explorations()
     text = ex.stages[0].as_text()
     assert "func.func private @sweep(" in text
@@ -278,7 +279,7 @@ def test_no_run_explores_and_runs_the_original_python(shell, rng):
     result, outputs, _ = run(shell, "%%reactant_jit --no-run\ndef bump(v):\n    v += 2\n\n"
                                     "def k(v):\n    bump(v)\n    return v.sum()\n\nk(a)\n")
     assert result.success and isinstance(result.result, float | np.floating)  # NumPy's own
-    np.testing.assert_allclose(shell.user_ns["a"], a0 + 2)
+    assert_close(shell.user_ns["a"], a0 + 2)
     [ex] = last_explorations()  # bump, called by k's Python, is not explored on its own
     assert ex.compiled is not None and ex.run_seconds is None
     assert "func.func private @bump(" in ex.stages[0].as_text()
@@ -331,8 +332,8 @@ def test_line_form_explores_one_call_and_returns_its_value(shell, rng):
     result, outputs, _ = run(shell, "%reactant_jit --optimize canonicalize k(a, v=b)")
     assert result.success, result.error_in_exec
     b = shell.user_ns["b"]
-    np.testing.assert_allclose(shell.user_ns["a"], a0 + b, rtol=1e-12)
-    np.testing.assert_allclose(result.result, (a0 + b) @ b, rtol=1e-12)
+    assert_close(shell.user_ns["a"], a0 + b, rtol=1e-12)
+    assert_close(result.result, (a0 + b) @ b, rtol=1e-12)
     [payload] = explorers(outputs)
     assert payload["meta"]["optimize"] == "canonicalize"
     assert [a["path"] for a in payload["signature"]["args"]] == ["args[0]", "kwargs['v']"]
@@ -429,7 +430,7 @@ def test_calls_under_the_users_own_jax_transformation_run_the_python(shell, rng)
     result, outputs, _ = run(shell, "%%reactant_jit\ndef loss(v):\n    return jnp.sum(v ** 2)\n"
                                     "\njax.grad(loss)(w)\n")
     assert result.success, result.error_in_exec
-    np.testing.assert_allclose(result.result, 2 * shell.user_ns["w"], rtol=1e-6)
+    assert_close(result.result, 2 * shell.user_ns["w"], rtol=1e-6)
     assert explorers(outputs) == []
 
 
@@ -455,7 +456,7 @@ def test_loops_auto_rolls_a_time_loop_and_updates_the_array_as_numpy(shell, rng)
             "a[:-2, 1:-1] + a[2:, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:])\n\nsmooth(u, 20)\n")
     result, _, _ = run(shell, "%%reactant_jit --loops auto --no-display\n" + cell)
     assert result.success, result.error_in_exec
-    np.testing.assert_allclose(shell.user_ns["u"], want, rtol=1e-12)
+    assert_close(shell.user_ns["u"], want, rtol=1e-12)
     assert "stablehlo.while" in magics._LAST[0].traced_call.ir
     result, _, _ = run(shell, "%%reactant_jit --no-display\n" + cell)  # the default: rolled
     assert result.success and "stablehlo.while" in magics._LAST[0].traced_call.ir
@@ -488,7 +489,7 @@ def test_restaged_explorations_do_not_run_the_cell_again(shell, rng):
     again = ex.restaged(optimize="canonicalize", granularity="pass")
     assert calls == [1] and again.stages.optimize == "canonicalize"
     assert [s.name for s in again.stages][1:] == ["canonicalize"]
-    np.testing.assert_allclose(again.compiled(shell.user_ns["x"]), np.exp(shell.user_ns["x"]) + 1)
+    assert_close(again.compiled(shell.user_ns["x"]), np.exp(shell.user_ns["x"]) + 1)
     custom = ex.restaged(pipeline="inline,cse")
     assert custom.stages.optimize == "custom"
     result, _, _ = run(shell, "%%reactant_mlir none\n" + ex.stages[0].as_text())
@@ -538,7 +539,7 @@ def test_verify_adds_every_stages_check_and_leaves_the_arrays_as_one_run_does(sh
     result, outputs, _ = run(shell, "%%reactant_jit --verify --optimize canonicalize\n"
                                     "def bump(v):\n    v += 1\n    return v.sum()\n\nbump(a)\n")
     assert result.success, result.error_in_exec
-    np.testing.assert_allclose(shell.user_ns["a"], a0 + 1, rtol=1e-12)  # one run, not more
+    assert_close(shell.user_ns["a"], a0 + 1, rtol=1e-12)  # one run, not more
     assert shell.user_ns["a"] is a
     [payload] = explorers(outputs)
     v = payload["verification"]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import reactant_lab as rl
+from tests.conftest import assert_close
 from tests.numpy_kernels import jacobi_2d
 from tests.test_fuzz_differential import assert_same_as_numpy
 
@@ -91,7 +92,7 @@ def test_returning_an_updated_argument_hands_back_the_callers_array(rng):
     assert dict(t.preserved) == {"result[1]": "args[1]"}  # b unchanged: not computed
     got_a, got_b = t.stages("all").compile()(a, b)
     assert got_a is a and got_b is b
-    np.testing.assert_allclose(a, want, rtol=1e-15)
+    assert_close(a, want, rtol=1e-15)
 
 
 def test_arguments_not_written_are_not_mutated(rng):
@@ -183,7 +184,7 @@ def test_writes_through_views_follow_numpy(chain, fortran, rng):
     want_sum = kernel(want)
     got_sum = run(kernel, a)
     np.testing.assert_array_equal(a, want)
-    np.testing.assert_allclose(got_sum, want_sum, rtol=1e-12)
+    assert_close(got_sum, want_sum, rtol=1e-12)
 
 
 _DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64,
@@ -235,7 +236,7 @@ def test_ufunc_results_have_numpys_dtypes_and_values(left, right, scalar, rng):
         assert np.asarray(g).dtype == np.asarray(w).dtype, key
         dtype = np.asarray(w).dtype
         short = dtype.kind in "fc" and np.finfo(dtype).bits <= 32  # float16 / 32, complex64
-        np.testing.assert_allclose(np.asarray(g, dtype=complex), np.asarray(w, dtype=complex),
+        assert_close(np.asarray(g, dtype=complex), np.asarray(w, dtype=complex),
                                    rtol=20 * np.finfo(dtype).eps if short else 1e-9,
                                    equal_nan=True, err_msg=key)
 
@@ -264,7 +265,7 @@ def test_auto_mode_picks_numpy_for_numpy_and_falls_back_for_jax_code(rng):
     assert rl.trace(plain, jnp.asarray(x)).mode == "jax"
     assert rl.trace(plain, x, mode="jax").mode == "jax"
     assert rl.trace(plain, jnp.asarray(x), mode="numpy").mode == "numpy"
-    np.testing.assert_allclose(run(jax_code, x), np.sin(x) * 2, rtol=1e-6)
+    assert_close(run(jax_code, x), np.sin(x) * 2, rtol=1e-6)
     assert rl.trace(lambda v: jax.lax.cond(v.sum() > 0, lambda: v, lambda: -v), x).mode == "jax"
 
 
@@ -310,9 +311,9 @@ def test_a_numpy_kernel_calling_jax_functions_stays_in_numpy_mode_and_keeps_its_
         want_out = kernel(want)
     jitted = rl.jit(kernel, optimize="none")
     out = jitted(u)
-    np.testing.assert_allclose(u, want, rtol=1e-12)
+    assert_close(u, want, rtol=1e-12)
     if want_out is not None:
-        np.testing.assert_allclose(out, np.asarray(want_out), rtol=1e-12)
+        assert_close(out, np.asarray(want_out), rtol=1e-12)
     assert jitted.last.traced.mode == "numpy" and jitted.last.traced.mutated == ("args[0]",)
 
 
@@ -355,7 +356,7 @@ def test_an_in_place_update_with_an_enzyme_gradient_of_jax_code_is_kept(rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EnzymeUnavailableWarning)
         jitted(u)
-    np.testing.assert_allclose(u, want, rtol=1e-12)
+    assert_close(u, want, rtol=1e-12)
     assert jitted.last.traced.mode == "numpy"
 
 
@@ -400,7 +401,7 @@ def test_jax_code_that_updates_nothing_is_traced_in_jax_mode(rng):
 
     want = a.copy()
     want_out = g(want)
-    np.testing.assert_allclose(rl.jit(g)(a), want_out, rtol=1e-12)
+    assert_close(rl.jit(g)(a), want_out, rtol=1e-12)
     np.testing.assert_array_equal(a, want)
 
 
@@ -430,7 +431,7 @@ def test_arrays_made_in_the_kernel_stay_static_until_a_traced_value_lands(rng):
     got, want = run(kernel, x), kernel(x)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype
-        np.testing.assert_allclose(g, w)
+        assert_close(g, w)
 
 
 def test_ufunc_methods(rng):
@@ -445,11 +446,11 @@ def test_ufunc_methods(rng):
     want_a, want_b = a.copy(), b.copy()
     want = kernel(want_a, idx, want_b)
     got = run(kernel, a, idx, b)
-    np.testing.assert_allclose(a, want_a)
-    np.testing.assert_allclose(b, want_b)
+    assert_close(a, want_a)
+    assert_close(b, want_b)
     for g, w in zip(got, want, strict=True):
         assert g.dtype == w.dtype
-        np.testing.assert_allclose(g, w)
+        assert_close(g, w)
 
 
 def test_traced_python_scalars_keep_numpy_precision(rng):
@@ -542,7 +543,7 @@ def test_ndarray_attributes_and_methods_match_numpy(rng):
             assert g == w, i
             continue
         assert np.asarray(g).dtype == np.asarray(w).dtype, i
-        np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=str(i))
+        assert_close(g, w, rtol=1e-12, err_msg=str(i))
 
 
 def test_donated_arguments_still_update_in_place(rng):
@@ -553,8 +554,8 @@ def test_donated_arguments_still_update_in_place(rng):
     jf = rl.jit(jacobi_2d, donate=True)
     jf(4, a, b)
     assert jf.last.traced.donation_mask == (True, True)
-    np.testing.assert_allclose(a, want_a, rtol=1e-14)
-    np.testing.assert_allclose(b, want_b, rtol=1e-14)
+    assert_close(a, want_a, rtol=1e-14)
+    assert_close(b, want_b, rtol=1e-14)
 
 
 def test_scalar_results_are_numpy_scalars_as_in_numpy(rng):
@@ -567,7 +568,7 @@ def test_scalar_results_are_numpy_scalars_as_in_numpy(rng):
     want = stats(x.copy())
     for g, w in zip(got, want, strict=True):
         assert type(g) is type(w)
-        np.testing.assert_allclose(g, w)
+        assert_close(g, w)
 
 
 def test_a_returned_view_of_an_argument_is_a_view_of_the_callers_array(rng):
@@ -887,8 +888,8 @@ def test_a_row_updated_in_place_in_a_rolled_loop_is_one_in_place_update(rng):
     batched = rl.trace(_normalize_rows, a0.copy())
     assert "stablehlo.while" not in batched.ir and "scatter" not in batched.ir
     a, want = a0.copy(), a0.copy()
-    np.testing.assert_allclose(rl.jit(_normalize_rows)(a), _normalize_rows(want), rtol=1e-12)
-    np.testing.assert_allclose(a, want, rtol=1e-12)
+    assert_close(rl.jit(_normalize_rows)(a), _normalize_rows(want), rtol=1e-12)
+    assert_close(a, want, rtol=1e-12)
 
 
 def test_assigning_a_view_to_itself_changes_nothing(rng):
@@ -903,8 +904,8 @@ def test_assigning_a_view_to_itself_changes_nothing(rng):
     a0 = rng.random((5, 3))
     a, want = a0.copy(), a0.copy()
     got = rl.jit(kernel)(a, np.int64(3))
-    np.testing.assert_allclose(got, kernel(want, 3), rtol=1e-12)
-    np.testing.assert_allclose(a, want, rtol=1e-12)
+    assert_close(got, kernel(want, 3), rtol=1e-12)
+    assert_close(a, want, rtol=1e-12)
 
 
 def _triangular(a):

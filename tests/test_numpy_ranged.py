@@ -11,6 +11,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.errors import ControlFlowError
+from tests.conftest import assert_close
 from tests.test_numpy_kernels import assert_same
 from tests.test_numpy_mode import _while_bodies
 
@@ -162,7 +163,7 @@ def test_csr_matvec_with_traced_row_bounds(rng):
     indptr, indices, data, dense = _csr(rng, int(rng.integers(10, 20)), 12)
     x = rng.random(12)
     _check(csr_matvec, indptr, indices, data, x)
-    np.testing.assert_allclose(rl.jit(csr_matvec, loops="auto")(indptr, indices, data, x),
+    assert_close(rl.jit(csr_matvec, loops="auto")(indptr, indices, data, x),
                                dense @ x, rtol=1e-12)
 
 

@@ -13,6 +13,7 @@ import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab.stages import patterns
 from reactant_lab.stages.pipeline import split_passes
+from tests.conftest import assert_close
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
 
@@ -118,7 +119,7 @@ def test_an_addition_runs_by_default_and_exact_or_exclude_patterns_leave_it_out(
     for kw, scaled in (({}, False), ({"exact": True}, True),
                        ({"exclude_patterns": "factor_scalars_in_dot_general"}, True)):
         jf = rl.jit(gesummv, **kw)
-        np.testing.assert_allclose(jf(*args), want, rtol=1e-12)
+        assert_close(jf(*args), want, rtol=1e-12)
         assert bool(big_multiply.search(jf.last.compiled.as_text())) == scaled, kw
     exact = rl.explore(gesummv, *args, exact=True).stages["optimize"].unavailable or ""
     assert "factor_scalars_in_dot_general" not in exact
@@ -188,7 +189,7 @@ def _strided_slice_of_reshape(a):
 def test_a_strided_slice_of_a_reshape_compiles_and_is_right_in_the_presets(preset):
     a = jax.numpy.arange(6, dtype=jax.numpy.float32)
     got = np.asarray(rl.jit(_strided_slice_of_reshape, optimize=preset)(a))
-    np.testing.assert_allclose(got, np.sin(np.arange(6, dtype=np.float32))[2:3:2], rtol=1e-6)
+    assert_close(got, np.sin(np.arange(6, dtype=np.float32))[2:3:2], rtol=1e-6)
 
 
 @needs_enzyme
@@ -199,7 +200,7 @@ def test_the_crashing_pattern_still_crashes_so_its_exclusion_still_holds():
         rl.jit(_strided_slice_of_reshape, exact=True)(a)
     got = rl.jit(_strided_slice_of_reshape, exact=True,
                  exclude_patterns="slice_reshape_elementwise")(a)
-    np.testing.assert_allclose(np.asarray(got), np.sin(np.arange(6.0))[2:3:2], rtol=1e-6)
+    assert_close(np.asarray(got), np.sin(np.arange(6.0))[2:3:2], rtol=1e-6)
 
 
 @needs_enzyme
@@ -292,7 +293,7 @@ def test_patterns_replaces_the_list_and_an_unknown_entry_is_named(rng):
     x = rng.random(4)
     ex = rl.explore(lambda x: x * 2 + 0.0, x, patterns="add_simplify<16>;mul_simplify<16>")
     assert td_patterns(ex.stages.pipeline)[0] == ["add_simplify<16>", "mul_simplify<16>"]
-    np.testing.assert_allclose(np.asarray(ex.outputs), x * 2)
+    assert_close(np.asarray(ex.outputs), x * 2)
     with pytest.raises(rl.PipelineError, match="does not know these patterns of patterns=: "
                                                "no_such<1>"):
         rl.trace(lambda x: x, x).stages("all", patterns=["add_simplify<16>", "no_such<1>"])
@@ -408,7 +409,7 @@ def test_a_constant_written_into_a_strided_window_compiles_in_every_preset(prese
 @pytest.mark.parametrize("preset", list(rl.PRESETS))
 def test_a_sum_over_an_updated_column_and_a_product_sign_are_right_in_every_preset(preset, rng):
     b = rng.random((4, 2))
-    np.testing.assert_allclose(rl.jit(_column_then_sum, optimize=preset)(b.copy()),
+    assert_close(rl.jit(_column_then_sum, optimize=preset)(b.copy()),
                                _column_then_sum(b.copy()), rtol=1e-12)
     a, c = _ints(rng)
     np.testing.assert_array_equal(np.asarray(rl.jit(_product_sign, optimize=preset)(a, c)),

@@ -11,6 +11,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.trace import rebinding
+from tests.conftest import assert_close
 
 GL = np.ones(3)
 COUNT = 0
@@ -163,7 +164,7 @@ def test_a_nonlocal_of_the_kernels_own_variable_is_no_rebinding_outside(rng):
         return acc + total[0]
 
     a = rng.random(4)
-    np.testing.assert_allclose(rl.jit(kernel)(a), kernel(a.copy()), rtol=1e-12)
+    assert_close(rl.jit(kernel)(a), kernel(a.copy()), rtol=1e-12)
     assert rebinding.rebindings(kernel.__code__) == ()
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab import compile as compile_module
+from tests.conftest import assert_close
 
 
 def several(x, y, *, scale=2.0):
@@ -106,11 +107,11 @@ def test_a_single_result_and_an_update_in_place(rng):
     want = step(mine, 0.1)
     jf = rl.jit(step)
     got = jf(state, 0.1)
-    np.testing.assert_allclose(state, mine, rtol=1e-12)
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert_close(state, mine, rtol=1e-12)
+    assert_close(got, want, rtol=1e-12)
     assert got.flags.writeable and not np.shares_memory(got, state)
     got += 1.0  # the result is free to change: the caller's updated array is not touched
-    np.testing.assert_allclose(state, mine, rtol=1e-12)
+    assert_close(state, mine, rtol=1e-12)
 
 
 def test_a_dtype_numpy_cannot_describe_alone_is_copied_whole(rng):
@@ -123,7 +124,7 @@ def test_a_dtype_numpy_cannot_describe_alone_is_copied_whole(rng):
     assert got.dtype == ml_dtypes.bfloat16 and got.flags.writeable
     # within one bfloat16 step: ml_dtypes rounds float64 to bfloat16 through float32 (twice),
     # XLA once, and the two differ on a few of 100,000 values
-    np.testing.assert_allclose(got.astype(np.float32), half(x).astype(np.float32), rtol=2**-7)
+    assert_close(got.astype(np.float32), half(x).astype(np.float32), rtol=2**-7)
 
 
 def test_an_empty_result(rng):

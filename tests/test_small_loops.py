@@ -10,6 +10,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab import _compile_isolation, backend
 from reactant_lab.errors import CompileError
+from tests.conftest import assert_close
 
 ONE_KERNEL = "xla_cpu_small_call"
 """What XLA:CPU marks a loop compiled into one kernel with, in the optimized HLO."""
@@ -44,7 +45,7 @@ def test_a_small_loop_runs_as_one_kernel_and_gives_numpys_answer(rng):
     L, b = inputs(rng)
     compiled, got = compiled_and_result(L, b)
     assert ONE_KERNEL in compiled.hlo_text()
-    np.testing.assert_allclose(got, expected(L, b), rtol=1e-12)
+    assert_close(got, expected(L, b), rtol=1e-12)
 
 
 @pytest.mark.parametrize("route", ["worker", "raw"])
@@ -56,7 +57,7 @@ def test_every_compile_route_sets_it(rng, monkeypatch, route):
     L, b = inputs(rng)
     compiled, got = compiled_and_result(L, b)
     assert ONE_KERNEL in compiled.hlo_text()
-    np.testing.assert_allclose(got, expected(L, b), rtol=1e-12)
+    assert_close(got, expected(L, b), rtol=1e-12)
 
 
 def test_xlas_own_threshold_dispatches_the_loop_op_by_op(rng, monkeypatch):
@@ -65,7 +66,7 @@ def test_xlas_own_threshold_dispatches_the_loop_op_by_op(rng, monkeypatch):
     compiled, got = compiled_and_result(L, b)
     hlo = compiled.hlo_text()
     assert ONE_KERNEL not in hlo and "while(" in hlo
-    np.testing.assert_allclose(got, expected(L, b), rtol=1e-12)
+    assert_close(got, expected(L, b), rtol=1e-12)
 
 
 def test_a_bad_threshold_is_a_clear_error_and_the_array_survives(rng, monkeypatch):
@@ -116,4 +117,4 @@ def test_the_users_own_jax_jit_keeps_xlas_default(rng):
     want = x.copy()
     for i in range(20):
         want = np.tanh(want) * y + i
-    np.testing.assert_allclose(ours(x, y), want, rtol=1e-12)
+    assert_close(ours(x, y), want, rtol=1e-12)

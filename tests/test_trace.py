@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from tests.conftest import assert_close
 
 
 class Pair(NamedTuple):
@@ -79,7 +80,7 @@ def test_trace_scalars_makes_python_numbers_arguments():
     assert t.linear_args[1].weak_type and t.linear_args[1].shape == ()
     assert t.linear_results[0].dtype == np.float32  # weak scalar does not promote
     c = t.stages("none").compile()
-    np.testing.assert_allclose(c(np.ones(2, np.float32), 4.0), [4.0, 4.0])
+    assert_close(c(np.ones(2, np.float32), 4.0), [4.0, 4.0])
 
 
 def test_numpy_scalars_are_traced():
@@ -94,7 +95,7 @@ def test_64bit_inputs_stay_64bit(rng):
     assert t.linear_results[0].dtype == np.float64
     out = t.stages().compile()(x, np.arange(4, dtype=np.int64))
     assert out.dtype == np.float64
-    np.testing.assert_allclose(out, x * 2 + np.arange(4), rtol=1e-15)
+    assert_close(out, x * 2 + np.arange(4), rtol=1e-15)
     assert not jax.config.jax_enable_x64  # the global flag is left as it was
 
 
