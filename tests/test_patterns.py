@@ -391,7 +391,7 @@ def test_each_presets_pipeline_for_a_tpu_is_what_reactant_runs_there(preset):
     steps = plan(preset, None, "stage", no_nan=False, target="tpu")
     want = _seed_pipeline(preset, td, "tpu")
     assert ",".join(p for *_, p in steps) == want
-    by_name = dict((name, p) for name, _, p in steps)
+    by_name = {name: p for name, _, p in steps}
     if "jit lowering" in by_name:
         assert by_name["jit lowering"].endswith("symbol-dce,strip-debuginfo")
         assert "backend=cpu" in by_name["jit lowering"]

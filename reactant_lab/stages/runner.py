@@ -32,10 +32,10 @@ from reactant_lab.stages.presets import (
     PRESETS,
     SHARDY_STAGES,
     STAGES,
-    stage_keys,
     StageSpec,
     check_preset,
     check_shardy_passes,
+    stage_keys,
 )
 from reactant_lab.stages.presets import SHARDY_PASSES as SHARDY_CHOICES
 from reactant_lab.stages.progress import StageProgress
