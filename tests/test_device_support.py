@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+import jax
 import numpy as np
 import pytest
 
@@ -94,3 +95,13 @@ def test_float64_compiles_with_a_note(as_tpu, rng):
 def test_on_the_cpu_nothing_is_noted(rng):
     x = rng.standard_normal(5)
     assert rl.trace(lambda a: np.sin(a) * 3.0, x).stages("none").compile().notes == ()
+
+
+@pytest.mark.skipif(jax.default_backend() != "tpu", reason="needs a TPU")
+def test_on_a_tpu_the_abort_is_an_error_and_the_process_lives(rng):
+    z = rng.standard_normal(4) + 1j * rng.standard_normal(4)
+    with pytest.raises(rl.UnsupportedOnDeviceError, match="complex128"):
+        rl.jit(_magnitude, optimize="none")(z)
+    x = rng.standard_normal(4)
+    compiled = rl.trace(lambda a: np.sin(a), x).stages("none").compile()
+    assert any("emulated" in n for n in compiled.notes)
