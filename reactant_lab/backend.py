@@ -434,7 +434,8 @@ def resolve_device(device: Any | None) -> Any:
         chosen = os.environ.get(DEVICE_VAR, "").strip()
         if chosen:
             return _device_of(chosen, f"{DEVICE_VAR}={chosen!r}")
-        default = jax.config.jax_default_device
+        # jax.config.update("jax_default_device", ...) sets it; Config declares no such attribute
+        default = getattr(jax.config, "jax_default_device", None)
         if isinstance(default, jax.Device):
             return default
         return _device_of(default, f"jax_default_device={default!r}") if default \
