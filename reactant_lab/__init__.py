@@ -39,6 +39,7 @@ from reactant_lab.errors import (
     UnknownStageError,
     UnsupportedArgumentError,
     UnsupportedNumpyFunctionError,
+    UnsupportedOnDeviceError,
 )
 from reactant_lab.explore import (
     Exploration,
@@ -143,6 +144,7 @@ __all__ = [
     "UnknownStageError",
     "UnsupportedArgumentError",
     "UnsupportedNumpyFunctionError",
+    "UnsupportedOnDeviceError",
     "Verification",
     "aligned_arrays",
     "bench",

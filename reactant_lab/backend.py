@@ -98,6 +98,7 @@ __all__ = [
     "CHECK_CHAIN",
     "CHECK_OPS",
     "COMPILE_CHECK_VAR",
+    "DEVICE_VAR",
     "FUSION_EMITTERS",
     "MAX_NESTING",
     "SMALL_LOOP_BYTES",
@@ -421,22 +422,43 @@ def upstream_pass_available(pass_text: str) -> bool:
 # ---------------------------------------------------------------- devices
 
 
+DEVICE_VAR = "REACTANT_LAB_DEVICE"
+"""Environment variable naming the platform whose first device is the default ('cpu', 'tpu',
+'gpu'): where ``device=`` is left unset, reactant_lab compiles and runs there."""
+
+
 def resolve_device(device: Any | None) -> Any:
-    """A jax Device from None (the default device), 'cpu', 'gpu' / 'cuda', or a Device."""
+    """A jax Device from None (the default device: REACTANT_LAB_DEVICE's platform when set, else
+    JAX's default device), 'cpu', 'gpu' / 'cuda', 'tpu', or a Device."""
     if device is None:
-        return jax.devices()[0]
+        chosen = os.environ.get(DEVICE_VAR, "").strip()
+        if chosen:
+            return _device_of(chosen, f"{DEVICE_VAR}={chosen!r}")
+        # jax.config.update("jax_default_device", ...) sets it; Config declares no such attribute
+        default = getattr(jax.config, "jax_default_device", None)
+        if isinstance(default, jax.Device):
+            return default
+        return _device_of(default, f"jax_default_device={default!r}") if default \
+            else jax.devices()[0]
     if isinstance(device, str):
-        kind = {"cuda": "gpu", "rocm": "gpu"}.get(device.lower(), device.lower())
-        try:
-            return jax.devices(kind)[0]
-        except RuntimeError:
-            have = sorted({d.platform for d in jax.devices()})
-            raise PipelineError(
-                f"no {device!r} device is attached (available: {', '.join(have)}). "
-                "Use device='cpu' or leave device unset.") from None
+        return _device_of(device, f"device={device!r}")
     if isinstance(device, jax.Device):
         return device
-    raise PipelineError(f"device must be None, 'cpu', 'gpu' or a jax.Device, not {device!r}")
+    raise PipelineError(f"device must be None, 'cpu', 'gpu', 'tpu' or a jax.Device, not "
+                        f"{device!r}")
+
+
+def _device_of(platform: str, given: str) -> Any:
+    """The first device of ``platform`` ('cuda' and 'rocm' are JAX's 'gpu'); ``given`` says
+    where the name came from, for the error."""
+    kind = {"cuda": "gpu", "rocm": "gpu"}.get(platform.lower(), platform.lower())
+    try:
+        return jax.devices(kind)[0]
+    except RuntimeError:
+        have = sorted({d.platform for d in jax.devices()})
+        raise PipelineError(
+            f"no {platform!r} device is attached ({given}; available: {', '.join(have)}). "
+            f"Use device='cpu', or leave device unset and {DEVICE_VAR} unset.") from None
 
 
 @functools.cache

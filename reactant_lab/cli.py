@@ -65,7 +65,7 @@ def demo(optimize: str = "all", only: Sequence[str] = (),
     """Explore, compile, check and time each built-in example, writing an HTML report for each
     into ``report_dir`` (none when None); 0 on success."""
     versions = ", ".join(f"{k} {v}" for k, v in backend.versions().items())
-    print(f"reactant_lab demo (optimize={optimize!r}; {versions}; device {jax.devices()[0]})")
+    print(f"reactant_lab demo (optimize={optimize!r}; {versions}; device {backend.resolve_device(None)})")
     if not backend.enzyme_available():
         print(f"note: {backend.enzyme_unavailable_reason()}")
     rng = np.random.default_rng()

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from reactant_lab import backend, device_memory
+from reactant_lab import backend, device_memory, device_support
 from reactant_lab.analysis.collectives import CollectiveReport, collective_report
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import replace_long_hex, strip_locations
@@ -80,6 +80,10 @@ class Compiled:
         overwrites whole); None when it takes them all."""
         self.device = executable.device
         """The device it runs on."""
+        self.notes: tuple[str, ...] = ()
+        """What to know about how it was compiled: what the device computes another way
+        (float64 emulated on a TPU), how XLA was worked around (a compile without its fusion
+        emitters after a crash)."""
         self._exe = executable
         self._layout: CallLayout = traced.layout if layout is None else layout
         self.forwarded: tuple[tuple[str, str], ...] = _forwarded_paths(traced, self._layout)
@@ -773,6 +777,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
             (path, *aval[:2]) for path, aval in zip(_result_paths(traced, dropped), out_avals,
                                                     strict=True)],
             [a[:2] for a in avals], dev, stage_name)
+    device_support.check_supported(traced.fn_name, ir, dev, stage_name)
     start = time.perf_counter()
     try:
         exe = backend.compile_module(
@@ -790,8 +795,10 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         raise oom from None
     if not layout.shardings:
         device_memory.check_plan(traced.fn_name, exe.memory_analysis(), dev, stage_name)
-    return Compiled(traced, exe, stage_name, time.perf_counter() - start, donate, layout, mask,
-                    used, timeout)
+    seconds = time.perf_counter() - start
+    compiled = Compiled(traced, exe, stage_name, seconds, donate, layout, mask, used, timeout)
+    compiled.notes = (*device_support.compile_notes(ir, dev), *([exe.note] if exe.note else []))
+    return compiled
 
 
 def check_timeout(seconds: Any) -> float | None:

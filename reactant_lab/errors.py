@@ -200,6 +200,28 @@ class CompileCrashedError(CompileError):
         """How the module was compiled again after the crash and how that ended, or None."""
 
 
+class UnsupportedOnDeviceError(CompileError):
+    """A module the device's XLA compiler is known not to take (it would abort the process):
+    refused before XLA compiles it, with a reproducer."""
+
+    def __init__(self, message: str, *, op: str, dtype: str, device: str, stage: str,
+                 todo: str, reproducer: str | None):
+        super().__init__(message)
+        self.op = op
+        """The op, e.g. ``stablehlo.abs``."""
+        self.dtype = dtype
+        """Its operand's element type as MLIR prints it, e.g. ``complex<f64>``."""
+        self.device = device
+        """The device it was to compile for, e.g. ``TPU_0(process=0,(0,0,0,0))``."""
+        self.stage = stage
+        """Name of the stage whose module it was."""
+        self.todo = todo
+        """What to do instead."""
+        self.reproducer = reproducer
+        """Directory holding input.mlir, why.txt and rerun.py, or None if it could not be
+        written."""
+
+
 class CompileFallbackWarning(UserWarning):
     """XLA crashed on a module, and it was compiled another way (e.g. without XLA:CPU's fusion
     emitters); the executable works, and may run at another speed."""

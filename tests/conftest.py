@@ -23,6 +23,9 @@ import pytest
 from hypothesis import HealthCheck, is_hypothesis_test, settings
 from hypothesis import seed as hypothesis_seed
 
+DEVICE_VAR = "REACTANT_LAB_DEVICE"
+"""Environment variable naming the platform the suite targets ('cpu', 'tpu', 'gpu'); --device
+sets it. Unset: JAX's default device (docs/accelerator.md)."""
 SEED_VAR = "REACTANT_LAB_SEED"
 """Environment variable holding the run's seed."""
 FUZZ_VAR = "REACTANT_LAB_FUZZ"
@@ -59,7 +62,49 @@ def _run_seed() -> int:
                                 "a failing run printed, or unset it") from None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--device", default=None, metavar="PLATFORM",
+                     help=f"run the suite on this platform's first device: cpu, tpu, gpu "
+                          f"(sets {DEVICE_VAR}; default: that variable, else JAX's default)")
+
+
+def _target_device(config: pytest.Config):
+    """Point reactant_lab's default device (REACTANT_LAB_DEVICE) and JAX's (the references
+    tests compare with) at the platform asked for; the device the suite targets."""
+    chosen = config.getoption("--device") or os.environ.get(DEVICE_VAR, "").strip()
+    if not chosen:
+        return jax.devices()[0]
+    kind = {"cuda": "gpu", "rocm": "gpu"}.get(chosen.lower(), chosen.lower())
+    try:
+        device = jax.devices(kind)[0]
+    except RuntimeError:
+        have = ", ".join(sorted({d.platform for d in jax.devices()}))
+        raise pytest.UsageError(f"--device / {DEVICE_VAR}={chosen!r}: no such device is "
+                                f"attached (available: {have})") from None
+    os.environ[DEVICE_VAR] = kind
+    jax.config.update("jax_default_device", device)
+    return device
+
+
+def target_platform() -> str:
+    """The platform the suite runs on: 'cpu', 'tpu', 'gpu'. (Read from the environment, which
+    pytest_configure set: test modules import this file again as ``tests.conftest``.)"""
+    chosen = os.environ.get(DEVICE_VAR, "").strip().lower()
+    return {"cuda": "gpu", "rocm": "gpu"}.get(chosen, chosen) or jax.devices()[0].platform
+
+
+_TARGET: list = []
+
+
+def unattached_platform() -> str:
+    """A platform with no device attached here ('tpu', else 'gpu'): for tests of the error
+    naming a missing device."""
+    have = {d.platform for d in jax.devices()}
+    return "tpu" if "tpu" not in have else "gpu"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _TARGET[:] = [_target_device(config)]
     # Under pytest-xdist every worker runs with the controller's seed (pytest_configure_node).
     worker_input = getattr(config, "workerinput", None)
     config.stash[_SEED] = worker_input[SEED_VAR] if worker_input else _run_seed()
@@ -93,7 +138,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     return (f"reactant_lab: {SEED_VAR}={config.stash[_SEED]}, "
-            f"hypothesis profile {settings.get_current_profile_name()!r} ({FUZZ_VAR})")
+            f"hypothesis profile {settings.get_current_profile_name()!r} ({FUZZ_VAR}), "
+            f"device {_TARGET[0] if _TARGET else jax.devices()[0]}")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # cpu_only(reason): what only holds on the CPU (a miscompile XLA:CPU makes, a worker
+    # process compiling beside this one) is skipped elsewhere, saying why.
+    marker = item.get_closest_marker("cpu_only")
+    if marker is not None and target_platform() != "cpu":
+        reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+        pytest.skip(f"CPU only ({target_platform()} targeted): {reason}")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -148,6 +203,35 @@ def assert_trees_close(got, want, tol: float) -> None:
             np.testing.assert_array_equal(ga, wa)
         else:
             np.testing.assert_allclose(ga, wa, rtol=tol, atol=tol)
+
+
+EMULATED_ULPS = 4
+"""How many units in the last place a value computed in emulated float64 / complex128 (on a
+TPU) may be off from the CPU's or NumPy's (measured: one)."""
+
+
+def float_rtol(dtype) -> float:
+    """The relative tolerance of a value of ``dtype`` the CPU computes exactly: 0 on the CPU; a
+    few ulps for float64 / complex128 where they are emulated (a TPU); 0 for other dtypes."""
+    dt = np.dtype(dtype)
+    if target_platform() == "cpu" or dt.kind not in "fc" or dt.itemsize < (8 if dt.kind == "f"
+                                                                           else 16):
+        return 0.0
+    return EMULATED_ULPS * float(np.finfo(dt).eps)
+
+
+def assert_values_equal(got, want, err_msg: str = "") -> None:
+    """Equal on the CPU; on a device that emulates float64 (a TPU), float64 and complex128
+    values within ``float_rtol`` of each other, relative to the value's scale."""
+    g, w = np.asarray(got), np.asarray(want)
+    rtol = float_rtol(w.dtype)
+    if rtol == 0.0:
+        np.testing.assert_array_equal(g, w, err_msg=err_msg)
+        return
+    assert g.shape == w.shape and g.dtype == w.dtype, f"{g.dtype}{g.shape} != {w.dtype}{w.shape}"
+    finite = np.isfinite(w)
+    scale = float(np.max(np.abs(w[finite]), initial=0.0)) or 1.0
+    np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * scale, err_msg=err_msg)
 
 
 def assert_close_to_scale(got, want, tol: float, where: str = "") -> None:

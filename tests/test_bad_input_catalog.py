@@ -36,7 +36,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import AnalysisError
-from tests.conftest import assert_close
+from tests.conftest import assert_close, unattached_platform
 
 HERE = __file__
 ROOT = Path(__file__).resolve().parent.parent
@@ -331,7 +331,8 @@ def unknown_granularity(rng):
 @case(rl.ReactantLabError)
 def unknown_device(rng):
     x = rng.random(3)
-    return Bad(lambda: rl.jit(add_one, device="tpu")(x), (x,), ("tpu",))
+    missing = unattached_platform()
+    return Bad(lambda: rl.jit(add_one, device=missing)(x), (x,), (missing,))
 
 
 @case(rl.ReactantLabError)

@@ -25,6 +25,10 @@ from tests.conftest import assert_close
 from tests.test_pass_safety import alive
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
+pytestmark = pytest.mark.cpu_only(
+    "the compile worker isolates XLA:CPU compiles only: a worker process would hold an "
+    "accelerator of its own (on a TPU one process holds the chip), and the crashes tested are "
+    "XLA:CPU's fusion emitter's")
 
 # XLA:CPU fuses a chain of dynamic_update_slice ops feeding a concatenate into one fusion, and
 # its fusion emitter recurses once per op: the compile thread's stack overflows (SIGSEGV) from

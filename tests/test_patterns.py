@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -331,9 +332,19 @@ _ENZYME = ('enzyme{postpasses="arith-raise{stablehlo=true},canonicalize,cse,cano
            'remove-unnecessary-enzyme-ops,enzyme-simplify-math,canonicalize,cse,canonicalize"}')
 
 
-def _seed_pipeline(preset: str, td: str) -> str:
-    """compile_mlir!'s passes for ``preset`` on CPU with raise=false, written out from the
-    seed (Compiler.jl) independently of reactant_lab/stages/presets.py."""
+_SEED_RAISE = (  # compile_mlir!'s raise_passes for raise=true, less the unroll's {unroll-full}
+    "canonicalize,llvm-to-memref-access,canonicalize,convert-llvm-to-cf,canonicalize,"
+    "enzyme-lift-cf-to-scf,canonicalize,func.func(canonicalize-loops),canonicalize-scf-for,"
+    "canonicalize,affine-cfg,canonicalize,func.func(canonicalize-loops),canonicalize,"
+    "llvm-to-affine-access,canonicalize,delinearize-indexing,canonicalize,simplify-affine-exprs,"
+    "affine-cfg,canonicalize,func.func(affine-loop-invariant-code-motion,affine-loop-unroll),"
+    "canonicalize,raise-affine-to-stablehlo,arith-raise{stablehlo=true}")
+
+
+def _seed_pipeline(preset: str, td: str, platform: str = "cpu") -> str:
+    """compile_mlir!'s passes for ``preset`` on ``platform`` (CPU: raise=false; TPU: raise=true,
+    its default there, and strip-debuginfo after the jit lowering), written out from the seed
+    (Compiler.jl) independently of reactant_lab/stages/presets.py."""
     func = f"canonicalize,cse,canonicalize,{td},transform-interpreter,enzyme-hlo-remove-transform"
     opt = f"{_INLINE},propagate-constant-bounds,{_SROA},canonicalize,{_SROA}," \
           f"libdevice-funcs-raise,canonicalize,remove-duplicate-func-def,{func}"
@@ -342,6 +353,8 @@ def _seed_pipeline(preset: str, td: str) -> str:
     clean = "canonicalize,remove-unnecessary-enzyme-ops,enzyme-simplify-math"
     kern, raise_, jit = ("lower-kernel{backend=cpu},canonicalize", "canonicalize",
                          "lower-jit{openmp=true backend=cpu},symbol-dce")
+    if platform == "tpu":
+        raise_, jit = f"{_SEED_RAISE},{opt2}", f"{jit},strip-debuginfo"
     front = f"{opt},enzyme-batch,{opt2},{enzyme},{clean}"
     return {
         "none": "", "canonicalize": "canonicalize", "just_batch": "enzyme-batch",
@@ -365,6 +378,29 @@ def test_each_presets_pipeline_is_the_seeds(preset, monkeypatch):
     td = "enzyme-hlo-generate-td{patterns=" + listed.text + "}"
     steps = plan(preset, None, "stage", no_nan=False, target="cpu")
     assert ",".join(p for *_, p in steps) == _seed_pipeline(preset, td)
+
+
+@pytest.mark.parametrize("preset", list(rl.PRESETS))
+def test_each_presets_pipeline_for_a_tpu_is_what_reactant_runs_there(preset):
+    """On a TPU Reactant lowers kernels and jit calls for the host (backend=cpu), raises
+    (raise=true) and strips debug info: the pipeline rendered for platform 'tpu', stage by
+    stage."""
+    from reactant_lab.stages.runner import plan
+
+    listed = patterns.pattern_list(no_nan=False, target="tpu")
+    td = "enzyme-hlo-generate-td{patterns=" + listed.text + "}"
+    steps = plan(preset, None, "stage", no_nan=False, target="tpu")
+    want = _seed_pipeline(preset, td, "tpu")
+    assert ",".join(p for *_, p in steps) == want
+    by_name = {name: p for name, _, p in steps}
+    if "jit lowering" in by_name:
+        assert by_name["jit lowering"].endswith("symbol-dce,strip-debuginfo")
+        assert "backend=cpu" in by_name["jit lowering"]
+    if "raise" in by_name:
+        assert by_name["raise"].startswith("canonicalize,llvm-to-memref-access,")
+        assert "raise-affine-to-stablehlo" in by_name["raise"]
+    if "kernel lowering" in by_name:
+        assert by_name["kernel lowering"] == "lower-kernel{backend=cpu},canonicalize"
 
 
 def _column_then_sum(b):
@@ -425,3 +461,18 @@ def test_the_reduce_pad_and_compare_exclusions_still_hold(rng):
     a, c = _ints(rng)
     assert not np.asarray(rl.jit(_product_sign, exact=True)(a, c)).any(), (
         "compare_op_canon<16> no longer folds (a * c) < 0: remove its exclusion")
+
+
+def test_the_tpu_lowering_stages_run_here():
+    """Every pass of the TPU's kernel, raise and jit stages is registered: they run on a
+    module here (a pass pipeline does not depend on the device)."""
+    from reactant_lab.stages.runner import plan
+
+    steps = plan("noopt", None, "stage", no_nan=False, target="tpu")
+    x = np.linspace(-1.0, 1.0, 6, dtype=np.float32)
+    text = rl.trace(lambda a: jnp.sin(a) * 2.0, x).ir
+    assert 'loc("args[0]")' in text
+    for _, _, pipeline in steps:
+        text = rl.run_pipeline(text, pipeline)
+    # strip-debuginfo: the argument's path and the ops' source lines are gone
+    assert "stablehlo.sine" in text and 'loc("' not in text

@@ -12,6 +12,9 @@ from reactant_lab import _compile_isolation, backend
 from reactant_lab.errors import CompileError
 from tests.conftest import assert_close
 
+pytestmark = pytest.mark.cpu_only("the small-loop threshold is an XLA:CPU option; other "
+                                  "platforms compile loops their own way")
+
 ONE_KERNEL = "xla_cpu_small_call"
 """What XLA:CPU marks a loop compiled into one kernel with, in the optimized HLO."""
 

@@ -38,6 +38,11 @@ def _clamp_input(rng):
 
 # -- (a) a wrong stage is found ---------------------------------------------------------------
 
+CLAMP_ON_CPU = ("the module the patterns make reads z[3] where jax.jit clamps the update's start: "
+                "XLA:CPU gives the wrong value this test looks for, a TPU did not (measured)")
+
+
+@pytest.mark.cpu_only(CLAMP_ON_CPU)
 @needs_enzyme
 def test_the_stage_that_miscompiles_is_the_first_wrong(rng):
     z = _clamp_input(rng)
@@ -52,6 +57,7 @@ def test_the_stage_that_miscompiles_is_the_first_wrong(rng):
     assert "first stage that went wrong: 1 optimize+sroa" in v.table()
 
 
+@pytest.mark.cpu_only(CLAMP_ON_CPU)
 @needs_enzyme
 def test_pass_granularity_names_the_pattern_pass(rng):
     z = _clamp_input(rng)

@@ -13,6 +13,7 @@ from typing import Any
 from reactant_lab.analysis.collectives import Collective
 from reactant_lab.analysis.graph import Signature, _Graph, signature_from_ir
 from reactant_lab.analysis.mlir_func import Op, ParsedFunc, parse_function
+from reactant_lab.analysis.precision import precision_text
 from reactant_lab.analysis.provenance import is_library_file, op_sources
 from reactant_lab.errors import AnalysisError
 
@@ -47,9 +48,11 @@ collectives and reshards, StableHLO's collectives): marked ``collective`` in the
 
 
 def graph_model(text: str, signature: Signature | None = None, *,
-                max_ops: int = MODEL_MAX_OPS) -> dict[str, Any] | None:
+                max_ops: int = MODEL_MAX_OPS, platform: str | None = None
+                ) -> dict[str, Any] | None:
     """The model of ``main`` in module ``text`` (see ``GraphModel`` in the explorer's schema), or
-    None past ``max_ops`` ops. Raises AnalysisError when ``main`` cannot be parsed."""
+    None past ``max_ops`` ops; ``platform`` (the target) says what a dot's DEFAULT precision
+    computes there. Raises AnalysisError when ``main`` cannot be parsed."""
     func = parse_function(text)
     if len(func.ops) > max_ops:
         return None
@@ -72,7 +75,7 @@ def graph_model(text: str, signature: Signature | None = None, *,
                       **_sharded(fa.attrs if fa else "", len(meshes))})
     for op in func.ops:
         index[op.id] = len(nodes)
-        nodes.append(_op_node(op, stripped, sources, g, len(meshes)))
+        nodes.append(_op_node(op, stripped, sources, g, len(meshes), platform))
     for op, entry in zip(func.ops, nodes[len(nodes) - len(func.ops):], strict=True):
         entry["in"] = [index[s[:-5] if s.endswith(".args") else s] for s in op.inputs
                       if (s[:-5] if s.endswith(".args") else s) in index]
@@ -88,7 +91,7 @@ def graph_model(text: str, signature: Signature | None = None, *,
         nodes.append({"id": res.id, "kind": "result", "name": r.path, "ssa": "",
                       "type": r.type, "in": [index[src]] if src is not None and src in index
                       else [], "marks": list(res.marks), **_sharded(attrs, len(meshes))})
-    _add_callees(text, nodes, stripped, sources, len(meshes))
+    _add_callees(text, nodes, stripped, sources, len(meshes), platform)
     model: dict[str, Any] = {"ops": len(func.ops), "nodes": nodes}
     if meshes:
         model["mesh"] = _mesh_text(meshes)
@@ -247,7 +250,7 @@ def _result_attrs(lines: list[str]) -> list[str]:
 
 
 def _add_callees(text: str, nodes: list[dict[str, Any]], stripped: list[str],
-                 sources: dict[int, str], meshes: int = 0) -> None:
+                 sources: dict[int, str], meshes: int = 0, platform: str | None = None) -> None:
     """Give each ``func.call`` node its callee's body as its one region (ops, then a
     ``func.return``), appended after the nodes; nested calls too, down to CALL_DEPTH, while the
     nodes added stay within CALLEE_NODES."""
@@ -279,7 +282,7 @@ def _add_callees(text: str, nodes: list[dict[str, Any]], stripped: list[str],
             return call if src.startswith("arg") else local.get(src)
 
         for op in f.ops:
-            entry = _op_node(op, stripped, sources, g, meshes)
+            entry = _op_node(op, stripped, sources, g, meshes, platform)
             entry["id"] = f"{node['id']}/{op.id}"
             entry["in"] = [r for r in map(resolve, op.inputs) if r is not None]
             inner = op.parent is not None and op.parent in local
@@ -323,7 +326,7 @@ def _shown_file(path: str) -> str:
 
 
 def _op_node(op: Op, stripped: list[str], sources: dict[int, str], g: _Graph,
-             meshes: int = 0) -> dict[str, Any]:
+             meshes: int = 0, platform: str | None = None) -> dict[str, Any]:
     line = stripped[op.line - 1] if 0 < op.line <= len(stripped) else ""
     m = _RESULTS.match(line)
     ssa = ", ".join(p.strip() for p in m.group(1).split(",")) if m else ""
@@ -333,6 +336,9 @@ def _op_node(op: Op, stripped: list[str], sources: dict[int, str], g: _Graph,
                             "type": op.type, "attrs": attrs, "line": op.line, **sharded}
     if op.name in COLLECTIVE_OPS:
         node["marks"] = ["collective"]
+    precision = precision_text(line, platform)
+    if precision is not None:
+        node["precision"] = precision
     if op.line in sources:
         node["src"] = sources[op.line]
     if op.id in g.labels:

@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from reactant_lab import backend, timing
+from reactant_lab import backend, device_support, timing
 from reactant_lab.bisect.result import BisectResult
 from reactant_lab.stages.reproducer import fresh_directory, prune
 from reactant_lab.stages.runner import run_pipeline
@@ -115,6 +115,7 @@ def _run_module(text: str, info: dict[str, Any], inputs: list[np.ndarray], *, ti
     avals = [(tuple(s), np.dtype(d), bool(w)) for s, d, w in info["avals"]]
     out_avals = [(tuple(s), np.dtype(d), False) for s, d in info["out_avals"]]
     device, x64 = backend.resolve_device(None), bool(info["x64"])
+    device_support.check_supported("bisect reproducer", text, device, "bisect")
     start = time.perf_counter()
     exe = backend.compile_module(text, avals=avals, out_avals=out_avals, device=device, x64=x64,
                                  donate=(False,) * len(avals), structure=None, stage="bisect")

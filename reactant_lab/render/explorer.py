@@ -116,6 +116,7 @@ def exploration_summary_html(ex: Exploration) -> str:
     if ex.compiled is not None:
         facts.append(f"XLA compile {ex.compiled.compile_seconds * 1e3:.1f} ms on "
                      f"{ex.compiled.device}")
+        facts += ex.compiled.notes
     if ex.run_seconds is not None:
         facts.append(f"first run {ex.run_seconds * 1e3:.2f} ms")
     return (f'<div class="reactant-lab-report" id="{scope}"><style>{scoped_css(scope)}</style>'

@@ -126,7 +126,8 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         "metrics": {"stages": list(table.stages), "ops": list(table.ops),
                     "counts": [list(r) for r in table.counts], "totals": list(table.totals)},
         "graphs": _graphs(st, structure, sig, payload_title(traced), opts,
-                          _compiled_stage(st, compiled) if report else None, report),
+                          _compiled_stage(st, compiled) if report else None, report,
+                          stages.target),
         "xla": _xla(compiled, texts, report, mesh_of(st[-1].ir)),
         "run": run,
     }
@@ -264,9 +265,11 @@ def _compiled_stage(st: list[Stage], compiled: Compiled | None) -> int | None:
 
 def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
             opts: PayloadOptions, compiled_stage: int | None = None,
-            report: CollectiveReport | None = None) -> list[dict[str, Any]]:
+            report: CollectiveReport | None = None,
+            platform: str | None = None) -> list[dict[str, Any]]:
     """The graphs of the first, last and some distinct stages between; the compiled stage's
-    model marks the collectives ``report`` found in XLA's partitioned HLO."""
+    model marks the collectives ``report`` found in XLA's partitioned HLO; a dot's precision
+    says what it computes on ``platform`` (the target)."""
     reps = sorted(set(structure))
     chosen = sorted({reps[0], reps[-1], *reps[1:-1][:max(opts.max_graphs - 2, 0)]})
     out = []
@@ -280,7 +283,7 @@ def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
             out.append({**entry, "kind": None, "error": str(exc)})
             continue
         entry.update(kind=g.kind, ops=g.ops, note=g.note, dot=to_dot(g), svg=None, error=None)
-        model = graph_model(st[i].ir, sig)
+        model = graph_model(st[i].ir, sig, platform=platform)
         if model is not None:
             if report is not None and compiled_stage in entry["stages"]:
                 mark_collectives(model, report.collectives)
@@ -307,6 +310,8 @@ def _xla(compiled: Compiled | None, texts: TextStore, report: CollectiveReport |
                        if isinstance(v, int | float)}}
     if report is not None:
         entry["sharding"] = sharding_entry(report, mesh, [str(d) for d in compiled.devices])
+    if compiled.notes:
+        entry["notes"] = list(compiled.notes)
     return entry
 
 

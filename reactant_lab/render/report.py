@@ -357,7 +357,9 @@ class _Report:
         mem = "".join(f"<tr><th>{esc(k)}</th><td>{v:,}</td></tr>" for k, v in x["memory"].items())
         return (f'<section id="xla"><h2>XLA optimized HLO</h2><p class="meta">stage '
                 f'{esc(x["stage"])} compiled for {esc(x["device"])} in '
-                f'{x["compile_seconds"] * 1e3:.1f} ms</p><table>{cost}{mem}</table>'
+                f'{x["compile_seconds"] * 1e3:.1f} ms</p>'
+                + "".join(f'<p class="note">{esc(n)}</p>' for n in x.get("notes", ()))
+                + f"<table>{cost}{mem}</table>"
                 + _partitioned(x.get("sharding"))
                 + ("" if self.brief else self.text_block(x["hlo"], "hlo")) + "</section>")
 

@@ -5,7 +5,9 @@ placeholders are filled in when a pipeline runs:
 
 - ``${patterns}``: Reactant's enzyme-hlo pattern list (``no_nan`` aware), less the patterns the
   installed enzyme-ad lacks (see stages/patterns.py; the stage notes name them);
-- ``${target}``: ``cpu`` or ``cuda``, from the device the module is compiled for.
+- ``${kernel_backend}``, ``${jit_backend}``, ``${jit_after}``: from TARGETS, by the platform of
+  the device the module is compiled for (``target``); TARGETS also swaps stages for a platform
+  (the raising pipeline for ``raise`` on a TPU).
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ _SROA = "sroa-wrappers{instcombine=false instsimplify=true}"
 _ENZYME = ('enzyme{postpasses="arith-raise{stablehlo=true},canonicalize,cse,canonicalize,'
            'remove-unnecessary-enzyme-ops,enzyme-simplify-math,canonicalize,cse,canonicalize"}')
 _OPT = f"{_INLINE},{_FUNC}"
+_RAISE = ("canonicalize,llvm-to-memref-access,canonicalize,convert-llvm-to-cf,canonicalize,"
+          "enzyme-lift-cf-to-scf,canonicalize,func.func(canonicalize-loops),canonicalize-scf-for,"
+          "canonicalize,affine-cfg,canonicalize,func.func(canonicalize-loops),canonicalize,"
+          "llvm-to-affine-access,canonicalize,delinearize-indexing,canonicalize,"
+          "simplify-affine-exprs,affine-cfg,canonicalize,"
+          "func.func(affine-loop-invariant-code-motion,affine-loop-unroll),canonicalize,"
+          "raise-affine-to-stablehlo,arith-raise{stablehlo=true}")
 
 STAGES: MappingProxyType[str, StageSpec] = MappingProxyType({
     "opt_sroa": StageSpec(
@@ -60,15 +69,58 @@ STAGES: MappingProxyType[str, StageSpec] = MappingProxyType({
                          "drop leftover Enzyme ops, simplify math"),
     "opt_post": StageSpec("optimize (after AD)", _OPT,
                           "inline, canonicalize, CSE, enzyme-hlo patterns on the AD result"),
-    "kernel": StageSpec("kernel lowering", "lower-kernel{backend=${target}},canonicalize",
+    "kernel": StageSpec("kernel lowering", "lower-kernel{backend=${kernel_backend}},canonicalize",
                         "lower custom kernels for the target"),
     "raise": StageSpec("raise", "canonicalize", "raising off (Reactant's raise=false)"),
+    "raise_on": StageSpec(
+        "raise", f"{_RAISE},{_OPT}",
+        "raise LLVM kernels to StableHLO (Reactant's raise=true, its default on a TPU)",
+        note="affine-loop-unroll runs without Reactant's {unroll-full}: the installed "
+             "enzyme-ad's MLIR has no such option (only raised LLVM kernels have loops to "
+             "unroll)"),
     "jit": StageSpec(
         "jit lowering",
-        "lower-jit{openmp=true backend=${target}},symbol-dce",
+        "lower-jit{openmp=true backend=${jit_backend}},symbol-dce${jit_after}",
         "lower enzymexla jit calls, drop dead symbols"),
     "canonicalize": StageSpec("canonicalize", "canonicalize", "MLIR's canonicalizer only"),
 })
+
+
+
+@dataclass(frozen=True)
+class Target:
+    """How the lowering stages read for one device platform (Reactant's ``compile_mlir!``)."""
+
+    kernel_backend: str
+    """``lower-kernel``'s backend option."""
+    jit_backend: str
+    """``lower-jit``'s backend option."""
+    jit_after: str = ""
+    """Passes run after the jit lowering's ``symbol-dce`` (with a leading comma)."""
+    swaps: tuple[tuple[str, str], ...] = ()
+    """(stage key of a preset, key of STAGES run in its place on this platform)."""
+
+
+TARGETS: MappingProxyType[str, Target] = MappingProxyType({
+    "cpu": Target("cpu", "cpu"),
+    # A TPU runs no custom kernels of its own: Reactant lowers them for the host, raises them
+    # (raise=true is its default there) and strips debug info before XLA compiles.
+    "tpu": Target("cpu", "cpu", ",strip-debuginfo", (("raise", "raise_on"),)),
+})
+"""Platform (``backend.platform``: 'cpu', 'tpu', 'cuda', ...) -> its lowering options. A
+platform not listed gets its own name as both backends (``target_of``)."""
+
+
+def target_of(platform: str) -> Target:
+    """TARGETS' entry for ``platform``; for one it lacks, its name as both backends."""
+    return TARGETS.get(platform) or Target(platform, platform)
+
+
+def stage_keys(optimize: str, platform: str) -> tuple[str, ...]:
+    """The keys of STAGES preset ``optimize`` runs on ``platform`` (its swaps applied)."""
+    swaps = dict(target_of(platform).swaps)
+    return tuple(swaps.get(k, k) for k in PRESETS[optimize])
+
 
 _FRONT = ("opt_sroa", "batch", "opt", "enzyme", "cleanup")
 

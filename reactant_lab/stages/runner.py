@@ -35,6 +35,7 @@ from reactant_lab.stages.presets import (
     StageSpec,
     check_preset,
     check_shardy_passes,
+    stage_keys,
 )
 from reactant_lab.stages.presets import SHARDY_PASSES as SHARDY_CHOICES
 from reactant_lab.stages.progress import StageProgress
@@ -292,7 +293,7 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
         listed = pattern_list(no_nan=no_nan, target=target, choice=choice).text \
             if PRESETS[optimize] else ""
         stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=listed, target=target))
-                  for k in PRESETS[optimize]]
+                  for k in stage_keys(optimize, target)]
     if sharded:
         stages += [(SHARDY_STAGES[k].name, SHARDY_STAGES[k].pipeline)
                    for k in SHARDY_CHOICES[shardy_passes]]

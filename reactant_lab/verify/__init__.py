@@ -19,6 +19,7 @@ from reactant_lab.verify.compare import (
     fresh_inputs,
     outcome,
     outcome_of,
+    precision_floors,
     reference_name,
     reference_outcome,
     relative_error,
@@ -37,5 +38,5 @@ from reactant_lab.verify.stages import (
 
 __all__ = ["CELLS", "REFERENCES", "REFERENCE_LABELS", "SLOWER", "TOLERANCE_TEXT", "Comparison",
            "Outcome", "StageCheck", "Tolerance", "Verification", "check_module", "compare",
-           "fresh_inputs", "outcome", "outcome_of", "reference_name", "reference_outcome",
+           "fresh_inputs", "outcome", "outcome_of", "precision_floors", "reference_name", "reference_outcome",
            "relative_error", "run_samples", "run_timer", "tolerance_for", "verify_stages"]

@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from reactant_lab import backend
+from reactant_lab.analysis.precision import reduced_precision_dots
 from reactant_lab.errors import ReactantLabError, TraceError
 from reactant_lab.trace.traced import Traced
 
@@ -75,6 +76,29 @@ def tolerance_for(dtype: Any) -> Tolerance:
 TOLERANCE_TEXT = ("|got − want| ≤ rtol·(|want| + max|want|) per value, by dtype: rtol 1e-2 for "
                   "16-bit floats, 1e-4 for float32/complex64, 1e-9 for float64/complex128; "
                   "integers and bools exact; NaN must match NaN")
+
+
+_NUMPY_NAMES = {"f32": "float32", "complex<f32>": "complex64", "f64": "float64",
+                "complex<f64>": "complex128", "f16": "float16", "bf16": "bfloat16"}
+
+
+def precision_floors(ir: str, platform: str) -> tuple[dict[str, float], str | None]:
+    """The tolerances module ``ir`` needs on ``platform`` beyond its dtypes' (dtype name ->
+    least rtol), and the words saying why (None when it needs none): a TPU computes float32
+    dots at DEFAULT precision in one bfloat16 pass, so their results are verified as
+    bfloat16's."""
+    reduced = reduced_precision_dots(ir, platform)
+    floors: dict[str, float] = {}
+    for _, r in reduced:
+        name = _NUMPY_NAMES.get(r.element_type, r.element_type)
+        floors[name] = max(floors.get(name, 0.0), r.rtol)
+    if not floors:
+        return {}, None
+    widened = ", ".join(f"rtol {v:g} for {k}" for k, v in floors.items())
+    why = (f"widened to {widened}: {len(reduced)} dot(s) at DEFAULT precision, which a "
+           f"{platform.upper()} computes in {reduced[0][1].computes} (ask for "
+           "precision=jax.lax.Precision.HIGHEST for full precision)")
+    return floors, why
 
 
 # -- outcomes --------------------------------------------------------------------------------
@@ -246,9 +270,10 @@ class Comparison:
     """The first value that is off, with where and what: for the user to read."""
 
 
-def compare(got: Outcome, want: Outcome) -> Comparison:
+def compare(got: Outcome, want: Outcome, floors: dict[str, float] | None = None) -> Comparison:
     """Compare value by value, each within the tolerance of the reference value's dtype (of the
-    coarser of the two dtypes where one side has none of its own: ``Outcome.weak``)."""
+    coarser of the two dtypes where one side has none of its own: ``Outcome.weak``), or the
+    least rtol ``floors`` gives that dtype (``precision_floors``)."""
     if got.names != want.names:
         return Comparison(False, float("inf"), float("inf"),
                           f"different outputs: {list(got.names)} vs {list(want.names)}")
@@ -261,7 +286,8 @@ def compare(got: Outcome, want: Outcome) -> Comparison:
             return Comparison(False, float("inf"), float("inf"), first_bad or bad)
         if w.size == 0:
             continue
-        rtol = max(tolerance_for(g.dtype).rtol, tolerance_for(w.dtype).rtol)
+        rtol = max(tolerance_for(g.dtype).rtol, tolerance_for(w.dtype).rtol,
+                   *((floors or {}).get(d.name, 0.0) for d in (g.dtype, w.dtype)))
         if _numeric(w.dtype) and _numeric(g.dtype):
             rel = relative_error(g, w)
             holds = rel <= rtol if rtol else np.asarray(g == w)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from reactant_lab import backend, device_support
 from reactant_lab.checks import count, flag
 from reactant_lab.errors import ArgumentTypeError, TraceError
 from reactant_lab.trace.traced import Traced
@@ -21,6 +22,7 @@ from reactant_lab.verify.compare import (
     first_line,
     fresh_inputs,
     outcome,
+    precision_floors,
     reference_name,
     reference_outcome,
 )
@@ -98,7 +100,8 @@ def run_samples(compiled: Compiled, args: tuple[Any, ...], kwargs: dict[str, Any
 
 def check_module(traced: Traced, ir: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                  want: Outcome, index: int = 0, name: str = "module", repeat: int = 5,
-                 device: Any | None = None, time_it: bool = True) -> StageCheck:
+                 device: Any | None = None, time_it: bool = True,
+                 floors: dict[str, float] | None = None) -> StageCheck:
     """Compile ``ir`` (a stage's module of ``traced``), run it on fresh copies of the inputs,
     compare with ``want`` and (``time_it``) time it. Whatever fails (XLA refusing the module,
     the executable failing, the timing) is recorded in ``StageCheck.error``, not raised."""
@@ -115,7 +118,7 @@ def check_module(traced: Traced, ir: str, args: tuple[Any, ...], kwargs: dict[st
     except Exception as exc:
         return StageCheck(index=index, name=name, compile_seconds=compiled.compile_seconds,
                           error=f"run failed: {first_line(exc)}")
-    c = compare(got, want)
+    c = compare(got, want, floors)
     samples: list[float] = []
     error = None
     if time_it:
@@ -249,6 +252,8 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
     ref = reference_name(traced, reference)
     want = reference_outcome(traced, args, kwargs, ref,
                              lambda: stages.compile(0, device=device))
+    platform = device_support.platform_of(backend.resolve_device(device))
+    floors, widened = precision_floors(stages.stages[0].ir, platform)
     checks: list[StageCheck] = []
     for stage in stages.stages:
         if changed_only and checks and not stage.changed:
@@ -260,9 +265,10 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
         if progress is not None:
             progress(f"verify: stage {stage.index}/{len(stages) - 1} {stage.name}")
         check = check_module(traced, stage.ir, args, kwargs, want=want, index=stage.index,
-                             name=stage.name, repeat=repeat, device=device)
+                             name=stage.name, repeat=repeat, device=device, floors=floors)
         checks.append(dataclasses.replace(check, slower=_slower(check, checks)))
-    return Verification(reference=ref, tolerance=TOLERANCE_TEXT, repeat=repeat,
+    tolerance = TOLERANCE_TEXT if widened is None else f"{TOLERANCE_TEXT}; {widened}"
+    return Verification(reference=ref, tolerance=tolerance, repeat=repeat,
                         checks=tuple(checks))
 
 

@@ -722,6 +722,9 @@ export class GraphView {
     if (n.attrs) {
       p.appendChild(row('attributes', el('code', 'rl-gp-attrs', n.attrs)));
     }
+    if (n.precision) {
+      p.appendChild(row('precision', el('span', 'rl-gp-precision', n.precision)));
+    }
     if (n.type) {
       p.appendChild(row('types', el('code', 'rl-gp-type', n.type)));
     }

@@ -96,6 +96,9 @@ export function xlaFacts(payload: ExplorerPayload): HTMLElement {
         (x.donate ? ', arguments donated.' : '.')
     )
   );
+  for (const note of x.notes ?? []) {
+    node.appendChild(el('p', 'rl-note rl-xla-note', note));
+  }
   if (x.sharding) {
     node.append(...shardingFacts(x.sharding));
   }

@@ -575,6 +575,10 @@ export interface GraphNode {
    */
   sharding?: string;
   /**
+   * For a dot_general, dot or convolution: the precision it asks for (precision_config), and on a target whose DEFAULT is reduced what it computes there (a TPU: float32 at DEFAULT in one bfloat16 pass).
+   */
+  precision?: string;
+  /**
    * The collectives XLA's partitioner inserted for this op in the compiled (per-device) HLO, matched by source location and op name, one line each: op, per-device shape, bytes, devices.
    */
   collectives?: string[];
@@ -619,6 +623,10 @@ export interface XlaEntry {
     [k: string]: number;
   };
   sharding?: XlaSharding;
+  /**
+   * What to know about how it was compiled (absent when nothing): what the device computes another way (float64 emulated on a TPU), how XLA was worked around.
+   */
+  notes?: string[];
 }
 /**
  * For an executable partitioned over several devices (absent for one): what XLA's SPMD partitioner made of the module's shardings.

@@ -1,0 +1,113 @@
+"""What a device platform's XLA compiler cannot take, or computes another way: tables, checked
+against module text (pure: text in, findings out)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reactant_lab.analysis.provenance import op_name
+
+
+@dataclass(frozen=True)
+class Limit:
+    """An op on an element type that a platform's compiler is known not to take."""
+
+    op: str
+    """The op as printed, e.g. ``stablehlo.abs``."""
+    element_type: str
+    """The element type of an operand, as MLIR prints it: ``complex<f64>``, ``f64``."""
+    platform: str
+    """The platform (``backend.platform``): 'tpu', 'cuda', ..."""
+    why: str
+    """What goes wrong there."""
+    todo: str
+    """What to do instead."""
+
+
+LIMITS: tuple[Limit, ...] = (
+    Limit("stablehlo.abs", "complex<f64>", "tpu",
+          "XLA's TPU compiler aborts the whole process on it (a CHECK failure in its precision "
+          "rewriter, measured on a TPU v5e with jax 0.10.2)",
+          "compute the magnitude as sqrt(re**2 + im**2) (jnp.sqrt(z.real**2 + z.imag**2) or "
+          "jnp.hypot(z.real, z.imag)), use complex64, or run this function on the CPU "
+          "(device='cpu')"),
+)
+"""Known aborts and unsupported combinations: (op, element type, platform, why, what to do)."""
+
+
+@dataclass(frozen=True)
+class Emulated:
+    """An element type a platform computes in software."""
+
+    element_type: str
+    """The element type, as MLIR prints it."""
+    platform: str
+    """The platform."""
+    note: str
+    """What that means for the user."""
+
+
+EMULATED: tuple[Emulated, ...] = (
+    Emulated("f64", "tpu",
+             "float64 is emulated on a TPU (it has no 64-bit floating-point unit): the module "
+             "runs, slower than float32, and its results can differ from the CPU's in the "
+             "last bits"),
+    Emulated("complex<f64>", "tpu",
+             "complex128 is emulated on a TPU (as pairs of emulated float64): the module runs, "
+             "slower than complex64, and its results can differ from the CPU's in the last "
+             "bits"),
+)
+"""Element types a platform runs, but in software: shown as compile notes."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One op of a module that hits a Limit."""
+
+    limit: Limit
+    """The limit it hits."""
+    line: int
+    """Its 1-based line in the module text."""
+    text: str
+    """That line, stripped."""
+
+
+_ELEMENT = re.compile(r"tensor<(?:(?:\d+|\?)x)*(complex<\w+>|[A-Za-z]\w*)")
+_LOC = re.compile(r"\s+loc\(.*$")
+
+
+def operand_types(line: str) -> frozenset[str]:
+    """The element types of one op's operands: of the types after its last `` : `` (those
+    before ``->`` when the type is a function type)."""
+    line = _LOC.sub("", line)
+    types = line.rsplit(" : ", 1)[1] if " : " in line else ""
+    return frozenset(_ELEMENT.findall(types.split("->", 1)[0]))
+
+
+def unsupported_ops(text: str, platform: str) -> tuple[Finding, ...]:
+    """Each op of module ``text`` that LIMITS says ``platform``'s compiler cannot take."""
+    limits = [lim for lim in LIMITS if lim.platform == platform]
+    if not limits:
+        return ()
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        name = op_name(line)
+        hits = [lim for lim in limits if lim.op == name]
+        if not hits:
+            continue
+        operands = operand_types(line)
+        found += [Finding(lim, number, _LOC.sub("", line).strip()) for lim in hits
+                  if lim.element_type in operands]
+    return tuple(found)
+
+
+def emulation_notes(text: str, platform: str) -> tuple[str, ...]:
+    """The notes of EMULATED for the element types module ``text`` computes in on
+    ``platform``, in table order."""
+    rows = [e for e in EMULATED if e.platform == platform]
+    if not rows:
+        return ()
+    seen = {t for line in text.splitlines() if not line.startswith("#")
+            for t in _ELEMENT.findall(_LOC.sub("", line))}
+    return tuple(e.note for e in rows if e.element_type in seen)
