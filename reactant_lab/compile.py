@@ -501,15 +501,16 @@ class Compiled:
             tree = (args, kwargs)
 
             def place_tree() -> tuple[tuple[Any, ...], dict[str, Any]]:
+                placed: tuple[tuple[Any, ...], dict[str, Any]]
                 with backend.x64_scope(x64):
                     if shardings:  # structured calls have no captures: slots are the leaves
                         leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_none)
-                        placed: tuple[tuple[Any, ...], dict[str, Any]] = \
-                            jax.tree_util.tree_unflatten(treedef, [
-                                leaf if isinstance(s, Static) else put(leaf, shardings[s])
-                                for leaf, s in zip(leaves, self._layout.in_slots, strict=True)])
-                        return placed
-                    return jax.tree_util.tree_map(lambda leaf: put(leaf, self.device), tree)
+                        placed = jax.tree_util.tree_unflatten(treedef, [
+                            leaf if isinstance(s, Static) else put(leaf, shardings[s])
+                            for leaf, s in zip(leaves, self._layout.in_slots, strict=True)])
+                    else:
+                        placed = jax.tree_util.tree_map(lambda leaf: put(leaf, self.device), tree)
+                return placed
             return _in_scope(fast, x64), place_tree
         leaves = jax.tree_util.tree_leaves(self._call_tree(args, kwargs))
         positions = self._linear_pos if self.used_args is None else [

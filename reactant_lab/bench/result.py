@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactant_lab import timing
-from reactant_lab.bench.roofline import Roofline
+from reactant_lab.bench.roofline import Roofline, flops_rate
 from reactant_lab.bench.transfers import Transfers
 
 NOISY_IQR_OVER_MEDIAN = 0.10
@@ -45,8 +45,7 @@ def roofline_note(roofline: Roofline, dtype: str = "float32") -> str:
     applies = roofline.flops_peak(dtype)
     return (f"roofline: the least time this work can take on this machine (XLA's count of its "
             f"flops and bytes at the device's peaks: {roofline.describe()}; {dtype} work, so "
-            f"{applies / 1e9:.3g} GFLOP/s) over the median; 100% is running at the machine's "
-            "limit")
+            f"{flops_rate(applies)}) over the median; 100% is running at the machine's limit")
 
 
 TRANSFERS_NOTE = (

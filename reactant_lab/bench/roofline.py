@@ -76,10 +76,18 @@ class Roofline:
             value = getattr(self, name)
             if value is None:
                 continue
-            unit = "GB/s" if name == "peak_bytes_per_s" else "GFLOP/s"
+            rate = (f"{value / 1e9:.3g} GB/s" if name == "peak_bytes_per_s"
+                    else flops_rate(value))
             how = "measured" if name in self.measured else "given"
-            parts.append(f"{value / 1e9:.3g} {unit} {PEAK_LABELS[name]} ({how})")
+            parts.append(f"{rate} {PEAK_LABELS[name]} ({how})")
         return ", ".join(parts)
+
+
+def flops_rate(flops_per_s: float) -> str:
+    """``186 GFLOP/s``, ``197 TFLOP/s`` (from 10^12 up)."""
+    if flops_per_s >= 1e12:
+        return f"{flops_per_s / 1e12:.3g} TFLOP/s"
+    return f"{flops_per_s / 1e9:.3g} GFLOP/s"
 
 
 def _best_seconds(fn: Any, arg: Any, repeats: int, *, feed_back: bool = False) -> float:
