@@ -65,7 +65,8 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
           roofline: bool | Roofline = True, progress: bool | None = None, exclude_patterns: Any = (),
           patterns: Any = None, exact: bool = False, meshes: Sequence[Any] | None = None,
           in_shardings: Mapping[str, Any] | None = None, shardy_passes: str = "default",
-          timeout: float | None = None, **kwargs: Any) -> BenchResult | ScalingResult:
+          timeout: float | None = None, jax_fn: Callable[..., Any] | None = None,
+          **kwargs: Any) -> BenchResult | ScalingResult:
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
 
     With ``meshes`` (e.g. ``[(1,), (2,), (4,), (8,)]``) and ``in_shardings`` (argument path ->
@@ -83,6 +84,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     ``numba.njit`` of the function on copies of NumPy inputs (NumPy-mode code only; its compile,
     the first call, is timed apart as its compile time and its result checked against NumPy's;
     skipped with numba's reason where it refuses the code; ``pip install reactant-lab[numba]``).
+    ``jax_fn``: the ``jax`` baseline is ``jax.jit`` of this function instead, called with the
+    same arguments (a JAX version of NumPy code that updates its arguments in place, which
+    ``jax.jit`` cannot trace).
     Ratios are taken against the first baseline measured. Warm-up runs are not counted, each sample is
     synchronized, variants are sampled round-robin, small inputs rotate among copies, and
     functions that update their arguments get fresh copies per call (copying is not timed).
@@ -129,7 +133,8 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
                              exact=exact, timeout=timeout)
     variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, options)
     for name in baselines:
-        made = _baseline(name, fn, traced, args, kwargs, dev)
+        made = _baseline(name, jax_fn if name == "jax" and jax_fn is not None else fn, traced,
+                         args, kwargs, dev)
         if isinstance(made, str):
             skipped[name] = made
             continue
@@ -271,7 +276,9 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
     except Exception as exc:  # whatever JAX raises on code it cannot trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = numba_baseline.whole(first)  # keep whole sentences
-        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first}"
+        hint = (" (bench(..., jax_fn=...) times jax.jit of a JAX version of it instead)"
+                if traced.mode == "numpy" else "")
+        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first}{hint}"
     seconds = time.perf_counter() - start
     cost = compiled.cost_analysis() or {}
     cost = cost[0] if isinstance(cost, list | tuple) else cost
