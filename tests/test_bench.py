@@ -376,3 +376,21 @@ def test_peaks_can_be_given_and_bfloat16_work_is_held_to_its_own_peak(rng):
             rl.calibrate(peak_bytes_per_s=bad)
     with pytest.raises(rl.ArgumentTypeError, match="roofline"):
         bench(lambda a: a, w, roofline="yes")
+
+
+def jax_smooth(u, steps):
+    for _ in range(steps):
+        u = u.at[1:-1].set(0.5 * (u[:-2] + u[2:]))
+    return u.sum()
+
+
+def test_jax_fn_gives_jax_jit_a_jax_version_of_numpy_code(rng):
+    u = rng.random(500)
+    result = bench(smooth, u, 4, presets=("none",), baselines=("jax",), jax_fn=jax_smooth,
+                   repeats=3, warmup=1, roofline=False, progress=False)
+    assert [r.name for r in result.rows] == ["none", "jax"] and not result.skipped
+    theirs = result.row("jax")
+    assert theirs.h2d_bytes == u.nbytes and theirs.d2h_bytes == 8  # a float64 sum comes back
+    skipped = bench(smooth, u, 4, presets=(), baselines=("jax",), repeats=3, warmup=1,
+                    roofline=False, progress=False).skipped["jax"]
+    assert "jax.jit cannot trace" in skipped and "jax_fn=" in skipped
