@@ -3,6 +3,8 @@
 Columns: ours (preset all) / jax.jit, ours (all) / NumPy eager, preset all / preset none, each
 measured side by side in one ``bench`` run per kernel; the suite makes several passes over all the
 kernels and reports each ratio's median over the passes, with the geometric mean per column.
+For the NumPy kernels ours is the run on the device alone, its inputs already there (``bench``
+times the copies a call of NumPy arrays makes apart: ``benchmarks/accelerator.py`` shows them).
 
 Run: .venv/bin/python benchmarks/suite.py [--min-time S] [--json out.json]
 """

@@ -7,7 +7,15 @@ conveniences (jit, explore, code_hlo, code_xla).
 from reactant_lab import enzyme
 from reactant_lab.analysis.diff import Diff, diff
 from reactant_lab.backend import enzyme_available, versions
-from reactant_lab.bench import BenchResult, BenchRow, Roofline, ScalingResult, bench, bench_scaling
+from reactant_lab.bench import (
+    BenchResult,
+    BenchRow,
+    Roofline,
+    ScalingResult,
+    bench,
+    bench_scaling,
+    calibrate,
+)
 from reactant_lab.bisect import BisectResult, bisect
 from reactant_lab.compile import Compiled
 from reactant_lab.errors import (
@@ -150,6 +158,7 @@ __all__ = [
     "bench",
     "bench_scaling",
     "bisect",
+    "calibrate",
     "code_hlo",
     "code_xla",
     "diff",

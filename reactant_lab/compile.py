@@ -474,6 +474,23 @@ class Compiled:
         transfers back, no write-back (what timing a stage's module measures), on the calling
         thread even when ``guarded``: for inputs a call has ended on. Not for a donating
         executable, whose inputs are consumed by the first call."""
+        run, place = self.device_call(*args, **kwargs)
+        a, k = place()
+
+        def runner() -> None:
+            jax.block_until_ready(run(*a, **k))
+        return runner
+
+    def device_call(self, *args: Any, **kwargs: Any
+                    ) -> tuple[Callable[..., Any], Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]]:
+        """``(run, place)`` for this call's arguments (checked against the signature once):
+        ``place()`` copies the arrays the executable takes onto its device (a call of NumPy
+        arrays makes these host-to-device copies first) and returns them as ``(args, kwargs)``
+        for ``run``, not waiting for the copies; ``run(*args, **kwargs)`` runs the executable
+        alone on them, on the calling thread, and returns its results (computed results and
+        updated arguments' new values) left on the device: no checks, no copies back, no
+        write-back. What ``bench`` times of a NumPy kernel, its copies timed apart. Not for a
+        donating executable, whose inputs are consumed by the first call."""
         if any(self.donated_args):
             raise CompileError("device_runner reuses its inputs, which a donating executable "
                                "consumes; compile with donate=False to time it")
@@ -482,36 +499,35 @@ class Compiled:
         fast = exe.fast_call
         shardings = self._layout.shardings
         if exe.structured and fast is not None:  # JAX's dispatch takes the user's own pytree
-            def place(leaf: Any, where: Any) -> Any:
+            def put(leaf: Any, where: Any) -> Any:
                 return jax.device_put(leaf, where) if isinstance(
                     leaf, np.ndarray | np.generic | jax.Array) else leaf
             tree = (args, kwargs)
-            with backend.x64_scope(x64):
-                if shardings:  # structured calls have no captures: slots are the leaves
-                    leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_none)
-                    a, k = jax.tree_util.tree_unflatten(treedef, [
-                        leaf if isinstance(s, Static) else place(leaf, shardings[s])
-                        for leaf, s in zip(leaves, self._layout.in_slots, strict=True)])
-                else:
-                    a, k = jax.tree_util.tree_map(lambda leaf: place(leaf, self.device), tree)
 
-            def run_structured() -> None:
+            def place_tree() -> tuple[tuple[Any, ...], dict[str, Any]]:
+                placed: tuple[tuple[Any, ...], dict[str, Any]]
                 with backend.x64_scope(x64):
-                    jax.block_until_ready(fast(*a, **k))
-            return run_structured
+                    if shardings:  # structured calls have no captures: slots are the leaves
+                        leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=is_none)
+                        placed = jax.tree_util.tree_unflatten(treedef, [
+                            leaf if isinstance(s, Static) else put(leaf, shardings[s])
+                            for leaf, s in zip(leaves, self._layout.in_slots, strict=True)])
+                    else:
+                        placed = jax.tree_util.tree_map(lambda leaf: put(leaf, self.device), tree)
+                return placed
+            return _in_scope(fast, x64), place_tree
         leaves = jax.tree_util.tree_leaves(self._call_tree(args, kwargs))
         positions = self._linear_pos if self.used_args is None else [
             self._linear_pos[i] for i in self.used_args]
         targets = (list(range(len(self._linear_pos))) if self.used_args is None
                    else list(self.used_args))
-        with backend.x64_scope(x64):
-            linear = [jax.device_put(leaves[i], shardings[j] if shardings else self.device)
-                      for i, j in zip(positions, targets, strict=True)]
+        values = [(leaves[i], shardings[j] if shardings else self.device)
+                  for i, j in zip(positions, targets, strict=True)]
 
-        def run() -> None:
+        def place_flat() -> tuple[tuple[Any, ...], dict[str, Any]]:
             with backend.x64_scope(x64):
-                jax.block_until_ready(exe.call_flat(linear))
-        return run
+                return tuple(jax.device_put(v, where) for v, where in values), {}
+        return _in_scope(lambda *linear: exe.call_flat(linear), x64), place_flat
 
     def as_text(self, debug_info: bool = False) -> str:
         """The StableHLO module that was compiled (with donation attributes, if any)."""
@@ -553,6 +569,17 @@ class Compiled:
     def __repr__(self) -> str:
         return (f"<Compiled {self.traced.fn_name} stage={self.stage!r} device={self.device} "
                 f"compile={self.compile_seconds * 1e3:.1f} ms>")
+
+
+def _in_scope(call: Callable[..., Any], x64: bool) -> Callable[..., Any]:
+    """``call`` run with 64-bit types on when ``x64`` (as the traced call had them)."""
+    if not x64:
+        return call
+
+    def scoped(*args: Any, **kwargs: Any) -> Any:
+        with backend.x64_scope(True):
+            return call(*args, **kwargs)
+    return scoped
 
 
 def _taker(used: tuple[int, ...]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:

@@ -18,6 +18,7 @@ from reactant_lab.bench.measure import copies
 from reactant_lab.bench.result import make_row
 from reactant_lab.examples import EXAMPLES, mlp
 from reactant_lab.render.bench_chart import result_html
+from reactant_lab.timing import format_seconds
 
 ROOF = Roofline("test", peak_flops=1e9, peak_bytes_per_s=2e9, seconds=0.0)
 
@@ -293,3 +294,103 @@ def test_the_openblas_spin_caveat_names_the_setting_only_where_it_applies(rng, m
     assert result.to_dict()["caveats"] == list(result.caveats)  # the explorer's bench panel
     monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "4")
     assert bench(smooth, u, 8, baselines=("numpy",), repeats=3, roofline=False).caveats == ()
+
+
+def relax(u, v):
+    """Updates ``v`` in place (its edges kept, so it is read too) and returns a float32 scalar."""
+    v[1:-1] = 0.5 * (u[:-2] + u[2:])
+    return (u * 2).sum()
+
+
+def test_numpy_kernel_runs_on_device_and_its_copies_are_measured_apart(rng):
+    u = rng.standard_normal(3000).astype(np.float32)
+    v = rng.standard_normal(3000).astype(np.float32)
+    before = v.copy()
+    result = bench(relax, u, v, presets=("all",), baselines=("numpy",), repeats=3, warmup=1,
+                   roofline=False, progress=False)
+    np.testing.assert_array_equal(v, before)  # the caller's arrays are not the ones timed
+    ours, numpy = result.row("all"), result.row("numpy")
+    assert ours.h2d_bytes == u.nbytes + v.nbytes  # both arrays go to the device
+    assert ours.d2h_bytes == v.nbytes + np.dtype(np.float32).itemsize  # updated v, the scalar
+    for seconds in (ours.h2d_s, ours.d2h_s):
+        assert seconds > 0 and np.isfinite(seconds)
+    assert ours.with_transfers_s == pytest.approx(ours.median_s + ours.h2d_s + ours.d2h_s)
+    assert numpy.h2d_bytes is None and numpy.with_transfers_s is None  # NumPy runs on the host
+    text = result.table()
+    cell = f"23.4 KiB, {format_seconds(ours.h2d_s, micro='us')}"
+    assert "to device" in text and "from device" in text and cell in text
+    assert "the copies a call of NumPy arrays makes" in text
+    page = result_html(result)
+    assert "to device" in page and f"23.4 KiB, {format_seconds(ours.h2d_s)}" in page
+    row = json.loads(result.to_json())["rows"][0]
+    assert (row["h2d_bytes"], row["d2h_bytes"]) == (ours.h2d_bytes, ours.d2h_bytes)
+    assert "h2d_bytes" in result.to_csv().splitlines()[0]
+
+
+def test_jax_jit_of_numpy_code_makes_the_same_copies(rng):
+    a = rng.standard_normal((40, 30))
+    b = rng.standard_normal((40, 30))
+    result = bench(lambda x, y: x * y + 1.0, a, b, presets=("none",), baselines=("jax",),
+                   repeats=3, warmup=1, roofline=False, progress=False)
+    assert result.mode == "numpy"
+    for row in result.rows:
+        assert row.h2d_bytes == a.nbytes + b.nbytes and row.d2h_bytes == a.nbytes
+        assert row.h2d_s > 0 and row.d2h_s > 0
+
+
+def test_jax_code_has_its_inputs_on_the_device_and_no_copies(mlp_result):
+    assert all(r.h2d_bytes is None and r.d2h_s is None for r in mlp_result.rows)
+    assert "to device" not in mlp_result.table() and "to device" not in result_html(mlp_result)
+
+
+def test_peaks_are_measured_once_per_device_and_shown(mlp_result):
+    roof = mlp_result.roofline
+    assert roof.measured == ("peak_flops", "peak_flops_bf16", "peak_bytes_per_s")
+    for peak in (roof.peak_flops, roof.peak_flops_bf16, roof.peak_bytes_per_s):
+        assert peak > 0 and np.isfinite(peak)
+    assert rl.calibrate() == roof  # cached: the same measurement, not a new one
+    text = mlp_result.table()
+    for what in ("float32 matmul (measured)", "bfloat16 matmul (measured)", "copy (measured)",
+                 "float32 work"):
+        assert what in text and what in result_html(mlp_result)
+    assert json.loads(mlp_result.to_json())["roofline"]["measured"] == list(roof.measured)
+
+
+def test_peaks_can_be_given_and_bfloat16_work_is_held_to_its_own_peak(rng):
+    given = rl.calibrate(peak_flops=1e9, peak_flops_bf16=4e9, peak_bytes_per_s=1e12)
+    assert given.measured == () and given.seconds == 0.0
+    assert "1 GFLOP/s float32 matmul (given)" in given.describe()
+    mixed = rl.calibrate(peak_flops=2e12)
+    assert mixed.peak_flops == 2e12 and "peak_flops" not in mixed.measured
+    assert "2 TFLOP/s float32 matmul (given)" in mixed.describe()
+    row = make_row("x", "preset", [1.0], compile_s=None, flops=4e9, bytes_accessed=0.0,
+                   roofline=given, calls_per_sample=1, dtype="bfloat16")
+    assert row.roofline_fraction == pytest.approx(1.0)  # 4 GFLOP at 4 GFLOP/s in 1 s
+    w = jnp.asarray(rng.standard_normal((16, 16)), jnp.bfloat16)
+    result = bench(lambda a: a @ a, w, presets=("none",), baselines=(), repeats=3, warmup=1,
+                   roofline=given, progress=False)
+    assert result.roofline is given and result.compute_dtype == "bfloat16"
+    assert "bfloat16 work, so 4 GFLOP/s" in result.table()
+    for bad in (0, -1.0, float("nan"), "fast", True):
+        with pytest.raises(rl.ReactantLabError, match="peak_bytes_per_s must be a positive"):
+            rl.calibrate(peak_bytes_per_s=bad)
+    with pytest.raises(rl.ArgumentTypeError, match="roofline"):
+        bench(lambda a: a, w, roofline="yes")
+
+
+def jax_smooth(u, steps):
+    for _ in range(steps):
+        u = u.at[1:-1].set(0.5 * (u[:-2] + u[2:]))
+    return u.sum()
+
+
+def test_jax_fn_gives_jax_jit_a_jax_version_of_numpy_code(rng):
+    u = rng.random(500)
+    result = bench(smooth, u, 4, presets=("none",), baselines=("jax",), jax_fn=jax_smooth,
+                   repeats=3, warmup=1, roofline=False, progress=False)
+    assert [r.name for r in result.rows] == ["none", "jax"] and not result.skipped
+    theirs = result.row("jax")
+    assert theirs.h2d_bytes == u.nbytes and theirs.d2h_bytes == 8  # a float64 sum comes back
+    skipped = bench(smooth, u, 4, presets=(), baselines=("jax",), repeats=3, warmup=1,
+                    roofline=False, progress=False).skipped["jax"]
+    assert "jax.jit cannot trace" in skipped and "jax_fn=" in skipped

@@ -434,11 +434,25 @@ def test_calls_under_the_users_own_jax_transformation_run_the_python(shell, rng)
     assert explorers(outputs) == []
 
 
+def test_bench_option_takes_baselines_and_shows_a_numpy_kernels_copies(shell, rng):
+    x = rng.random(16)
+    shell.push({"x": x})
+    result, outputs, _ = run(shell, "%%reactant_jit --bench 3 --baselines numpy\n"
+                                    "def f(v):\n    v *= 2\n\nf(x)\n")
+    assert result.success, result.error_in_exec
+    [bundle] = [o for o in outputs if MIME_TYPE in o]
+    rows = {r["name"]: r for r in bundle[MIME_TYPE]["bench"]["rows"]}
+    assert set(rows) == {"none", "all", "numpy"}
+    assert rows["all"]["h2d_bytes"] == rows["all"]["d2h_bytes"] == x.nbytes
+    assert rows["numpy"]["h2d_bytes"] is None
+    assert "to device" in bundle["text/html"] and "from device" in bundle["text/plain"]
+
+
 def test_help_lists_every_option(shell):
     _, _, out = run(shell, "%%reactant_jit?")
     for option in ("--optimize", "--granularity", "--fn", "--bench", "--device", "--no-run",
                    "--no-display", "--pipeline", "--verify", "--reference", "--exact",
-                   "--exclude-patterns", "--loops", "--shardy-passes"):
+                   "--exclude-patterns", "--loops", "--shardy-passes", "--baselines"):
         assert option in out
     assert "every call the cell makes" in out
 

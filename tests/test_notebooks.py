@@ -22,7 +22,7 @@ _spec.loader.exec_module(refresh)
 
 NOTEBOOKS = ["01_quickstart.ipynb", "02_numpy_kernels.ipynb", "03_pass_by_pass.ipynb",
              "04_benchmarking.ipynb", "05_enzyme_gradients.ipynb", "05_loops.ipynb",
-             "06_sharding.ipynb"]
+             "06_sharding.ipynb", "07_accelerator.ipynb"]
 MAX_BYTES = 2_000_000
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 

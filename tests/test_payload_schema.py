@@ -89,6 +89,10 @@ def payloads(mlp_exploration) -> dict[str, dict]:
     result = rl.bench(mlp, *_mlp_args(np.random.default_rng(2)), presets=("all",),
                       baselines=("jax",), repeats=5, min_time=0.0, warmup=1, roofline=False,
                       progress=False)
+    given = rl.calibrate(peak_flops=1e9, peak_flops_bf16=2e9, peak_bytes_per_s=1e9)
+    copies = rl.bench(jacobi_1d, 4, a.copy(), b.copy(), presets=("canonicalize",),
+                      baselines=("numpy",), repeats=3, min_time=0.0, warmup=1, roofline=given,
+                      progress=False)
     big = build_payload(big_stage_trace(6, 3_000),
                         options=PayloadOptions(svg=False, compress_over=1_000, max_ops=50))
     return {"jax mlp": rl.exploration_payload(mlp_exploration),
@@ -97,6 +101,7 @@ def payloads(mlp_exploration) -> dict[str, dict]:
             "by pass, no_nan": rl.exploration_payload(by_pass),
             "benchmarked (widget)": ExplorerWidget(mlp_exploration, bench=result).payload,
             "benchmarked (display)": explorer_payload(mlp_exploration, bench=result),
+            "benchmarked numpy kernel, copies apart": explorer_payload(kernel, bench=copies),
             "large texts, no layout program": big, "unparsable main": unparsable_payload(),
             "long diff": long_diff_payload()}
 

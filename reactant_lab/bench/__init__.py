@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from reactant_lab import backend, checks
-from reactant_lab.bench import numba_baseline
+from reactant_lab.bench import numba_baseline, transfers
 from reactant_lab.bench.measure import (
     Inputs,
     Variant,
@@ -24,7 +24,7 @@ from reactant_lab.bench.measure import (
     warm_up,
 )
 from reactant_lab.bench.result import BenchResult, BenchRow, blas_spin_caveat, make_row
-from reactant_lab.bench.roofline import Roofline, calibrate
+from reactant_lab.bench.roofline import LOW_PRECISION, Roofline, calibrate
 from reactant_lab.bench.scaling import ScalingResult, ScalingRow, bench_scaling, check_timing
 from reactant_lab.errors import ReactantLabError, ShardingError
 from reactant_lab.explore import ExploreOptions, build_from_trace
@@ -62,10 +62,11 @@ def bench(fn: Callable[..., Any], *args: Any, meshes: Sequence[Any], **kwargs: A
 def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", "all"),
           baselines: Sequence[str] | None = None, repeats: int | None = None,
           min_time: float = 0.2, warmup: int = 3, device: Any | None = None,
-          roofline: bool = True, progress: bool | None = None, exclude_patterns: Any = (),
+          roofline: bool | Roofline = True, progress: bool | None = None, exclude_patterns: Any = (),
           patterns: Any = None, exact: bool = False, meshes: Sequence[Any] | None = None,
           in_shardings: Mapping[str, Any] | None = None, shardy_passes: str = "default",
-          timeout: float | None = None, **kwargs: Any) -> BenchResult | ScalingResult:
+          timeout: float | None = None, jax_fn: Callable[..., Any] | None = None,
+          **kwargs: Any) -> BenchResult | ScalingResult:
     """Time ``fn(*args, **kwargs)`` compiled with each preset beside the baselines.
 
     With ``meshes`` (e.g. ``[(1,), (2,), (4,), (8,)]``) and ``in_shardings`` (argument path ->
@@ -83,9 +84,24 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     ``numba.njit`` of the function on copies of NumPy inputs (NumPy-mode code only; its compile,
     the first call, is timed apart as its compile time and its result checked against NumPy's;
     skipped with numba's reason where it refuses the code; ``pip install reactant-lab[numba]``).
+    ``jax_fn``: the ``jax`` baseline is ``jax.jit`` of this function instead, called with the
+    same arguments (a JAX version of NumPy code that updates its arguments in place, which
+    ``jax.jit`` cannot trace).
     Ratios are taken against the first baseline measured. Warm-up runs are not counted, each sample is
     synchronized, variants are sampled round-robin, small inputs rotate among copies, and
     functions that update their arguments get fresh copies per call (copying is not timed).
+
+    Every sample waits for the device (``block_until_ready``), and JAX code's inputs are on the
+    device before the timed region, for ours and ``jax.jit`` alike. NumPy code's rows (ours and
+    ``jax.jit``) time the run alone, its inputs put on the device first; the copies a call of
+    NumPy arrays makes (its inputs to the device, its results and updated arrays back) are
+    timed apart, as each row's ``h2d_*`` and ``d2h_*`` fields (``with_transfers_s`` adds them
+    up).
+
+    ``roofline``: True measures the device's peaks (``calibrate``: float32 and bfloat16 matmul
+    FLOP/s and copy bandwidth, once per device and process), a Roofline uses the peaks it holds
+    (``calibrate(peak_flops=...)`` gives some and measures the rest), False draws none. A call
+    of 16-bit floats is held to the bfloat16 peak.
 
     Each preset runs once as soon as it is compiled, before any baseline: Ctrl-C stops that run
     when it may not end (``Compiled.guarded``), and ``timeout`` (seconds) limits it
@@ -93,7 +109,8 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     inputs, unguarded. The baselines are not limited (NumPy's stops at Ctrl-C).
     """
     check_timing(repeats, min_time, warmup)
-    checks.flag("roofline", roofline)
+    if not isinstance(roofline, Roofline):
+        roofline = checks.flag("roofline (True, False or a Roofline)", roofline)
     if progress is not None:
         checks.instance("progress", progress, (bool, np.bool_), "True, False or None")
     presets = checks.names("presets", presets, "('none', 'all')")
@@ -116,7 +133,8 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
                              exact=exact, timeout=timeout)
     variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, options)
     for name in baselines:
-        made = _baseline(name, fn, traced, args, kwargs, dev)
+        made = _baseline(name, jax_fn if name == "jax" and jax_fn is not None else fn, traced,
+                         args, kwargs, dev)
         if isinstance(made, str):
             skipped[name] = made
             continue
@@ -128,8 +146,10 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     same_work = next((c for c in costs.values() if c is not None), (None, None))
     for name in _EAGER:  # NumPy and Numba have no cost model: they do the same work as ours
         costs.setdefault(name, same_work)
+    roof = roofline if isinstance(roofline, Roofline) else calibrate(dev) if roofline else None
+    dtype = compute_dtype(traced)
     rows = _measure(variants, repeats, min_time, warmup, progress, compile_s, costs,
-                    calibrate(dev) if roofline else None, set(presets))
+                    roof, set(presets), dtype)
     reference = next((b for b in baselines if b not in skipped), None)
     if reference is not None:
         base = next(r.median_s for r in rows if r.name == reference)
@@ -139,8 +159,16 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
                               None if numpy_row is None else numpy_row.median_s,
                               any(r.name not in _EAGER for r in rows))
     return BenchResult(traced.fn_name, traced.mode, str(dev), tuple(rows),
-                       types.MappingProxyType(skipped), reference,
-                       calibrate(dev) if roofline else None, () if caveat is None else (caveat,))
+                       types.MappingProxyType(skipped), reference, roof,
+                       () if caveat is None else (caveat,), dtype)
+
+
+def compute_dtype(traced: Traced) -> str:
+    """``bfloat16`` when the call's floating-point arguments are 16-bit floats (its matmuls are
+    then bounded by that peak), else ``float32``."""
+    floats = {str(a.dtype) for a in traced.linear_args
+              if np.issubdtype(a.dtype, np.floating) or str(a.dtype) in LOW_PRECISION}
+    return "bfloat16" if floats and floats <= LOW_PRECISION else "float32"
 
 
 def _numpy_blas() -> str | None:
@@ -202,17 +230,23 @@ def _presets(traced: Traced, presets: Sequence[str], args: tuple[Any, ...], kwar
     place = _place(traced, dev)
     with backend.x64_scope(traced.layout.x64):
         pool = copies((args, kwargs), place)
+    on_host = traced.mode == "numpy"
     for preset in presets:
         exact = base.exact or preset.endswith(EXACT)
         ex = build_from_trace(traced, base.replace(optimize=preset.removesuffix(EXACT),
                                                    exact=exact))
         compiled = ex.compiled
         assert compiled is not None  # built from a trace
-        variant = Variant(preset, compiled.unguarded(), pool,
-                          _fresh(traced, (args, kwargs), place))
         if compiled.guarded:  # the first run where Ctrl-C and the time limit reach it
-            first_args, first_kwargs = variant.inputs(0)
+            first_args, first_kwargs = copy_inputs(pool[0], place)
             jax.block_until_ready(compiled(*first_args, **first_kwargs))
+        if on_host:  # the run alone, on inputs put on the device; the copies timed apart
+            run, put = compiled.unguarded().device_call(*pool[0][0], **pool[0][1])
+            variant = Variant(preset, run, [put() for _ in pool])
+            variant.transfers = transfers.measure(put, run)
+        else:
+            variant = Variant(preset, compiled.unguarded(), pool,
+                              _fresh(traced, (args, kwargs), place))
         cost = compiled.cost_analysis()
         compile_s[preset] = ex.stages.seconds + compiled.compile_seconds
         costs[preset] = (cost.get("flops"), cost.get("bytes accessed"))
@@ -242,7 +276,9 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
     except Exception as exc:  # whatever JAX raises on code it cannot trace
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         first = numba_baseline.whole(first)  # keep whole sentences
-        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first}"
+        hint = (" (bench(..., jax_fn=...) times jax.jit of a JAX version of it instead)"
+                if traced.mode == "numpy" else "")
+        return f"jax.jit cannot trace the function: {type(exc).__name__}: {first}{hint}"
     seconds = time.perf_counter() - start
     cost = compiled.cost_analysis() or {}
     cost = cost[0] if isinstance(cost, list | tuple) else cost
@@ -251,6 +287,13 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
     with backend.x64_scope(traced.layout.x64):
         pool = copies((dyn, kwargs), place)
     variant = Variant("jax", _x64_call(compiled, traced.layout.x64), pool)
+    if traced.mode == "numpy":  # a NumPy caller of jax.jit makes the same copies as of ours
+
+        def put() -> Inputs:
+            with backend.x64_scope(traced.layout.x64):
+                return copy_inputs((dyn, kwargs), place)
+
+        variant.transfers = transfers.measure(put, variant.call)
     return variant, seconds, (cost.get("flops"), cost.get("bytes accessed"))
 
 
@@ -272,7 +315,7 @@ def _is_array_tree(value: Any) -> bool:
 
 def _measure(variants: list[Variant], repeats: int | None, min_time: float, warmup: int,
              progress: bool | None, compile_s: dict[str, float | None], costs: dict[str, _Cost],
-             roof: Roofline | None, presets: set[str]) -> list[BenchRow]:
+             roof: Roofline | None, presets: set[str], dtype: str) -> list[BenchRow]:
     per_sample = [warm_up(v, warmup) for v in variants]
     rounds = plan_rounds(per_sample, min_time, repeats)
     expected = rounds * sum(per_sample)
@@ -289,7 +332,7 @@ def _measure(variants: list[Variant], repeats: int | None, min_time: float, warm
     return [make_row(v.name, "preset" if v.name in presets else "baseline", s,
                      compile_s=compile_s.get(v.name), flops=costs[v.name][0],
                      bytes_accessed=costs[v.name][1], roofline=roof,
-                     calls_per_sample=v.calls_per_sample)
+                     calls_per_sample=v.calls_per_sample, transfers=v.transfers, dtype=dtype)
             for v, s in zip(variants, samples, strict=True)]
 
 

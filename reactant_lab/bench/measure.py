@@ -8,10 +8,13 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
+
+if TYPE_CHECKING:  # transfers imports this module's Inputs
+    from reactant_lab.bench.transfers import Transfers
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 """(positional arguments, keyword arguments) of one call."""
@@ -35,6 +38,9 @@ class Variant:
     """For functions that update their arguments: makes a fresh input set (not timed)."""
     calls_per_sample: int = 1
     """Calls timed back to back in one sample (chosen from a first timing)."""
+    transfers: Transfers | None = None
+    """The copies to and from the device a call of NumPy arrays makes, timed apart
+    or None."""
 
     def inputs(self, i: int) -> Inputs:
         """The input set for the i-th call of a sample (a fresh copy for mutating functions)."""

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reactant_lab import timing
-from reactant_lab.bench.roofline import Roofline
+from reactant_lab.bench.roofline import Roofline, flops_rate
+from reactant_lab.bench.transfers import Transfers
 
 NOISY_IQR_OVER_MEDIAN = 0.10
 """A row is noisy past this interquartile range over median: its median is not to be trusted to
@@ -38,12 +39,35 @@ def versus(ratio: float | None, name: str, reference: str | None) -> str:
     return f"{x}× {'faster' if ratio < 1 else 'slower'} than {reference}"
 
 
-def roofline_note(roofline: Roofline) -> str:
-    """One line on what the roofline column means, with the machine's measured peaks."""
+def roofline_note(roofline: Roofline, dtype: str = "float32") -> str:
+    """One line on what the roofline column means, with the machine's peaks (each marked
+    measured or given) and the compute peak that applies to work in ``dtype``."""
+    applies = roofline.flops_peak(dtype)
     return (f"roofline: the least time this work can take on this machine (XLA's count of its "
-            f"flops and bytes at the measured peaks, {roofline.peak_flops / 1e9:.3g} GFLOP/s and "
-            f"{roofline.peak_bytes_per_s / 1e9:.3g} GB/s) over the median; 100% is running at "
-            "the machine's limit")
+            f"flops and bytes at the device's peaks: {roofline.describe()}; {dtype} work, so "
+            f"{flops_rate(applies)}) over the median; 100% is running at the machine's limit")
+
+
+TRANSFERS_NOTE = (
+    "to device / from device: the copies a call of NumPy arrays makes around its run, timed apart "
+    "(host to device: the arrays it takes; device to host: its results and updated arrays); the "
+    "median of such a row is the run alone, its inputs already on the device")
+
+
+def format_bytes(nbytes: int) -> str:
+    """``512 B``, ``1.0 KiB``, ``3.5 MiB``, ``2.0 GiB`` (as the explorer's front end writes them)."""
+    if nbytes < 1024:
+        return f"{nbytes} B"
+    unit, scale = (("KiB", 1024) if nbytes < 1024**2 else ("MiB", 1024**2) if nbytes < 1024**3
+                   else ("GiB", 1024**3))
+    return f"{nbytes / scale:.1f} {unit}"
+
+
+def transfer_cell(nbytes: int | None, seconds: float | None, micro: str = "µs") -> str:
+    """``1.0 MiB, 85.2 µs``: bytes copied one way and the time it took; ``-`` without."""
+    if nbytes is None or seconds is None:
+        return "-"
+    return f"{format_bytes(nbytes)}, {timing.format_seconds(seconds, micro=micro)}"
 
 
 @dataclass(frozen=True)
@@ -74,11 +98,27 @@ class BenchRow:
     """The machine's time floor for this work over the median (1.0 = at the roofline)."""
     calls_per_sample: int = 1
     """Calls timed back to back per sample."""
+    h2d_bytes: int | None = None
+    """Bytes a call of NumPy arrays copies host to device first (None: inputs already there)."""
+    h2d_s: float | None = None
+    """Seconds those copies take, timed apart from the samples."""
+    d2h_bytes: int | None = None
+    """Bytes of results and updated arrays a call of NumPy arrays copies back to the host."""
+    d2h_s: float | None = None
+    """Seconds those copies take, timed apart from the samples."""
 
     @property
     def noisy(self) -> bool:
         """IQR over median above 10%: the number is not to be trusted to that precision."""
         return self.median_s > 0 and self.iqr_s / self.median_s > NOISY_IQR_OVER_MEDIAN
+
+    @property
+    def with_transfers_s(self) -> float | None:
+        """The median plus both copies: what a call of NumPy arrays takes end to end, less its
+        checks (None for a row without copies)."""
+        if self.h2d_s is None or self.d2h_s is None:
+            return None
+        return self.median_s + self.h2d_s + self.d2h_s
 
     @property
     def gflops_per_s(self) -> float | None:
@@ -93,19 +133,24 @@ class BenchRow:
     def as_dict(self) -> dict[str, Any]:
         """Plain dict with the derived fields too (for JSON / CSV)."""
         out = dataclasses.asdict(self)
-        out.update(noisy=self.noisy, gflops_per_s=self.gflops_per_s, gb_per_s=self.gb_per_s)
+        out.update(noisy=self.noisy, gflops_per_s=self.gflops_per_s, gb_per_s=self.gb_per_s,
+                   with_transfers_s=self.with_transfers_s)
         return out
 
 
 def make_row(name: str, kind: str, samples: Sequence[float], *, compile_s: float | None,
              flops: float | None, bytes_accessed: float | None, roofline: Roofline | None,
-             calls_per_sample: int) -> BenchRow:
-    """A row from raw samples (ratio filled in later, once the reference is known)."""
+             calls_per_sample: int, transfers: Transfers | None = None,
+             dtype: str | None = None) -> BenchRow:
+    """A row from raw samples (ratio filled in later, once the reference is known); ``dtype``
+    picks the roofline's compute peak (``Roofline.flops_peak``)."""
     med = timing.median(samples)
+    t = transfers
     return BenchRow(name, kind, tuple(samples), med, timing.iqr(samples), min(samples),
                     compile_s, None, flops, bytes_accessed,
-                    roofline.fraction(flops, bytes_accessed, med) if roofline else None,
-                    calls_per_sample)
+                    roofline.fraction(flops, bytes_accessed, med, dtype) if roofline else None,
+                    calls_per_sample, *((t.h2d_bytes, t.h2d_s, t.d2h_bytes, t.d2h_s)
+                                        if t is not None else ()))
 
 
 BLAS_SPIN_MIN_S = 1e-3
@@ -160,6 +205,14 @@ class BenchResult:
     """The device's measured peak compute and bandwidth."""
     caveats: tuple[str, ...] = ()
     """What may have skewed this run's samples, and what to do about it (``blas_spin_caveat``)."""
+    compute_dtype: str = "float32"
+    """The element type whose matmul peak bounds the roofline's compute: ``bfloat16`` for a
+    call of 16-bit floats, else ``float32``."""
+
+    @property
+    def has_transfers(self) -> bool:
+        """Whether a row has copies to and from the device timed apart (NumPy-mode calls)."""
+        return any(r.h2d_s is not None for r in self.rows)
 
     def row(self, name: str) -> BenchRow:
         """The row of one variant."""
@@ -171,8 +224,10 @@ class BenchResult:
 
     def table(self) -> str:
         """Plain-text table of the rows, then what the columns mean and the skipped variants."""
+        copies = self.has_transfers
         head = ("variant", "median", "IQR", "min", "compile", f"vs {self.reference or 'baseline'}",
-                "GFLOP/s", "GB/s", "roofline", "")
+                "GFLOP/s", "GB/s", "roofline",
+                *(("to device", "from device") if copies else ()), "")
         lines = [head]
         for r in self.rows:
             over = r.roofline_fraction is not None and r.roofline_fraction > 1
@@ -180,6 +235,8 @@ class BenchResult:
                           _fmt_time(r.compile_s), versus(r.ratio, r.name, self.reference),
                           _fmt(r.gflops_per_s, ".3g"), _fmt(r.gb_per_s, ".3g"),
                           _fmt(r.roofline_fraction, ".1%") + (" *" if over else ""),
+                          *((transfer_cell(r.h2d_bytes, r.h2d_s, "us"),
+                             transfer_cell(r.d2h_bytes, r.d2h_s, "us")) if copies else ()),
                           "noisy" if r.noisy else ""))
         widths = [max(len(str(row[i])) for row in lines) for i in range(len(head))]
         text = ["  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
@@ -192,11 +249,13 @@ class BenchResult:
         """What the columns mean where it needs saying, and each skipped variant's reason whole."""
         out = []
         if self.roofline:
-            out.append(roofline_note(self.roofline))
+            out.append(roofline_note(self.roofline, self.compute_dtype))
         if any(r.roofline_fraction is not None and r.roofline_fraction > 1 for r in self.rows):
             out.append(f"* {ROOFLINE_OVER_NOTE}")
         if any(r.noisy for r in self.rows):
             out.append(NOISY_NOTE)
+        if self.has_transfers:
+            out.append(TRANSFERS_NOTE)
         out.extend(self.caveats)
         return out + [f"skipped {name}: {why}" for name, why in self.skipped.items()]
 
@@ -208,7 +267,8 @@ class BenchResult:
         return {"fn_name": self.fn_name, "mode": self.mode, "device": self.device,
                 "reference": self.reference, "skipped": dict(self.skipped),
                 "roofline": dataclasses.asdict(self.roofline) if self.roofline else None,
-                "rows": [r.as_dict() for r in self.rows], "caveats": list(self.caveats)}
+                "rows": [r.as_dict() for r in self.rows], "caveats": list(self.caveats),
+                "compute_dtype": self.compute_dtype}
 
     def to_json(self, indent: int | None = 2) -> str:
         """JSON text of ``to_dict()``."""

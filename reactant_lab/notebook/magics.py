@@ -57,6 +57,9 @@ class ReactantMagics(Magics):
     @argument("--bench", nargs="?", type=at_least(0), const=0, default=None, metavar="N",
               help="add a benchmark of each call signature (N samples; default: automatic) "
                    "beside NumPy and jax.jit")
+    @argument("--baselines", default=None, metavar="B1,B2",
+              help="with --bench, the baselines to time (default: numpy, jax, and numba where "
+                   "installed), e.g. numpy")
     @argument("--device", choices=("cpu", "gpu"), default=None,
               help="device to compile for and run on (default: JAX's default device)")
     @argument("--no-run", action="store_true",
@@ -331,13 +334,15 @@ def _options(args: argparse.Namespace) -> CellOptions:
                                  timeout=args.timeout)
     except (UnknownPresetError, PipelineError, ExecutionError) as exc:
         raise UsageError(str(exc)) from None
-    return CellOptions(explore=explore, run=not args.no_run, bench=args.bench)
+    return CellOptions(explore=explore, run=not args.no_run, bench=args.bench,
+                       baselines=None if args.baselines is None else _names(args.baselines))
 
 
 def _bench(entry: Explored, options: CellOptions) -> BenchResult:
     args, kwargs = entry.inputs
     presets = tuple(dict.fromkeys(("none", options.explore.optimize)))
     result: BenchResult = bench(entry.fn, *args, presets=presets,
+                                baselines=options.baselines,
                                 repeats=options.bench or None, device=options.explore.device,
                                 timeout=options.explore.timeout, **kwargs)
     return result

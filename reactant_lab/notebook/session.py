@@ -33,6 +33,8 @@ class CellOptions:
     """Run the compiled code (False: the calls run the original Python)."""
     bench: int | None = None
     """Benchmark each signature after the cell: None no, 0 with automatic repeats, N repeats."""
+    baselines: tuple[str, ...] | None = None
+    """The baselines of that benchmark (None: ``bench``'s default)."""
 
 
 @dataclass

@@ -63,7 +63,7 @@ def chart_svg(result: BenchResult) -> str:
 def _floor(result: BenchResult, row: BenchRow) -> float | None:
     if result.roofline is None:
         return None
-    return result.roofline.floor_s(row.flops, row.bytes_accessed)
+    return result.roofline.floor_s(row.flops, row.bytes_accessed, result.compute_dtype)
 
 
 def svg_data_uri(svg: str) -> str:
@@ -75,11 +75,12 @@ def result_html(result: BenchResult) -> str:
     """The table as HTML (each ratio as "N× faster / slower than" the baseline), what the
     columns mean, the skipped variants' reasons whole, and the chart as an embedded image."""
     # bench imports JAX; importing render must not, and a BenchResult means bench is loaded
-    from reactant_lab.bench.result import NOISY_NOTE, versus
+    from reactant_lab.bench.result import NOISY_NOTE, transfer_cell, versus
 
     esc = html.escape
+    copies = result.has_transfers
     head = ["variant", "median", "IQR", "min", "compile", f"vs {result.reference or 'baseline'}",
-            "GFLOP/s", "GB/s", "roofline"]
+            "GFLOP/s", "GB/s", "roofline", *(("to device", "from device") if copies else ())]
     body = []
     for r in result.rows:
         over = r.roofline_fraction is not None and r.roofline_fraction > 1
@@ -90,7 +91,9 @@ def result_html(result: BenchResult) -> str:
                  f"{r.gflops_per_s:.3g}" if r.gflops_per_s else "-",
                  f"{r.gb_per_s:.3g}" if r.gb_per_s else "-",
                  (f"{r.roofline_fraction:.1%}" + (" *" if over else ""))
-                 if r.roofline_fraction is not None else "-"]
+                 if r.roofline_fraction is not None else "-",
+                 *((transfer_cell(r.h2d_bytes, r.h2d_s), transfer_cell(r.d2h_bytes, r.d2h_s))
+                   if copies else ())]
         flag = f' title="{esc(NOISY_NOTE)}" style="color:#b36b00"' if r.noisy else ""
         body.append(f"<tr{flag}>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
     notes = [n for n in result.notes() if not n.startswith("skipped ")]

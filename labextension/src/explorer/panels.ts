@@ -2,7 +2,7 @@
 // rows when the payload carries them), and the call's signature.
 
 import { el, formatBytes, formatSeconds, table } from './dom';
-import type { BenchEntry, ExplorerPayload, XlaSharding } from './types';
+import type { BenchEntry, ExplorerPayload, Roofline, XlaSharding } from './types';
 
 /** Op counts, one column per stage; a cell that differs from the stage before is marked. */
 export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLElement {
@@ -152,6 +152,51 @@ export function versus(ratio: number | null | undefined, name: string, reference
   return `${x}× ${ratio < 1 ? 'faster' : 'slower'} than ${reference}`;
 }
 
+/** Bytes copied one way and the time it took ("1.0 MiB, 85.2 µs"), as
+ * `reactant_lab.bench.result.transfer_cell`; "-" without. */
+export function transferCell(bytes: number | null | undefined, seconds: number | null | undefined): string {
+  if (bytes === null || bytes === undefined || seconds === null || seconds === undefined) {
+    return '-';
+  }
+  return `${formatBytes(bytes)}, ${formatSeconds(seconds)}`;
+}
+
+const PEAK_LABELS: [keyof Roofline, string][] = [
+  ['peak_flops', 'float32 matmul'],
+  ['peak_flops_bf16', 'bfloat16 matmul'],
+  ['peak_bytes_per_s', 'copy']
+];
+
+/** "186 GFLOP/s", "197 TFLOP/s" (from 10^12 up), as `reactant_lab.bench.roofline.flops_rate`. */
+const flopsRate = (v: number) => (v >= 1e12 ? `${fmt(v / 1e12)} TFLOP/s` : `${fmt(v / 1e9)} GFLOP/s`);
+
+/** The device's peaks in words, each marked measured or given (as `Roofline.describe`), and the
+ * compute peak that applies to the call's element type. */
+export function rooflineNote(rf: Roofline, dtype: string): string {
+  const measured = rf.measured;
+  const peaks = PEAK_LABELS.flatMap(([key, what]) => {
+    const value = rf[key];
+    if (typeof value !== 'number') {
+      return [];
+    }
+    const how = measured === undefined ? 'measured' : measured.includes(key as never) ? 'measured' : 'given';
+    const rate = key === 'peak_bytes_per_s' ? `${fmt(value / 1e9)} GB/s` : flopsRate(value);
+    return [`${rate} ${what} (${how})`];
+  });
+  const low = dtype === 'bfloat16' && typeof rf.peak_flops_bf16 === 'number';
+  const applies = low ? (rf.peak_flops_bf16 as number) : rf.peak_flops;
+  return (
+    `roofline: the least time this work can take on this machine (XLA's count of its flops and bytes at the ` +
+    `device's peaks: ${peaks.join(', ')}; ${dtype} work, so ${flopsRate(applies)}) over the median; ` +
+    "100% is running at the machine's limit."
+  );
+}
+
+const TRANSFERS =
+  'to device / from device: the copies a call of NumPy arrays makes around its run, timed apart (host to ' +
+  'device: the arrays it takes; device to host: its results and updated arrays); the median of such a row ' +
+  'is the run alone, its inputs already on the device.';
+
 const NOISY =
   'noisy: the interquartile range of the samples is over 10% of the median, so the median is ' +
   'not reliable to better than that (rerun with more samples, or on a quieter machine)';
@@ -160,6 +205,7 @@ const NOISY =
  * may have skewed the samples, and the variants not measured with their reasons in full. */
 function benchPanel(bench: BenchEntry): HTMLElement[] {
   const over = bench.rows.some(r => (r.roofline_fraction ?? 0) > 1);
+  const copies = bench.rows.some(r => r.h2d_s !== null && r.h2d_s !== undefined);
   const rows = bench.rows.map(r => [
     r.name + (r.noisy ? ' (noisy)' : ''),
     formatSeconds(r.median_s),
@@ -169,9 +215,21 @@ function benchPanel(bench: BenchEntry): HTMLElement[] {
     versus(r.ratio, r.name, bench.reference),
     fmt(r.gflops_per_s),
     fmt(r.gb_per_s),
-    r.roofline_fraction === null ? '-' : `${(r.roofline_fraction * 100).toFixed(1)}%${r.roofline_fraction > 1 ? ' *' : ''}`
+    r.roofline_fraction === null ? '-' : `${(r.roofline_fraction * 100).toFixed(1)}%${r.roofline_fraction > 1 ? ' *' : ''}`,
+    ...(copies ? [transferCell(r.h2d_bytes, r.h2d_s), transferCell(r.d2h_bytes, r.d2h_s)] : [])
   ]);
-  const head = ['variant', 'median', 'IQR', 'min', 'compile', bench.reference ? `vs ${bench.reference}` : 'vs baseline', 'GFLOP/s', 'GB/s', 'roofline'];
+  const head = [
+    'variant',
+    'median',
+    'IQR',
+    'min',
+    'compile',
+    bench.reference ? `vs ${bench.reference}` : 'vs baseline',
+    'GFLOP/s',
+    'GB/s',
+    'roofline',
+    ...(copies ? ['to device', 'from device'] : [])
+  ];
   const t = table(head, rows, 'rl-bench');
   bench.rows.forEach((r, i) => {
     if (r.noisy) {
@@ -183,15 +241,7 @@ function benchPanel(bench: BenchEntry): HTMLElement[] {
   const out: HTMLElement[] = [el('h4', '', `Benchmark on ${bench.device}`), t];
   const rf = bench.roofline;
   if (rf) {
-    out.push(
-      el(
-        'p',
-        'rl-note rl-roofline-note',
-        `roofline: the least time this work can take on this machine (XLA's count of its flops and bytes at the ` +
-          `measured peaks, ${fmt(rf.peak_flops / 1e9)} GFLOP/s and ${fmt(rf.peak_bytes_per_s / 1e9)} GB/s) over ` +
-          'the median; 100% is running at the machine\'s limit.'
-      )
-    );
+    out.push(el('p', 'rl-note rl-roofline-note', rooflineNote(rf, bench.compute_dtype ?? 'float32')));
   }
   if (over) {
     out.push(
@@ -206,6 +256,9 @@ function benchPanel(bench: BenchEntry): HTMLElement[] {
   }
   if (bench.rows.some(r => r.noisy)) {
     out.push(el('p', 'rl-note rl-noisy-note', `(noisy) ${NOISY}.`));
+  }
+  if (copies) {
+    out.push(el('p', 'rl-note rl-transfers-note', TRANSFERS));
   }
   for (const caveat of bench.caveats ?? []) {
     out.push(el('p', 'rl-note rl-caveat', caveat));

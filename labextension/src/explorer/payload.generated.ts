@@ -779,6 +779,10 @@ export interface BenchEntry {
    * What may have skewed this run's samples, and what to do about it, one sentence each (absent in payloads saved before it was recorded).
    */
   caveats?: string[];
+  /**
+   * The element type whose matmul peak bounds the roofline's compute (absent in payloads saved before it was recorded).
+   */
+  compute_dtype?: 'float32' | 'bfloat16';
 }
 /**
  * The device's measured peak compute and bandwidth.
@@ -789,7 +793,7 @@ export interface BenchEntry {
 export interface Roofline {
   device: string;
   /**
-   * Floating-point operations per second of a large matmul.
+   * Floating-point operations per second of a dense float32 matmul.
    */
   peak_flops: number;
   /**
@@ -797,9 +801,17 @@ export interface Roofline {
    */
   peak_bytes_per_s: number;
   /**
-   * How long the calibration took.
+   * How long the measurements took.
    */
   seconds: number;
+  /**
+   * Floating-point operations per second of a dense bfloat16 matmul, or null (absent in payloads saved before it was recorded).
+   */
+  peak_flops_bf16?: number | null;
+  /**
+   * The peaks measured on the device (field names); the others were given (absent in payloads saved before it was recorded).
+   */
+  measured?: ('peak_flops' | 'peak_flops_bf16' | 'peak_bytes_per_s')[];
 }
 /**
  * Timing of one variant (seconds per call; null where unknown).
@@ -835,6 +847,26 @@ export interface BenchRowEntry {
   noisy: boolean;
   gflops_per_s: number | null;
   gb_per_s: number | null;
+  /**
+   * Bytes a call of NumPy arrays copies host to device first; null when its inputs are on the device already.
+   */
+  h2d_bytes?: number | null;
+  /**
+   * Seconds those copies take, timed apart from the samples.
+   */
+  h2d_s?: number | null;
+  /**
+   * Bytes of results and updated arrays a call of NumPy arrays copies back to the host.
+   */
+  d2h_bytes?: number | null;
+  /**
+   * Seconds those copies take, timed apart from the samples.
+   */
+  d2h_s?: number | null;
+  /**
+   * The median plus both copies, or null without them.
+   */
+  with_transfers_s?: number | null;
 }
 /**
  * Every stage compiled, run on copies of the example inputs, compared with a reference and timed (reactant_lab.verify.Verification); only in payloads of verified explorations.
