@@ -38,6 +38,7 @@ from reactant_lab.errors import (
     UnknownPresetError,
     UnknownStageError,
     UnsupportedArgumentError,
+    UnsupportedCustomCallError,
     UnsupportedNumpyFunctionError,
 )
 from reactant_lab.explore import (
@@ -142,6 +143,7 @@ __all__ = [
     "UnknownPresetError",
     "UnknownStageError",
     "UnsupportedArgumentError",
+    "UnsupportedCustomCallError",
     "UnsupportedNumpyFunctionError",
     "Verification",
     "aligned_arrays",
