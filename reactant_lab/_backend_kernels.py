@@ -9,19 +9,21 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+from collections.abc import Callable
 
 from jaxlib.mlir import ir, passmanager
 
 _BYTECODE_MAGIC = b"ML\xefR"
 
 
-def _tpu_dialect() -> tuple[object | None, str | None]:
+def _tpu_dialect() -> tuple[Callable[[ir.Context], None] | None, str | None]:
     """jaxlib's TPU dialect registration (its ``register_dialect``), or None and why not."""
     try:
         from jaxlib.mlir._mlir_libs import _tpu_ext
     except ImportError as exc:  # a jaxlib built without Mosaic TPU
         return None, f"this jaxlib has no Mosaic TPU dialect ({exc})"
-    return _tpu_ext.register_dialect, None
+    register: Callable[[ir.Context], None] = _tpu_ext.register_dialect
+    return register, None
 
 
 @functools.lru_cache(maxsize=64)
@@ -42,14 +44,14 @@ def mosaic_kernel_text(body: str) -> tuple[str | None, str | None]:
     from jax.interpreters import mlir as jax_mlir
 
     ctx = jax_mlir.make_ir_context()
-    register(ctx)  # type: ignore[operator]  # _tpu_ext ships no precise stub for it
+    register(ctx)
     ctx.allow_unregistered_dialects = True
     try:
         with ctx, ir.Location.unknown():
             module = ir.Module.parse(data)
             passmanager.PassManager.parse(
                 "builtin.module(mosaic-serde{serialize=false})").run(module.operation)
-            text: str = module.operation.get_asm(enable_debug_info=False)
+            text = str(module)  # without locations: the kernel's ops as written
     except Exception as exc:  # MLIR's errors carry no stable type
         return None, f"jaxlib could not read the kernel: {str(exc).strip() or type(exc).__name__}"
     return text, None

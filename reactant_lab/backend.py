@@ -46,7 +46,6 @@ from reactant_lab._backend_enzyme import (
     vmap,
 )
 from reactant_lab._backend_ir import Aval
-from reactant_lab._backend_kernels import mosaic_kernel_text
 from reactant_lab._backend_jax import (
     Executable,
     Prelowering,
@@ -62,6 +61,7 @@ from reactant_lab._backend_jax import (
     x64_scope,
     x64_switch,
 )
+from reactant_lab._backend_kernels import mosaic_kernel_text
 from reactant_lab._backend_text import (
     MAX_NESTING,
     compile_message,
