@@ -177,3 +177,12 @@ def test_a_kernel_that_cannot_be_decoded_says_why(tpu_text):
     (entry,) = exploration_payload(ex)["custom_calls"]
     assert entry["kernel"]["text"] is None and entry["kernel"]["note"]
     assert "is not shown" in exploration_html(ex)
+
+
+@pytest.mark.skipif(jax.default_backend() != "tpu", reason="needs a TPU")
+def test_on_a_tpu_the_kernel_compiles_and_runs_as_jax_jit(xy):
+    x, y = (jnp.asarray(a) for a in xy)
+    ex = rl.explore(around_kernel, x, y)
+    (view,) = ex.stages.custom_calls()
+    assert view.stages == tuple(range(len(ex.stages.stages)))
+    assert_close_to_scale(ex.outputs, jax.jit(around_kernel)(x, y), 1e-5, "tpu")
