@@ -46,6 +46,7 @@ from reactant_lab.errors import (
     UnknownPresetError,
     UnknownStageError,
     UnsupportedArgumentError,
+    UnsupportedCustomCallError,
     UnsupportedNumpyFunctionError,
     UnsupportedOnDeviceError,
 )
@@ -151,6 +152,7 @@ __all__ = [
     "UnknownPresetError",
     "UnknownStageError",
     "UnsupportedArgumentError",
+    "UnsupportedCustomCallError",
     "UnsupportedNumpyFunctionError",
     "UnsupportedOnDeviceError",
     "Verification",

@@ -139,17 +139,27 @@ def abstract_value(aval: Aval, device: Any | None = None,
 
 def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[str],
           result_names: Sequence[str], module_name: str, x64: bool,
-          shardings: Sequence[Any] = (), out_shardings: Sequence[Any] = ()) -> str:
+          shardings: Sequence[Any] = (), out_shardings: Sequence[Any] = (),
+          platform: str | None = None) -> str:
     """Lower ``fn(*linear) -> list`` to StableHLO text whose block arguments carry their paths;
     with ``shardings`` (a NamedSharding per argument) JAX writes the mesh and the arguments'
     (and the results' it infers) Shardy annotations into the module; ``out_shardings`` (a
-    NamedSharding or None per result) annotates the results."""
+    NamedSharding or None per result) annotates the results. ``platform`` ('cpu', 'tpu',
+    'cuda', 'rocm'): lower for that platform's compiler, attached or not (a Pallas kernel then
+    becomes that platform's custom call); None: the default device's."""
     shards = list(shardings) or [None] * len(avals)
     jitted = (jax.jit(fn, keep_unused=True, out_shardings=list(out_shardings)) if out_shardings
               else jax.jit(fn, keep_unused=True))
+    structs = [abstract_value(a, None, s) for a, s in zip(avals, shards, strict=True)]
     with x64_scope(x64):
-        lowered = jitted.lower(
-            *[abstract_value(a, None, s) for a, s in zip(avals, shards, strict=True)])
+        try:
+            lowered = (jitted.lower(*structs) if platform is None else
+                       jitted.trace(*structs).lower(lowering_platforms=(platform,)))
+        except (ValueError, NotImplementedError) as exc:
+            refused = _platform_refusal(module_name, exc, platform)
+            if refused is None:
+                raise
+            raise refused from exc
     module = lowered.compiler_ir("stablehlo")
     if module is None:  # pragma: no cover - JAX's jit lowerings always have StableHLO
         raise TraceError(f"JAX gave no StableHLO module for {module_name}")
@@ -168,6 +178,22 @@ def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[
         set_result_names(main, result_names)
         module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
         return asm(module)
+
+
+def _platform_refusal(name: str, exc: Exception, platform: str | None) -> TraceError | None:
+    """The TraceError for JAX refusing to lower an op for the platform (a Pallas kernel
+    outside interpret mode on the CPU, a primitive without a rule there), else None."""
+    message, name = str(exc).strip(), name.removeprefix("reactant_")
+    where = platform or jax.default_backend()
+    if "interpret mode" in message:
+        return TraceError(
+            f"{name} calls a Pallas kernel that cannot be lowered for {where} ({message}). "
+            "Run it in Pallas' interpret mode here (pallas_call(..., interpret=True)), or trace "
+            "it for the platform it is written for to look at its kernel without running it: "
+            "rl.trace(f, *args, platform='tpu').")
+    if "not found for platform" in message or "lowering rule" in message.lower():
+        return TraceError(f"{name} uses an operation JAX cannot lower for {where}: {message}")
+    return None
 
 
 @functools.cache

@@ -5,6 +5,7 @@ live in private modules that only backend imports: _backend_text (module text: c
 messages), _backend_ir (edits to MLIR modules), _backend_jax (lowering, compiling, Executable),
 _backend_run (guarded calls: Ctrl-C and time limits), _compile_isolation (the compile worker),
 _backend_enzyme (Enzyme ops in a JAX trace: enzyme.autodiff / enzyme.fwddiff as primitives),
+_backend_kernels (kernels custom calls carry: a Pallas TPU kernel's Mosaic module as MLIR),
 _pass_worker and _worker_client (the worker process and its driver).
 
 Native crashes never end the caller's process. Passes run in a worker process. XLA compiles a
@@ -60,6 +61,7 @@ from reactant_lab._backend_jax import (
     x64_scope,
     x64_switch,
 )
+from reactant_lab._backend_kernels import mosaic_kernel_text
 from reactant_lab._backend_text import (
     MAX_NESTING,
     compile_message,
@@ -132,6 +134,7 @@ __all__ = [
     "lower",
     "module_size",
     "module_text",
+    "mosaic_kernel_text",
     "pattern_error",
     "platform",
     "register_array_like",

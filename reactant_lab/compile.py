@@ -7,6 +7,7 @@ import dataclasses
 import math
 import operator
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Hashable, Sequence
@@ -18,6 +19,7 @@ import numpy as np
 
 from reactant_lab import backend, device_memory, device_support
 from reactant_lab.analysis.collectives import CollectiveReport, collective_report
+from reactant_lab.analysis.custom_calls import CustomCall, custom_calls
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import replace_long_hex, strip_locations
 from reactant_lab.errors import (
@@ -26,6 +28,7 @@ from reactant_lab.errors import (
     ExecutionError,
     SignatureMismatchError,
     UnsupportedArgumentError,
+    UnsupportedCustomCallError,
 )
 from reactant_lab.stages.reproducer import write_reproducer
 from reactant_lab.trace import captures
@@ -775,6 +778,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
     ``timeout``: seconds each call may run before CallTimeoutError (``Compiled.guarded``).
     """
     dev = backend.resolve_device(device)
+    check_custom_calls(traced.fn_name, ir, dev, stage_name)
     layout, drop = after_pipeline(traced.layout, returned_arguments(ir, len(traced.linear_args)))
     if drop:
         ir = backend.drop_main_results(ir, drop)
@@ -816,6 +820,9 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
             template=prelowered if not drop and used is None else None,
             exact_floats=traced.mode == "numpy")
     except CompileError as exc:
+        unsupported = _unregistered_call(exc, traced.fn_name, ir, dev, stage_name)
+        if unsupported is not None:
+            raise unsupported from exc
         oom = device_memory.explained(exc, traced.fn_name, dev, stage_name, "compiling")
         if oom is None:
             raise
@@ -826,6 +833,50 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
     compiled = Compiled(traced, exe, stage_name, seconds, donate, layout, mask, used, timeout)
     compiled.notes = (*device_support.compile_notes(ir, dev), *([exe.note] if exe.note else []))
     return compiled
+
+
+_UNREGISTERED = re.compile(r"No registered implementation for (?:\w+ )?custom call to (\S+) for")
+
+
+def check_custom_calls(name: str, ir: str, device: Any, stage: str) -> None:
+    """Raise UnsupportedCustomCallError, before XLA sees the module, when it calls a custom
+    call that only another platform's XLA implements (a Pallas TPU kernel on the CPU)."""
+    if "custom_call" not in ir:
+        return
+    for call in custom_calls(ir):
+        if call.platform is not None and call.platform != device.platform:
+            raise _unsupported(name, call.target, call, device, stage)
+
+
+def _unregistered_call(exc: CompileError, name: str, ir: str, device: Any,
+                       stage: str) -> UnsupportedCustomCallError | None:
+    """The UnsupportedCustomCallError for XLA's refusal ``exc`` of a custom call target it has
+    no implementation of on ``device``, else None."""
+    found = _UNREGISTERED.search(str(exc))
+    if found is None:
+        return None
+    target = found.group(1)
+    call = next((c for c in custom_calls(ir) if c.target == target), None)
+    return _unsupported(name, target, call, device, stage)
+
+
+def _unsupported(name: str, target: str, call: CustomCall | None, device: Any,
+                 stage: str) -> UnsupportedCustomCallError:
+    platform = call.platform if call is not None else None
+    kernel = call.kernel if call is not None else None
+    what = f" (the Pallas TPU kernel {kernel.name})" if kernel and kernel.name else ""
+    where = (f"only {platform.upper()}'s XLA implements it" if platform else
+             f"{device.platform.upper()}'s XLA has no implementation of it")
+    advice = ("Compile it for a TPU (device='tpu' on a machine with one), or run the kernel "
+              "here in Pallas' interpret mode: pallas_call(..., interpret=True)"
+              if target == "tpu_custom_call" else
+              f"Compile it for a device whose XLA registers {target}, or call a function "
+              "this device implements instead")
+    return UnsupportedCustomCallError(
+        f"{name}'s module (stage {stage!r}) calls the custom call {target}{what}, and "
+        f"{where}: it cannot be compiled for {device} ({device.platform}). {advice}. Its "
+        "stages can still be looked at without compiling (traced.stages(...), or the "
+        "explorer of its module text).", target=target, device=str(device), platform=platform)
 
 
 def check_timeout(seconds: Any) -> float | None:

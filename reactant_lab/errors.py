@@ -222,6 +222,21 @@ class UnsupportedOnDeviceError(CompileError):
         written."""
 
 
+class UnsupportedCustomCallError(CompileError):
+    """A module calls a custom call that the device's XLA does not implement (a Pallas TPU
+    kernel's ``tpu_custom_call`` compiled for the CPU)."""
+
+    def __init__(self, message: str, *, target: str, device: str,
+                 platform: str | None = None):
+        super().__init__(message)
+        self.target = target
+        """The custom call's target, e.g. ``tpu_custom_call``."""
+        self.device = device
+        """The device it was compiled for, e.g. ``TFRT_CPU_0``."""
+        self.platform = platform
+        """The platform that implements the target ('tpu', 'gpu'), when known."""
+
+
 class CompileFallbackWarning(UserWarning):
     """XLA crashed on a module, and it was compiled another way (e.g. without XLA:CPU's fusion
     emitters); the executable works, and may run at another speed."""

@@ -34,6 +34,7 @@ from reactant_lab.verify import REFERENCE_LABELS, SLOWER
 
 if TYPE_CHECKING:
     from reactant_lab.compile import Compiled
+    from reactant_lab.stages.kernels import CustomCallView
     from reactant_lab.stages.runner import Stage, StageTrace
     from reactant_lab.trace import Traced
     from reactant_lab.verify import StageCheck, Verification
@@ -131,12 +132,36 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         "xla": _xla(compiled, texts, report, mesh_of(st[-1].ir)),
         "run": run,
     }
+    calls = stages.custom_calls()
+    if calls:
+        payload["custom_calls"] = [custom_call_entry(v, texts) for v in calls]
     if verification is not None:
         payload["verification"] = verification_entry(verification)
     provenance = provenance_entry(st, traced)
     if provenance is not None:
         payload["provenance"] = provenance
     return payload
+
+
+CONFIG_MAX = 4_096
+"""A custom call's backend config is shown up to this many characters."""
+
+
+def custom_call_entry(v: CustomCallView, texts: TextStore) -> dict[str, Any]:
+    """One custom call as the explorer shows it: target, type, the stages that keep it, its
+    backend config (a Mosaic kernel's fields, its body as MLIR when decoded)."""
+    call, kernel = v.call, v.call.kernel
+    config = call.backend_config if kernel is None else None
+    return {"target": call.target, "type": call.type, "platform": call.platform,
+            "has_side_effect": call.has_side_effect, "api_version": call.api_version,
+            "stages": list(v.stages),
+            "config": None if config is None else config[:CONFIG_MAX],
+            "config_truncated": config is not None and len(config) > CONFIG_MAX,
+            "kernel": None if kernel is None else {
+                "name": kernel.name, "body_bytes": kernel.body_bytes,
+                "fields": [list(f) for f in kernel.fields],
+                "text": None if v.kernel_mlir is None else texts.add(v.kernel_mlir),
+                "note": v.kernel_note}}
 
 
 def verification_entry(v: Verification) -> dict[str, Any]:

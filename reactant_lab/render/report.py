@@ -16,6 +16,7 @@ from typing import Any
 
 from reactant_lab.errors import RenderError
 from reactant_lab.render.assets import CSS, PAGE_CSS
+from reactant_lab.render.custom_calls_html import custom_calls_section
 from reactant_lab.render.highlight import esc, highlight, plain
 from reactant_lab.render.payload import DIFF_ROWS
 from reactant_lab.render.svg import img_tag
@@ -166,7 +167,7 @@ def _body(payload: dict[str, Any], r: _Report) -> list[str]:
         f'{stage_table_html(payload["stages"], payload.get("verification"))}</section>',
         f'<section id="metrics"><h2>Op metrics</h2>{r.metrics()}</section>',
         *(r.stage(s) for s in payload["stages"]),
-        r.compare(), r.xla(), r.timing()]
+        r.compare(), r.custom_calls(), r.xla(), r.timing()]
 
 
 def _brief_body(payload: dict[str, Any], r: _Report) -> list[str]:
@@ -190,7 +191,7 @@ def _brief_body(payload: dict[str, Any], r: _Report) -> list[str]:
         f'{stage_table_html(payload["stages"], payload.get("verification"))}</section>',
         f'<section id="metrics"><h2>Op metrics</h2>{r.metrics()}</section>',
         r.brief_stage(first, "Traced IR", graph=not final), r.first_last(), final,
-        r.xla(), r.timing()]
+        r.custom_calls(), r.xla(), r.timing()]
 
 
 def _json(obj: Any) -> str:
@@ -348,6 +349,10 @@ class _Report:
         return (f'<section id="compare"><h2>Compare stages</h2><p class="note">Diffs between '
                 "distinct stages (each stage against the one before is in its section).</p>"
                 f"{links or '<p>Only one distinct stage.</p>'}</section>")
+
+    def custom_calls(self) -> str:
+        return custom_calls_section(self.p.get("custom_calls") or [], len(self.p["stages"]),
+                                    self.text_block)
 
     def xla(self) -> str:
         x = self.p.get("xla")

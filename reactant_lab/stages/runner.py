@@ -14,6 +14,7 @@ from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.ops import op_counts, op_delta, total_ops
 from reactant_lab.errors import PipelineError, ReactantLabError, UnknownStageError
 from reactant_lab.stages.failures import check_parses, interrupted, pass_failed
+from reactant_lab.stages.kernels import CustomCallView, custom_call_views
 from reactant_lab.stages.patterns import (
     DEFAULT_CHOICE,
     PatternChoice,
@@ -125,6 +126,12 @@ class StageTrace:
         object.__setattr__(made, "_compute", compute)
         object.__setattr__(made, "_final", final)
         return made
+
+    def custom_calls(self) -> tuple[CustomCallView, ...]:
+        """The traced module's ``stablehlo.custom_call`` ops, each with its call target, the
+        stages that pass it through unchanged, and the MLIR of the kernel a Pallas TPU call
+        carries (decoded from its backend config); empty when there are none."""
+        return custom_call_views(self.stages)
 
     def __getattr__(self, name: str) -> Any:
         # Reached only for an attribute not set: ``stages`` of a deferred StageTrace.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import inspect
 import time
@@ -43,11 +44,14 @@ __all__ = ["LOOPS", "MODES", "ArgSpec", "CallLayout", "Computed", "Forwarded", "
            "trace"]
 
 MODES = ("auto", "numpy", "jax")
+PLATFORMS = ("cpu", "tpu", "cuda", "rocm")
+"""The platforms ``trace(platform=...)`` lowers for (JAX's lowering platforms)."""
 
 
 def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
           loops: str = "auto", in_shardings: Mapping[str, Any] | None = None, mesh: Any = None,
-          out_shardings: Mapping[str, Any] | None = None, **kwargs: Any) -> Traced:
+          out_shardings: Mapping[str, Any] | None = None, platform: str | None = None,
+          **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
@@ -77,20 +81,30 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     ``out_shardings`` (result path such as ``"result"`` or ``"result[0]"`` -> PartitionSpec
     over the arguments' mesh, or NamedSharding) annotates computed results; the others are
     left to the partitioner.
+
+    ``platform`` ('cpu', 'tpu', 'cuda', 'rocm') lowers for that platform's compiler whether or
+    not one is attached: a Pallas kernel becomes that platform's custom call (on TPU,
+    ``tpu_custom_call`` carrying the Mosaic kernel, which the explorer decodes), to look at and
+    stage on any machine; compiling it needs a device of that platform.
     """
     _check_callable(fn)
     check_traceable(fn)
     checks.flag("trace_scalars", trace_scalars)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
+    if platform is not None and platform not in PLATFORMS:
+        raise TraceError(f"unknown platform {platform!r}; valid platforms: "
+                         f"{', '.join(PLATFORMS)} (or None: the default device's)")
     start = time.perf_counter()
     with _no_collection():
         flat = flatten_for(fn, args, kwargs, trace_scalars=trace_scalars,
-                           in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
+                           in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings,
+                           platform=platform)
         run, why = control_flow.converted(fn, loops)
         with control_flow.tracing(loops) as notes, rebinding.guard(fn):
             lowered, used, flat = _lower(run, flat, mode, (args, kwargs, trace_scalars, {
-                "in_shardings": in_shardings, "mesh": mesh, "out_shardings": out_shardings}),
+                "in_shardings": in_shardings, "mesh": mesh, "out_shardings": out_shardings,
+                "platform": platform}),
                 fn)
     if why is not None:
         notes.insert(0, f"{fn_name(fn)} runs as Python: {why}")
@@ -112,7 +126,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         mutated=tuple(flat.linear[a].path for a, _ in lowered.writeback),
         donation_mask=tuple(a.path not in preserved_args for a in flat.linear),
         seconds=time.perf_counter() - start, layout=layout, ir=lowered.text, fn=fn,
-        loop_notes=tuple(notes))
+        platform=platform, loop_notes=tuple(notes))
 
 
 @contextlib.contextmanager
@@ -161,14 +175,16 @@ def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
 
 def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
                 trace_scalars: bool = False, in_shardings: Mapping[str, Any] | None = None,
-                mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
+                mesh: Any = None, out_shardings: Mapping[str, Any] | None = None,
+                platform: str | None = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
     module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings``,
     ``mesh`` and ``out_shardings`` as in ``trace``. Raises TraceError, before anything runs,
     when ``fn`` rebinds a global or a variable of an enclosing function (``rebinding``)."""
     rebinding.check(fn)
-    return flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn),
+    flat = flatten_call(args, kwargs, trace_scalars=trace_scalars, captured=captures.find(fn),
                         in_shardings=in_shardings, mesh=mesh, out_shardings=out_shardings)
+    return dataclasses.replace(flat, platform=platform) if platform is not None else flat
 
 
 def _arrays_updated_by_name(fn: Callable[..., Any], args: tuple[Any, ...],

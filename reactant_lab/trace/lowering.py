@@ -123,7 +123,7 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
         lowered_fn, [(a.shape, a.dtype, a.weak_type) for a in flat.linear],
         arg_names=[a.path for a in flat.linear], result_names=names,
         module_name="reactant_" + re.sub(r"\W", "_", name).strip("_"), x64=x64,
-        shardings=flat.shardings, out_shardings=outs)
+        shardings=flat.shardings, out_shardings=outs, platform=flat.platform)
     return Lowered(text, out.treedef, slots, results, writeback, out.layout_deps)
 
 

@@ -48,6 +48,8 @@ class FlatCall:
     out_shardings: tuple[tuple[str, Any], ...] = ()
     """(result path, PartitionSpec or NamedSharding) per result ``out_shardings=`` gives a
     sharding (checked against the results once they are traced)."""
+    platform: str | None = None
+    """The platform the call is lowered for ('tpu', 'cpu', ...); None: the default device's."""
 
     @property
     def needs_x64(self) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from reactant_lab import checks
+from reactant_lab.analysis.custom_calls import CustomCall, custom_calls
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.analysis.ops import EnzymeCall, enzyme_calls, op_counts, total_ops
 from reactant_lab.trace.specs import ArgSpec, CallLayout, ResultSpec, SkippedArg
@@ -43,6 +44,9 @@ class Traced:
     """The module text with every location (what the pass pipeline receives)."""
     fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
     """The traced function itself."""
+    platform: str | None = field(default=None, compare=False)
+    """The platform it was lowered for when ``trace(platform=...)`` named one, else None (the
+    default device's)."""
     loop_notes: tuple[str, ...] = field(default=(), compare=False)
     """Loops that were unrolled although ``loops=`` allowed rolling them, functions whose
     control flow could not be converted, and loops that run batched (their iterations
@@ -85,12 +89,19 @@ class Traced:
         stages turn them into StableHLO."""
         return enzyme_calls(self.ir)
 
+    @property
+    def custom_calls(self) -> tuple[CustomCall, ...]:
+        """The module's ``stablehlo.custom_call`` ops: each call target, backend config, and
+        the kernel a Pallas TPU call carries (``MosaicKernel``; ``StageTrace.custom_calls()``
+        decodes it to MLIR)."""
+        return custom_calls(self.ir) if "custom_call" in self.ir else ()
+
     def summary(self) -> str:
         """Plain-text description of the signature, the traced module's size and the loops
         that were unrolled (the op count shows what that costs)."""
         ops = total_ops(op_counts(self.ir))
         lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms, "
-                 f"{ops} ops)"]
+                 f"{ops} ops" + (f", for {self.platform}" if self.platform else "") + ")"]
         lines += [f"  arg    {a}" + ("  [donatable]" if d else "")
                   for a, d in zip(self.linear_args, self.donation_mask, strict=True)]
         lines += [f"  static {s}" for s in self.skipped_args]
@@ -98,6 +109,8 @@ class Traced:
         lines += [f"  mutated {m}" for m in self.mutated]
         lines += [f"  loops  {n}" for n in self.loop_notes]
         lines += [f"  enzyme {c}" for c in self.enzyme_ops]
+        lines += [f"  custom_call {c.target}" + (f" (kernel {c.kernel.name})" if c.kernel else "")
+                  for c in self.custom_calls]
         return "\n".join(lines)
 
     def __str__(self) -> str:

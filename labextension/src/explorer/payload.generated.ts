@@ -101,6 +101,10 @@ export interface ExplorerPayload {
   bench?: BenchEntry;
   verification?: VerificationEntry;
   provenance?: Provenance;
+  /**
+   * The traced module's stablehlo.custom_call ops (absent when it has none, and in payloads of earlier releases).
+   */
+  custom_calls?: CustomCallEntry[];
 }
 /**
  * What was explored, and how.
@@ -1004,6 +1008,78 @@ export interface SourceCode {
    */
   first: number;
   lines: string[];
+}
+/**
+ * One stablehlo.custom_call of the traced module.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "CustomCallEntry".
+ */
+export interface CustomCallEntry {
+  /**
+   * The call target (tpu_custom_call, ...).
+   */
+  target: string;
+  /**
+   * Its function type, (operands) -> results.
+   */
+  type: string;
+  /**
+   * The one platform whose XLA implements the target ('tpu', 'gpu'); null: any, or not known.
+   */
+  platform: string | null;
+  /**
+   * Marked as having side effects.
+   */
+  has_side_effect: boolean;
+  /**
+   * The custom-call API version as printed; null when not given.
+   */
+  api_version: string | null;
+  /**
+   * Indices of the stages whose module holds the call unchanged (target, backend config, type).
+   */
+  stages: number[];
+  /**
+   * The backend config (a string's value, or a dictionary as printed), cut at 4,096 characters; null when it has none or carries a kernel (see kernel).
+   */
+  config: string | null;
+  /**
+   * config was cut.
+   */
+  config_truncated: boolean;
+  /**
+   * The Pallas TPU kernel it runs (tpu_custom_call's Mosaic module); null for other calls.
+   */
+  kernel: KernelEntry | null;
+}
+/**
+ * A Pallas TPU kernel as tpu_custom_call's backend config carries it.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "KernelEntry".
+ */
+export interface KernelEntry {
+  /**
+   * The kernel's name; null when not given.
+   */
+  name: string | null;
+  /**
+   * Size of the serialized Mosaic module (MLIR bytecode).
+   */
+  body_bytes: number;
+  /**
+   * The config's other fields: [name, JSON value].
+   */
+  fields: [] | [string] | [string, string][];
+  /**
+   * The id of the kernel's MLIR text (decoded from the body); null when it could not be decoded.
+   */
+  text: number | null;
+  /**
+   * Why the kernel's MLIR is not shown; null when it is.
+   */
+  note: string | null;
 }
 /**
  * The live widget's bisect trait: the pass a bisection found (reactant_lab.BisectResult), or null before any.
