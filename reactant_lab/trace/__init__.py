@@ -45,13 +45,15 @@ __all__ = ["LOOPS", "MODES", "ArgSpec", "CallLayout", "Computed", "Forwarded", "
 MODES = ("auto", "numpy", "jax")
 
 
-def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
+def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool | str = False, mode: str = "auto",
           loops: str = "auto", in_shardings: Mapping[str, Any] | None = None, mesh: Any = None,
           out_shardings: Mapping[str, Any] | None = None, **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
-    other hashable objects are static and baked in (``trace_scalars=True`` traces Python numbers).
+    other hashable objects are static and baked in (``trace_scalars=True`` traces Python numbers;
+    ``trace_scalars='floats'`` traces Python floats and complex numbers, and keeps ints and
+    bools, which often decide shapes and trip counts, static).
 
     ``mode``: ``'numpy'`` traces a plain NumPy kernel through proxy arrays (in-place updates of
     NumPy arguments become ``resargs`` results, written back into the caller's arrays by the
@@ -80,7 +82,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     """
     _check_callable(fn)
     check_traceable(fn)
-    checks.flag("trace_scalars", trace_scalars)
+    checks.scalars(trace_scalars)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     start = time.perf_counter()
@@ -132,7 +134,7 @@ def _no_collection() -> Iterator[None]:
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
-           call: tuple[tuple[Any, ...], dict[str, Any], bool, dict[str, Any]],
+           call: tuple[tuple[Any, ...], dict[str, Any], bool | str, dict[str, Any]],
            source: Callable[..., Any]) -> tuple[Lowered, str, FlatCall]:
     """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
     Returns the lowering, the mode used and the flattened call it was traced for. ``fn`` is
@@ -160,7 +162,7 @@ def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
 
 
 def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                trace_scalars: bool = False, in_shardings: Mapping[str, Any] | None = None,
+                trace_scalars: bool | str = False, in_shardings: Mapping[str, Any] | None = None,
                 mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its
     module's globals as further linear arguments (paths ``fn.NAME``); ``in_shardings``,
