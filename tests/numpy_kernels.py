@@ -610,12 +610,12 @@ def pair_matches(seq1, seq2):
     for i in range(seq1.shape[0]):
         M[i] = match(seq1[i], seq2[i])
         total += match_expr(seq1[i], seq2[-1 - i])
-    return M, total
+    return M, np.asarray(total)
 
 
 def ndarray_fill(x):
     # np.ndarray(shape, dtype) as NumPy's uninitialized constructor, filled in loops
-    I, J, K = x.shape
+    I, J, K = x.shape  # noqa: E741  (the issue's names)
     out = np.ndarray((I, J, K), dtype=x.dtype)
     norms = np.ndarray((I, J))  # float64 by default
     cols = np.ndarray((K, I), order="F")
@@ -654,7 +654,7 @@ def mandelbrot(xmin, xmax, ymin, ymax, width, height, maxiter):
         I = np.less(abs(Z), 2.0)  # noqa: E741  (the classic's name)
         N[I] = n
         Z[I] = Z[I]**2 + C[I]
-    N[N == maxiter - 1] = 0
+    N[N == maxiter - 1] = 0  # noqa: SIM300  (the classic's form)
     return Z, N
 
 
