@@ -98,6 +98,9 @@ FIRST_CALL_LIMIT = 3.0
 _LOOP = ("benchmarks/xla_loop_compile.py reproduces it in plain JAX: a 300-iteration loop adds "
          "0.03-0.1 s to XLA:CPU's compile whatever its body, 2-5x a loopless module's")
 FIRST_CALL_CAUSES: dict[str, str] = {
+    "mandelbrot": "each of its 50 iterations computes |Z| and Z * Z + C over the whole grid and "
+                  "selects, where NumPy's masked updates touch only the points still inside; the "
+                  "jax.jit port does the same whole-grid work and lands as low (0.80x)",
     "covariance": "its loop is gone (trace/control_flow/scattered.py: the product hoisted, "
                   "the row and column writes two selects), compiled in 0.05-0.08 s; what is "
                   "left is the trace of the loop, twice (window writes for the batching check, "
@@ -608,6 +611,38 @@ def jx_compute(array_1, array_2, a, b, c):
     return jnp.clip(array_1, 2, 10) * a + array_2 * b + c, ()
 
 
+def jx_pair_matches(seq1, seq2):
+    return (((seq1 + seq2) == 3).astype(jnp.int64),
+            jnp.sum((seq1 + seq2[::-1]) == 3).astype(jnp.int64)), ()
+
+
+def jx_ndarray_fill(x):
+    out = x * 2.0 - x.mean(axis=2, keepdims=True)
+    return (out, jnp.sum(x**2, axis=2), x.sum(axis=1).ravel()), ()
+
+
+def _chain_energy(x):
+    return 0.5 * jnp.sum(x * x, axis=-1) - jnp.sum(x[..., :-1] * x[..., 1:], axis=-1)
+
+
+def jx_chain_energies(X, E):
+    E, F = _chain_energy(X), _chain_energy(X * 0.5)
+    return (F, E - F), (E,)
+
+
+def jx_mandelbrot(xmin, xmax, ymin, ymax, width, height, maxiter):
+    C = jnp.linspace(xmin, xmax, width) + jnp.linspace(ymin, ymax, height)[:, None] * 1j
+
+    def step(n, s):
+        N, Z = s
+        inside = jnp.abs(Z) < 2.0
+        return jnp.where(inside, n, N), jnp.where(inside, Z * Z + C, Z)
+
+    N, Z = lax.fori_loop(0, maxiter, step, (jnp.zeros(C.shape, jnp.int64),
+                                            jnp.zeros(C.shape, jnp.complex128)))
+    return (Z, jnp.where(N == maxiter - 1, 0, N)), ()  # noqa: SIM300
+
+
 # ---------------------------------------------------------------- the cases
 
 
@@ -735,6 +770,15 @@ CASES: dict[str, Case] = {
     "median_filter": Case(lambda r: (r.random((512, 512)),), "512^2 3x3", jx_median_filter),
     "spearman": Case(lambda r: (r.standard_normal((2000, 100)),), "2000x100", jx_spearman),
     "winsorize": Case(lambda r: (r.standard_normal((20_000, 50)),), "20000x50", jx_winsorize),
+    # helpers returning out of an `if`, np.ndarray(shape), scalars stored into elements, and a
+    # kernel of Python numbers only
+    "pair_matches": Case(lambda r: nk._mk_matches(r, 20_000), "20k", jx_pair_matches),
+    "ndarray_fill": Case(lambda r: (r.standard_normal((60, 60, 200)),), "60x60x200",
+                         jx_ndarray_fill),
+    "chain_energies": Case(lambda r: nk._mk_chains(r, (3000, 50)), "3000x50",
+                           jx_chain_energies),
+    "mandelbrot": Case(lambda r: nk._mk_mandelbrot(r, (200, 150)), "200x150 x 50",
+                       jx_mandelbrot, (4, 5, 6)),
 }
 
 _TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy input is copied "

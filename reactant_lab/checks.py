@@ -56,6 +56,22 @@ def flag(name: str, value: Any) -> bool:
     raise ArgumentTypeError(f"{name} must be True or False; got {_got(value)}")
 
 
+SCALAR_POLICIES = (False, True, "floats")
+"""What ``trace_scalars`` accepts: Python numbers static, all traced, or floats (and complex
+numbers) traced while ints and bools stay static (sizes, counts, flags)."""
+
+
+def scalars(value: Any) -> bool | str:
+    """``trace_scalars`` checked: True, False or 'floats'."""
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, str) and value == "floats":
+        return value
+    raise ArgumentTypeError(
+        "trace_scalars must be True (trace every Python number), False (bake them in) or "
+        f"'floats' (trace Python floats, keep ints and bools static); got {_got(value)}")
+
+
 def names(name: str, value: Any, example: str) -> tuple[str, ...]:
     """``value`` as a tuple of str: a sequence of names, not one str (whose letters would be
     taken for names) nor anything else."""

@@ -55,8 +55,9 @@ class ExploreOptions:
     (those of the arguments a NumPy kernel updates in place), 'auto' (those, but for large
     64-byte-aligned NumPy arrays, which XLA reads in place: ``host_memory.read_in_place``) or
     False."""
-    trace_scalars: bool = False
-    """Trace Python numbers (else they are static)."""
+    trace_scalars: bool | str = False
+    """Trace Python numbers (else they are static); 'floats': trace Python floats and complex
+    numbers only (ints and bools, which often decide shapes, stay static)."""
     mode: str = "auto"
     """Trace mode: 'auto', 'numpy' or 'jax'."""
     loops: str = "auto"
@@ -92,8 +93,9 @@ class ExploreOptions:
                                   patterns=self.patterns)
         object.__setattr__(self, "exclude_patterns", choice.exclude)
         object.__setattr__(self, "patterns", choice.replace)
-        for name in ("no_nan", "trace_scalars", "verify"):
+        for name in ("no_nan", "verify"):
             checks.flag(name, getattr(self, name))
+        checks.scalars(self.trace_scalars)
         if self.pipeline is None:
             check_preset(self.optimize)
         if self.granularity not in GRANULARITIES:
@@ -321,7 +323,7 @@ def ran(ex: Exploration, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Ex
 
 def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             granularity: str = "stage", pipeline: str | None = None, no_nan: bool = False,
-            device: Any | None = None, trace_scalars: bool = False, run: bool = True,
+            device: Any | None = None, trace_scalars: bool | str = False, run: bool = True,
             mode: str = "auto", donate: bool = False, exclude_patterns: Any = (),
             patterns: Any = None, exact: bool = False, verify: bool = False,
             reference: str = "auto", loops: str = "auto", in_shardings: Any = None,
@@ -385,7 +387,7 @@ class JitFunction:
 
     def __init__(self, fn: Callable[..., Any], *, optimize: str = "all",
                  pipeline: str | None = None, no_nan: bool = False,
-                 device: Any | None = None, trace_scalars: bool = False,
+                 device: Any | None = None, trace_scalars: bool | str = False,
                  donate: bool | str = "auto", mode: str = "auto", exclude_patterns: Any = (),
                  patterns: Any = None, exact: bool = False, loops: str = "auto",
                  in_shardings: Any = None, mesh: Any = None, out_shardings: Any = None,
@@ -462,7 +464,7 @@ class JitFunction:
 
 def jit(fn: Callable[..., Any] | None = None, *, optimize: str = "all",
         pipeline: str | None = None, no_nan: bool = False, device: Any | None = None,
-        trace_scalars: bool = False, donate: bool | str = "auto", mode: str = "auto",
+        trace_scalars: bool | str = False, donate: bool | str = "auto", mode: str = "auto",
         exclude_patterns: Any = (), patterns: Any = None, exact: bool = False,
         loops: str = "auto", in_shardings: Any = None, mesh: Any = None,
         out_shardings: Any = None, shardy_passes: str = "default",

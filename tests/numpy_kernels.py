@@ -589,6 +589,75 @@ def compute(array_1, array_2, a, b, c):
     return np.clip(array_1, 2, 10) * a + array_2 * b + c
 
 
+# ------------------------------------- helpers, uninitialized arrays, all-scalar arguments
+
+
+def match(b1, b2):
+    # NPBench nussinov's helper: a return out of an `if` on traced values
+    if b1 + b2 == 3:
+        return 1
+    return 0
+
+
+def match_expr(b1, b2):
+    return 1 if b1 + b2 == 3 else 0
+
+
+def pair_matches(seq1, seq2):
+    # a helper with an `if` on traced values called in a loop, stored and summed
+    M = np.zeros(seq1.shape[0], dtype=np.int64)
+    total = 0
+    for i in range(seq1.shape[0]):
+        M[i] = match(seq1[i], seq2[i])
+        total += match_expr(seq1[i], seq2[-1 - i])
+    return M, np.asarray(total)
+
+
+def ndarray_fill(x):
+    # np.ndarray(shape, dtype) as NumPy's uninitialized constructor, filled in loops
+    I, J, K = x.shape  # noqa: E741  (the issue's names)
+    out = np.ndarray((I, J, K), dtype=x.dtype)
+    norms = np.ndarray((I, J))  # float64 by default
+    cols = np.ndarray((K, I), order="F")
+    for i in range(I):
+        for j in range(J):
+            out[i, j] = x[i, j] * 2.0 - x[i, j].mean()
+            norms[i, j] = np.sum(x[i, j] ** 2)
+        cols[:, i] = x[i].sum(axis=0)
+    return out, norms, cols.ravel(order="K")
+
+
+def chain_energy(x):
+    # a 0-d result: the energy of one chain of spins
+    return 0.5 * np.sum(x * x) - np.sum(x[:-1] * x[1:])
+
+
+def chain_energies(X, E):
+    # a traced scalar stored into an element: of an argument, of arrays the kernel makes
+    F = np.zeros(X.shape[0])
+    G = np.ndarray(X.shape[0])
+    for i in range(X.shape[0]):
+        E[i] = chain_energy(X[i])
+        F[i] = chain_energy(X[i] * 0.5)
+        G[i] = E[i] - F[i]
+    return F, G
+
+
+def mandelbrot(xmin, xmax, ymin, ymax, width, height, maxiter):
+    # only Python scalars: sizes and the trip count static, the bounds static or traced
+    X = np.linspace(xmin, xmax, width)
+    Y = np.linspace(ymin, ymax, height)
+    C = X + Y[:, None] * 1j
+    N = np.zeros(C.shape, dtype=int)
+    Z = np.zeros(C.shape, np.complex128)
+    for n in range(maxiter):
+        I = np.less(abs(Z), 2.0)  # noqa: E741  (the classic's name)
+        N[I] = n
+        Z[I] = Z[I]**2 + C[I]
+    N[N == maxiter - 1] = 0  # noqa: SIM300  (the classic's form)
+    return Z, N
+
+
 def _sq(rng, n):
     return rng.standard_normal((n, n))
 
@@ -794,6 +863,23 @@ def _mk_nbody_sim(r):
             int(r.integers(2, 10)), 0.01, 1.0, 0.1)
 
 
+def _mk_matches(r, n=None):
+    n = _n(r, 10, 30) if n is None else n
+    return r.integers(0, 4, n), r.integers(0, 4, n)
+
+
+def _mk_chains(r, shape=None):
+    n, m = (_n(r), _n(r)) if shape is None else shape
+    return r.standard_normal((n, m)), r.random(n)
+
+
+def _mk_mandelbrot(r, size=None):
+    width, height = (_n(r, 8, 20), _n(r, 8, 20)) if size is None else size
+    x0, y0 = -2.0 - r.random() * 0.2, -1.2 - r.random() * 0.2
+    return (x0, 0.5 + r.random() * 0.2, y0, -y0, width, height,
+            int(r.integers(5, 15)) if size is None else 50)
+
+
 def _mk_compute(r):
     n = _n(r, 20, 60)
     return r.integers(0, 1000, (n, n)), r.integers(0, 1000, (n, n)), 4, 3, 2
@@ -881,4 +967,9 @@ KERNELS: tuple[Kernel, ...] = (
            ("args[0]",), tol=1e-9),
     Kernel("nbody_sim", nbody_sim, _mk_nbody_sim, ("args[1]", "args[2]"), tol=1e-9),
     Kernel("compute", compute, _mk_compute, tol=0),
+    Kernel("pair_matches", pair_matches, _mk_matches, tol=0),
+    Kernel("ndarray_fill", ndarray_fill, lambda r: (r.standard_normal((_n(r, 2, 6), _n(r, 2, 6),
+                                                                       _n(r, 2, 6))),)),
+    Kernel("chain_energies", chain_energies, _mk_chains, ("args[1]",)),
+    Kernel("mandelbrot", mandelbrot, _mk_mandelbrot, tol=1e-9),
 )

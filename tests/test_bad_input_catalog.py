@@ -696,8 +696,10 @@ def numpy_random_inside_the_kernel(rng):
 def python_if_on_a_traced_numpy_value(rng):
     def kernel(a, b, check):
         b[:] = 0.0
-        if check and a.sum() > 1:
-            return a * 2  # a return out of an `if` on a traced value
+        for _ in range(2):
+            if check and a.sum() > 1:
+                return a * 2  # a return out of a loop, from an `if` on a traced value
+            a = a + 1
         return a
 
     a, b = rng.random(3), rng.random(3)
@@ -709,8 +711,10 @@ def python_if_on_a_traced_numpy_value(rng):
 @case(rl.ControlFlowError)
 def python_if_on_a_traced_jax_value(rng):
     def f(a):
-        if a.sum() > 0:  # a return out of an `if` on a traced value
-            return jnp.sin(a)
+        for _ in range(2):
+            if a.sum() > 0:  # a return out of a loop, from an `if` on a traced value
+                return jnp.sin(a)
+            a = a * 2
         return jnp.cos(a)
 
     x = jnp.asarray(rng.random(3), jnp.float32)

@@ -65,7 +65,7 @@ def compare(got, want, rtol: float, what: str) -> str | None:
         return f"{what}: shape {g.shape} != NumPy's {w.shape}"
     if w.dtype == BFLOAT16:  # exactly representable in float32, where NumPy compares floats
         g, w = g.astype(np.float32), w.astype(np.float32)
-    if w.dtype.kind != "f":
+    if w.dtype.kind not in "fc":  # complex numbers within rtol too (of the largest modulus)
         if not np.array_equal(g, w):
             return f"{what}: values differ\n  got  {g!r}\n  want {w!r}"
         return None

@@ -158,13 +158,14 @@ def test_control_flow_error_is_a_panel_and_variables_are_untouched(shell, rng):
     a = a0.copy()
     shell.push({"a": a, "counter": 0})
     previous = shell.custom_exceptions
-    cell = ("%%reactant_jit\ncounter = 1\ndef k(v):\n    if v.sum() > 0:\n        return v + 1\n"
+    cell = ("%%reactant_jit\ncounter = 1\ndef k(v):\n    for _ in range(2):\n"
+            "        if v.sum() > 0:\n            return v + 1\n        v = v * 2\n"
             "    return v\n\nk(a)\ncounter = 2\n")
     result, outputs, out = run(shell, cell)
     assert isinstance(result.error_in_exec, ControlFlowError)
     [panel] = outputs
     assert "ControlFlowError" in panel["text/html"] and "Traceback" not in out
-    assert "line 4" in panel["text/plain"] and "np.where" in panel["text/plain"]
+    assert "line 5" in panel["text/plain"] and "np.where" in panel["text/plain"]
     np.testing.assert_array_equal(shell.user_ns["a"], a0)
     assert shell.user_ns["a"] is a and shell.user_ns["counter"] == 1
     assert not isinstance(shell.user_ns["k"], CellFunction)

@@ -69,8 +69,10 @@ def test_python_control_flow_on_a_traced_value(rng):
             return x
         return -x
 
+    x = rng.random(3) - 0.5
+    np.testing.assert_allclose(rl.jit(kernel)(x), kernel(x))  # its returns lifted: one select
     with pytest.raises(rl.ControlFlowError) as info:
-        rl.trace(kernel, rng.random(3))
+        rl.trace(kernel, x, loops="unroll")
     err = info.value
     assert (err.filename, err.lineno) == (HERE, line_of(kernel, "if x.sum() > 0"))
     assert "np.where(cond, a, b)" in str(err) and "static ranges" in str(err)

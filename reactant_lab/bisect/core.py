@@ -31,7 +31,7 @@ _QUIET_S = 2.0  # progress=None prints nothing during the first seconds
 def bisect(fn: Callable[..., Any], *args: Any, optimize: str = "all",
            pipeline: str | None = None, metric: str = "result", threshold: float | None = None,
            no_nan: bool = False, device: Any | None = None, mode: str = "auto",
-           trace_scalars: bool = False, exclude_patterns: Any = (), patterns: Any = None,
+           trace_scalars: bool | str = False, exclude_patterns: Any = (), patterns: Any = None,
            exact: bool = False, reference: str = "auto", repeat: int = 5,
            reproducer: bool | str | os.PathLike[str] = True,
            progress: bool | Callable[[str], None] | None = None, **kwargs: Any) -> BisectResult:

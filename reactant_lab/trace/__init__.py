@@ -48,21 +48,23 @@ PLATFORMS = ("cpu", "tpu", "cuda", "rocm")
 """The platforms ``trace(platform=...)`` lowers for (JAX's lowering platforms)."""
 
 
-def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode: str = "auto",
+def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool | str = False, mode: str = "auto",
           loops: str = "auto", in_shardings: Mapping[str, Any] | None = None, mesh: Any = None,
           out_shardings: Mapping[str, Any] | None = None, platform: str | None = None,
           **kwargs: Any) -> Traced:
     """Trace ``fn(*args, **kwargs)`` to a StableHLO module.
 
     Array leaves (NumPy / JAX arrays, NumPy scalars) are traced; Python scalars, strings, None and
-    other hashable objects are static and baked in (``trace_scalars=True`` traces Python numbers).
+    other hashable objects are static and baked in (``trace_scalars=True`` traces Python numbers;
+    ``trace_scalars='floats'`` traces Python floats and complex numbers, and keeps ints and
+    bools, which often decide shapes and trip counts, static).
 
     ``mode``: ``'numpy'`` traces a plain NumPy kernel through proxy arrays (in-place updates of
     NumPy arguments become ``resargs`` results, written back into the caller's arrays by the
     compiled call; JAX functions it calls get the traced values); ``'jax'`` traces JAX code;
-    ``'auto'`` picks NumPy mode when the array arguments are NumPy arrays, and falls back to JAX
-    mode when the function turns out to be JAX code (it hands arrays to JAX functions and
-    updates none in place), never where that would drop an in-place update.
+    ``'auto'`` picks NumPy mode when the array arguments are NumPy arrays (or there are none),
+    and falls back to JAX mode when the function turns out to be JAX code (it hands arrays to
+    JAX functions and updates none in place), never where that would drop an in-place update.
 
     ``loops``: ``'auto'`` turns each Python ``for`` over a ``range`` of at least
     ``control_flow.ROLL_THRESHOLD`` iterations into one ``stablehlo.while`` when its body allows
@@ -89,7 +91,7 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
     """
     _check_callable(fn)
     check_traceable(fn)
-    checks.flag("trace_scalars", trace_scalars)
+    checks.scalars(trace_scalars)
     if mode not in MODES:
         raise TraceError(f"unknown trace mode {mode!r}; valid modes: {', '.join(MODES)}")
     if platform is not None and platform not in PLATFORMS:
@@ -116,7 +118,8 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool = False, mode:
         in_treedef=flat.treedef, in_slots=flat.slots,
         avals=tuple((a.shape, a.dtype, a.weak_type) for a in flat.linear),
         out_treedef=lowered.out_treedef, out_slots=lowered.out_slots,
-        x64=flat.needs_x64 or used == "numpy", numpy_out=flat.all_numpy,
+        x64=flat.needs_x64 or used == "numpy",
+        numpy_out=flat.all_numpy or (used == "numpy" and not flat.linear_values),
         trace_scalars=trace_scalars, writeback=lowered.writeback,
         layout_deps=lowered.layout_deps, captures=flat.captures, shardings=flat.shardings,
         in_shardings=flat.in_shardings)
@@ -146,12 +149,14 @@ def _no_collection() -> Iterator[None]:
 
 
 def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
-           call: tuple[tuple[Any, ...], dict[str, Any], bool, dict[str, Any]],
+           call: tuple[tuple[Any, ...], dict[str, Any], bool | str, dict[str, Any]],
            source: Callable[..., Any]) -> tuple[Lowered, str, FlatCall]:
     """Trace in the requested mode; 'auto' tries NumPy mode for NumPy arrays, then JAX mode.
     Returns the lowering, the mode used and the flattened call it was traced for. ``fn`` is
     ``source`` (the user's function) with its control flow converted."""
-    if mode == "numpy" or (mode == "auto" and flat.all_numpy):
+    if mode == "numpy" or (mode == "auto" and (flat.all_numpy or not flat.linear_values)):
+        # no array at all (a kernel of static Python numbers that makes its own arrays): NumPy
+        # mode too, so its NumPy calls are traced rather than run once and baked in
         args, kwargs, trace_scalars, sharded = call
         numpy_flat = flat
         if any(a.weak_type for a in flat.linear):
@@ -174,7 +179,7 @@ def _lower(fn: Callable[..., Any], flat: FlatCall, mode: str,
 
 
 def flatten_for(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *,
-                trace_scalars: bool = False, in_shardings: Mapping[str, Any] | None = None,
+                trace_scalars: bool | str = False, in_shardings: Mapping[str, Any] | None = None,
                 mesh: Any = None, out_shardings: Mapping[str, Any] | None = None,
                 platform: str | None = None) -> FlatCall:
     """``fn(*args, **kwargs)`` flattened, with the arrays ``fn`` reads from its closure and its

@@ -96,7 +96,7 @@ def result_path(keypath: tuple[Any, ...]) -> str:
     return "result" + jax.tree_util.keystr(tuple(keypath))
 
 
-def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars: bool = False,
+def flatten_call(args: tuple[Any, ...], kwargs: dict[str, Any], *, trace_scalars: bool | str = False,
                  captured: dict[str, Any] | None = None,
                  in_shardings: Mapping[str, Any] | None = None,
                  mesh: Any = None, out_shardings: Mapping[str, Any] | None = None) -> FlatCall:
@@ -169,7 +169,7 @@ def layouts_hold(deps: tuple[tuple[int, Any], ...], linear_values: Sequence[Any]
 
 
 def _traced_aval(leaf: Any, path: str,
-                 trace_scalars: bool) -> tuple[tuple[int, ...], np.dtype, bool] | None:
+                 trace_scalars: bool | str) -> tuple[tuple[int, ...], np.dtype, bool] | None:
     """(shape, dtype, weak_type) if ``leaf`` is traced, None if it is static."""
     if isinstance(leaf, jax.core.Tracer):
         raise UnsupportedArgumentError(
@@ -191,7 +191,8 @@ def _traced_aval(leaf: Any, path: str,
                 "Convert it to a numeric dtype, or pass it inside a Python object to bake it in.",
                 path, type(leaf))
         return tuple(np.shape(leaf)), dtype, False
-    if trace_scalars and isinstance(leaf, bool | int | float | complex):
+    kinds = (float, complex) if trace_scalars == "floats" else (bool, int, float, complex)
+    if trace_scalars and isinstance(leaf, kinds):
         return (), np.dtype(jax.dtypes.canonicalize_dtype(type(leaf))), True
     return None
 

@@ -171,7 +171,7 @@ class CallLayout:
     """Whether tracing and running need 64-bit types."""
     numpy_out: bool
     """Whether array results are handed back as NumPy arrays (NumPy arrays went in)."""
-    trace_scalars: bool = False
+    trace_scalars: bool | str = False
     """Whether Python numbers were traced (else they are static)."""
     writeback: tuple[tuple[int, int], ...] = ()
     """Per mutated argument: (linear-argument index, ``@main`` result index). After a successful

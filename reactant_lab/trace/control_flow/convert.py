@@ -15,6 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from reactant_lab.trace.control_flow import returns
 from reactant_lab.trace.control_flow.transform import RT, Rewrite
 from reactant_lab.trace.user_errors import is_user_file
 
@@ -67,6 +68,7 @@ def rewritten_code(code: types.CodeType) -> tuple[types.CodeType | None, str | N
         return None, f"the source of {code.co_qualname} could not be matched to its code"
     fn.decorator_list = []
     ast.increment_lineno(tree, start - 1)
+    returns.lift_all(fn)
     rewrite = Rewrite(code.co_filename)
     fn = rewrite.visit(fn)
     if not rewrite.converted:

@@ -7,6 +7,8 @@ import inspect
 import sys
 from typing import Any
 
+import numpy as np
+
 from reactant_lab.errors import ControlFlowError
 from reactant_lab.trace import rebinding
 from reactant_lab.trace.control_flow.branches import and_, if_stmt, ifexp, not_, or_
@@ -15,7 +17,7 @@ from reactant_lab.trace.control_flow.loops import Site, for_stmt, iterate, where
 from reactant_lab.trace.control_flow.minmax import minmax
 from reactant_lab.trace.control_flow.session import ROLL_THRESHOLD, current
 from reactant_lab.trace.control_flow.slots import Undefined, is_traced
-from reactant_lab.trace.numpy_mode import context
+from reactant_lab.trace.numpy_mode import context, creation
 from reactant_lab.trace.user_errors import calling_user_frame, control_flow_error
 
 __all__ = ["and_", "callee", "for_stmt", "if_stmt", "ifexp", "initial", "iterate", "minmax",
@@ -43,7 +45,9 @@ def unset(value: Any) -> bool:
 
 def callee(fn: Any) -> Any:
     """The function a converted call calls: a user function with its control flow converted,
-    anything else as it is."""
+    ``np.ndarray`` in NumPy mode a maker of a traced array, anything else as it is."""
+    if fn is np.ndarray and context.current() is not None:
+        return creation.ndarray  # NumPy's uninitialized constructor: np.empty
     session = current()
     if session is None or session.loops == "unroll" or not is_user_function(fn):
         return fn

@@ -20,6 +20,8 @@ import ast
 import collections
 from typing import Any
 
+from reactant_lab.trace.control_flow.returns import RETURN
+
 RT = "__rl_cf__"
 """Name of the runtime helpers inside converted code (a closure variable)."""
 PREFIX = "__rl_"
@@ -70,11 +72,12 @@ class _Bound(ast.NodeVisitor):
 
 def bound_names(stmts: list[ast.stmt], keep: frozenset[str] = frozenset()) -> list[str]:
     """The names ``stmts`` assign (sorted; the rewrite's own left out, but for the flags of the
-    loops around them, ``keep``)."""
+    loops around them, ``keep``, and the result of a function whose returns were lifted)."""
     finder = _Bound()
     for stmt in stmts:
         finder.visit(stmt)
-    return sorted(n for n in finder.names if not n.startswith(PREFIX) or n in keep)
+    return sorted(n for n in finder.names
+                  if not n.startswith(PREFIX) or n in keep or n.startswith(RETURN))
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

@@ -124,12 +124,21 @@ def check_static_shape(func: Callable[..., Any], args: tuple[Any, ...],
 
 def _traced_shape(name: str, param: str, value: Any) -> DynamicShapeError:
     what = "bounds" if name == "arange" else f"`{param}` argument"
+    scalars = [leaf._root.arg for leaf in jax.tree_util.tree_leaves(value, is_leaf=_is_proxy)
+               if _is_proxy(leaf) and leaf._root.weak and leaf._root.arg]
+    subject = " and ".join(scalars) + (" is a Python number" if len(scalars) == 1 else
+                                       " are Python numbers")
+    fix = (
+        f"{subject} the call traces because of trace_scalars=True. Keep it static: call with "
+        "trace_scalars='floats' (Python floats traced, ints and bools static), or without "
+        "trace_scalars (every Python number static, a new compile for each new value); or "
+        "take the size from an array's shape (a.shape[0], len(a)).") if scalars else (
+        "Pass a Python int (a static argument) or take it from an array's shape (a.shape[0], "
+        "len(a)); or make the array outside the kernel and pass it in.")
     return DynamicShapeError(
         f"np.{name} was given a traced value as its {what} ({value!r}) at "
         f"{describe(calling_user_frame())}\nIt decides the shape of the result, which must be "
-        "known while tracing, but a traced value is only known when the compiled code runs. "
-        "Pass a Python int (a static argument) or take it from an array's shape (a.shape[0], "
-        "len(a)); or make the array outside the kernel and pass it in.")
+        f"known while tracing, but a traced value is only known when the compiled code runs. {fix}")
 
 
 def from_nested(obj: Any, dtype: Any, fortran: bool = False) -> ProxyArray:
@@ -295,6 +304,21 @@ def _fromfunction(original: Callable[..., Any], function: Callable[..., Any], sh
 def _empty(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """np.empty: zeros, so no uninitialized memory is baked into the module."""
     return _owned(np.zeros(*args, **kwargs))
+
+
+def ndarray(shape: Any, dtype: Any = float, buffer: Any = None, offset: int = 0,
+            strides: Any = None, order: Any = None) -> Any:
+    """``np.ndarray(shape, dtype, order=...)`` called by a kernel (converted code routes the
+    call here, see ``control_flow.runtime.callee``): NumPy's uninitialized array, so np.empty
+    (zeros) that later writes may fill with traced values. Over a ``buffer`` or with ``strides``
+    it stays NumPy's own (a view of that buffer)."""
+    if buffer is not None or strides is not None:
+        if _holds_traced(buffer) or _holds_traced(shape):
+            raise errors.unsupported("np.ndarray", " over a traced buffer or of a traced shape")
+        return np.ndarray(shape, dtype, buffer, offset, strides, order)
+    if _holds_traced(shape):
+        raise _traced_shape("ndarray", "shape", shape)
+    return _owned(np.zeros(shape, dtype, order="C" if order is None else order))
 
 
 def _random(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
