@@ -15,4 +15,7 @@ source "$(dirname "$0")/_venv.sh" "test"
   ../.venv/bin/jlpm lint
   ../.venv/bin/jlpm test
 )
-exec .venv/bin/python -m pytest "$@"
+# One worker per core, each test file on one worker and the browser tests all on one, in turn
+# (tests/conftest.py); the run's seed goes to every worker. `-n 0` runs in one process, as an
+# accelerator needs.
+exec .venv/bin/python -m pytest -n auto --dist loadfile "$@"

@@ -66,6 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--device", default=None, metavar="PLATFORM",
                      help=f"run the suite on this platform's first device: cpu, tpu, gpu "
                           f"(sets {DEVICE_VAR}; default: that variable, else JAX's default)")
+    parser.addoption("--seeds", type=int, default=1, metavar="N",
+                     help="run each test under N seeds: the run's seed, then N-1 drawn from it "
+                          "(a failure names the seed that replays it); hunts seed-dependent "
+                          "failures")
 
 
 def _target_device(config: pytest.Config):
@@ -124,6 +128,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist ``--dist loadfile``: each test file on one worker (its module fixtures built
+    once), and the browser tests, all of them, on one worker in turn: one JupyterLab server and
+    one Chromium at a time, while the other workers run the rest."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndBrowser(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/browser" if nodeid.startswith("tests/browser/") else \
+                super()._split_scope(nodeid)
+
+    return FilesAndBrowser(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
     """pytest-xdist: hand the run's seed to each worker, so one seed replays the whole run."""
     node.workerinput[SEED_VAR] = node.config.stash[_SEED]
@@ -137,7 +158,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return (f"reactant_lab: {SEED_VAR}={config.stash[_SEED]}, "
+    seeds = config.getoption("--seeds")
+    each = f" (each test under {seeds} seeds: --seeds)" if seeds > 1 else ""
+    return (f"reactant_lab: {SEED_VAR}={config.stash[_SEED]}{each}, "
             f"hypothesis profile {settings.get_current_profile_name()!r} ({FUZZ_VAR}), "
             f"device {_TARGET[0] if _TARGET else jax.devices()[0]}")
 
@@ -149,6 +172,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if marker is not None and target_platform() != "cpu":
         reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
         pytest.skip(f"CPU only ({target_platform()} targeted): {reason}")
+
+
+def seeds_of_run(seed: int, count: int) -> list[int]:
+    """The seeds ``--seeds count`` runs each test under: the run's, then ones drawn from it."""
+    return [seed] + [derived_seed(seed, f"--seeds {k}") % 2**32 for k in range(1, count)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """``--seeds N``: the test runs N times, each time as under another run seed (its ``rng`` and
+    Hypothesis draws change; its failure report names that seed)."""
+    count = item.config.getoption("--seeds")
+    if count <= 1:
+        return None
+    from _pytest.runner import runtestprotocol
+
+    base = item.config.stash[_SEED]
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    try:
+        for seed in seeds_of_run(base, count):
+            item.config.stash[_SEED] = seed
+            runtestprotocol(item, nextitem=nextitem)
+    finally:
+        item.config.stash[_SEED] = base
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -36,6 +36,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import AnalysisError
+from tests.cli_batch import Run, run_commands
 from tests.conftest import assert_close, unattached_platform
 
 HERE = __file__
@@ -1546,12 +1547,23 @@ CLI = {
 }
 
 
+@pytest.fixture(scope="module")
+def cli_runs(tmp_path_factory) -> dict[str, Run]:
+    """Every command line of CLI, each in a folder of its own holding user.py and broken.py,
+    run in one process (tests/cli_batch.py)."""
+    cases = {}
+    for name, (argv, _) in CLI.items():
+        where = tmp_path_factory.mktemp(name)
+        (where / "user.py").write_text(USER_FILE)
+        (where / "broken.py").write_text("def f(:\n")
+        cases[name] = (argv, where)
+    return run_commands(cases)
+
+
 @pytest.mark.parametrize("name", sorted(CLI))
-def test_command_line_errors_are_one_clear_line(name, tmp_path):
-    argv, says = CLI[name]
-    (tmp_path / "user.py").write_text(USER_FILE)
-    (tmp_path / "broken.py").write_text("def f(:\n")
-    proc = _run([sys.executable, "-m", "reactant_lab", *argv], cwd=tmp_path)
+def test_command_line_errors_are_one_clear_line(name, cli_runs):
+    says = CLI[name][1]
+    proc = cli_runs[name]
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert re.search(r"(^|\n)(error:|usage:)", proc.stderr), proc.stderr

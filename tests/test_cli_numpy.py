@@ -1,6 +1,7 @@
-"""The command line on NumPy kernels and on failing user code, run as a user runs it (a
-subprocess): NumPy kernels and static arguments get their arguments as MAKE_ARGS made them, and
-every failure is one ``error:`` line with exit code 2, never a traceback."""
+"""The command line on NumPy kernels and on failing user code, run as a user runs it
+(``python -m reactant_lab``; tests/cli_batch.py runs the command lines in turn in one process):
+NumPy kernels and static arguments get their arguments as MAKE_ARGS made them, and every failure
+is one ``error:`` line with exit code 2, never a traceback."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+
+from tests.cli_batch import Run, run_commands
 
 KERNELS = '''
 import numpy as np
@@ -55,12 +60,7 @@ def unsupported(x):
 '''
 
 
-def run_cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "reactant_lab", *args], capture_output=True,
-                          text=True, timeout=600, cwd=cwd)
-
-
-def assert_one_error_line(proc: subprocess.CompletedProcess, *phrases: str) -> str:
+def assert_one_error_line(proc: Run, *phrases: str) -> str:
     """Exit code 2, no traceback, exactly one line starting with ``error:``; returns it."""
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -71,17 +71,78 @@ def assert_one_error_line(proc: subprocess.CompletedProcess, *phrases: str) -> s
     return errors[0]
 
 
-@pytest.fixture
-def kernels(tmp_path):
-    path = tmp_path / "kernels.py"
-    path.write_text(KERNELS)
-    return path
+# Each command line runs in a folder of its own holding kernels.py (KERNELS), broken.py (raises
+# on import) and typo.py (a syntax error): {dir} is that folder, {kernels} its kernels.py.
+COMMANDS = {
+    "report jacobi_2d": ["report", "{kernels}:jacobi_2d", "--args", "make_jacobi", "-o",
+                         "{dir}/jacobi.html"],
+    "report scaled": ["report", "{kernels}:scaled", "--args", "make_scaled", "-o",
+                      "{dir}/scaled.html"],
+    "bench jacobi_2d": ["bench", "{kernels}:jacobi_2d", "--args", "make_jacobi", "--presets",
+                        "none", "--min-time", "0.01"],
+    "bench scaled": ["bench", "{kernels}:scaled", "--args", "make_scaled", "--presets", "none",
+                     "--min-time", "0.01"],
+    "report explodes": ["report", "{kernels}:explodes", "--args", "make_one"],
+    "bench explodes": ["bench", "{kernels}:explodes", "--args", "make_one"],
+    "maker raises": ["report", "{kernels}:explodes", "--args", "broken_maker"],
+    "file raises on import": ["report", "{dir}/broken.py:f", "--args", "make"],
+    "file with a syntax error": ["bench", "{dir}/typo.py:f", "--args", "make"],
+    "unsupported function": ["report", "{kernels}:unsupported", "--args", "make_one"],
+    "bisect jacobi_2d": ["bisect", "{kernels}:jacobi_2d", "--args", "make_jacobi", "--metric",
+                         "result"],
+}
+
+BAD_COMMAND_LINES = {
+    "missing file": (["report", "{dir}/missing.py:f", "--args", "make"], "no file"),
+    "missing function": (["report", "{kernels}:nope", "--args", "make_one"],
+                         "has no function 'nope'"),
+    "missing maker": (["report", "{kernels}:scaled", "--args", "no_maker"],
+                      "has no function 'no_maker'"),
+    "maker in a missing file": (["report", "{kernels}:scaled", "--args", "{dir}/nope.py:make"],
+                                "no file"),
+    "no --args": (["report", "{kernels}:scaled"], "the following arguments are required: --args"),
+    "--min-time not a number": (["bench", "{kernels}:scaled", "--args", "make_scaled",
+                                 "--min-time", "soon"], "invalid float value: 'soon'"),
+    "output in a missing folder": (["report", "{kernels}:scaled", "--args", "make_scaled", "-o",
+                                    "{dir}/no/such/dir/r.html"], "No such file or directory"),
+    "unknown metric": (["bisect", "{kernels}:scaled", "--args", "make_scaled", "--metric",
+                        "speed"], "invalid choice: 'speed'"),
+    "threshold with metric result": (["bisect", "{kernels}:scaled", "--args", "make_scaled",
+                                      "--threshold", "3"],
+                                     "threshold applies to metric='runtime' or 'compile_time'"),
+}
 
 
-def test_report_on_the_readme_numpy_kernel(kernels, tmp_path):
-    out = tmp_path / "jacobi.html"
-    proc = run_cli("report", f"{kernels}:jacobi_2d", "--args", "make_jacobi", "-o", str(out),
-                   cwd=tmp_path)
+@dataclass(frozen=True)
+class Ran:
+    """A command line of COMMANDS or BAD_COMMAND_LINES as it ran, and its folder."""
+
+    proc: Run
+    dir: Path
+
+    @property
+    def kernels(self) -> Path:
+        return self.dir / "kernels.py"
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory) -> dict[str, Ran]:
+    """Every command line above, run as a user runs it, all in one process
+    (tests/cli_batch.py: the process imports JAX once)."""
+    every = {**COMMANDS, **{name: args for name, (args, _) in BAD_COMMAND_LINES.items()}}
+    cases, dirs = {}, {}
+    for name, args in every.items():
+        where = dirs[name] = tmp_path_factory.mktemp("cli")
+        (where / "kernels.py").write_text(KERNELS)
+        (where / "broken.py").write_text(
+            "import numpy as np\n\nraise ImportError('no module named nowhere')\n")
+        (where / "typo.py").write_text("def f(x:\n    return x\n")
+        cases[name] = ([a.format(dir=where, kernels=where / "kernels.py") for a in args], where)
+    return {name: Ran(proc, dirs[name]) for name, proc in run_commands(cases).items()}
+
+
+def test_report_on_the_readme_numpy_kernel(ran):
+    proc, out = ran["report jacobi_2d"].proc, ran["report jacobi_2d"].dir / "jacobi.html"
     assert proc.returncode == 0, proc.stderr
     assert f"report: {out}" in proc.stdout
     assert proc.stdout.splitlines()[0].split()[:3] == ["#", "stage", "ops"]  # the stage table
@@ -91,83 +152,62 @@ def test_report_on_the_readme_numpy_kernel(kernels, tmp_path):
     assert "resargs[1]" in html and "resargs[2]" in html  # A and B, updated in place
 
 
-def test_report_with_a_static_string_argument(kernels, tmp_path):
-    out = tmp_path / "scaled.html"
-    proc = run_cli("report", f"{kernels}:scaled", "--args", "make_scaled", "-o", str(out),
-                   cwd=tmp_path)
+def test_report_with_a_static_string_argument(ran):
+    proc = ran["report scaled"].proc
     assert proc.returncode == 0, proc.stderr
-    assert "<code>args[1]</code> = <code>&#x27;double&#x27;</code>" in out.read_text()  # static
+    html = (ran["report scaled"].dir / "scaled.html").read_text()
+    assert "<code>args[1]</code> = <code>&#x27;double&#x27;</code>" in html  # static
 
 
-@pytest.mark.parametrize(("name", "maker"), [("jacobi_2d", "make_jacobi"),
-                                             ("scaled", "make_scaled")])
-def test_bench_on_numpy_kernels(kernels, tmp_path, name, maker):
-    proc = run_cli("bench", f"{kernels}:{name}", "--args", maker, "--presets", "none",
-                   "--min-time", "0.01", cwd=tmp_path)
+@pytest.mark.parametrize("name", ["jacobi_2d", "scaled"])
+def test_bench_on_numpy_kernels(ran, name):
+    proc = ran[f"bench {name}"].proc
     assert proc.returncode == 0, proc.stderr
     assert f"{name} (numpy mode)" in proc.stdout and "numpy" in proc.stdout
 
 
-def test_a_function_raising_while_traced(kernels, tmp_path):
+def test_a_function_raising_while_traced(ran):
     for command in ("report", "bench"):
-        proc = run_cli(command, f"{kernels}:explodes", "--args", "make_one", cwd=tmp_path)
-        line = assert_one_error_line(proc, "ValueError: the kernel exploded",
-                                     f"{kernels}:", "in explodes()")
+        kernels = ran[f"{command} explodes"].kernels
+        line = assert_one_error_line(ran[f"{command} explodes"].proc,
+                                     "ValueError: the kernel exploded", f"{kernels}:",
+                                     "in explodes()")
         assert f"{kernels}:explodes failed" in line
 
 
-def test_arguments_maker_raising(kernels, tmp_path):
-    proc = run_cli("report", f"{kernels}:explodes", "--args", "broken_maker", cwd=tmp_path)
-    line = assert_one_error_line(proc, "RuntimeError: cannot make the arguments",
-                                 "in broken_maker()")
+def test_arguments_maker_raising(ran):
+    line = assert_one_error_line(ran["maker raises"].proc,
+                                 "RuntimeError: cannot make the arguments", "in broken_maker()")
     assert "the --args function broken_maker failed" in line
 
 
-def test_a_file_raising_on_import(tmp_path):
-    user = tmp_path / "broken.py"
-    user.write_text("import numpy as np\n\nraise ImportError('no module named nowhere')\n")
-    proc = run_cli("report", f"{user}:f", "--args", "make", cwd=tmp_path)
-    line = assert_one_error_line(proc, "ImportError: no module named nowhere", f"{user}:3")
+def test_a_file_raising_on_import(ran):
+    user = ran["file raises on import"].dir / "broken.py"
+    line = assert_one_error_line(ran["file raises on import"].proc,
+                                 "ImportError: no module named nowhere", f"{user}:3")
     assert f"importing {user} failed" in line
 
 
-def test_a_file_with_a_syntax_error(tmp_path):
-    user = tmp_path / "typo.py"
-    user.write_text("def f(x:\n    return x\n")
-    proc = run_cli("bench", f"{user}:f", "--args", "make", cwd=tmp_path)
-    assert_one_error_line(proc, f"importing {user} failed: SyntaxError")
+def test_a_file_with_a_syntax_error(ran):
+    user = ran["file with a syntax error"].dir / "typo.py"
+    assert_one_error_line(ran["file with a syntax error"].proc,
+                          f"importing {user} failed: SyntaxError")
 
 
-def test_our_own_errors_keep_their_advice(kernels, tmp_path):
-    proc = run_cli("report", f"{kernels}:unsupported", "--args", "make_one", cwd=tmp_path)
+def test_our_own_errors_keep_their_advice(ran):
+    proc = ran["unsupported function"].proc
     line = assert_one_error_line(proc, "Rewrite it with supported NumPy functions")
     assert line.startswith("error: np.unique has no traced equivalent")
     assert all(not rest or rest.startswith("  ") for rest in proc.stderr.splitlines()[1:])
 
 
-@pytest.mark.parametrize(("args", "phrase"), [
-    (["report", "{dir}/missing.py:f", "--args", "make"], "no file"),
-    (["report", "{kernels}:nope", "--args", "make_one"], "has no function 'nope'"),
-    (["report", "{kernels}:scaled", "--args", "no_maker"], "has no function 'no_maker'"),
-    (["report", "{kernels}:scaled", "--args", "{dir}/nope.py:make"], "no file"),
-    (["report", "{kernels}:scaled"], "the following arguments are required: --args"),
-    (["bench", "{kernels}:scaled", "--args", "make_scaled", "--min-time", "soon"],
-     "invalid float value: 'soon'"),
-    (["report", "{kernels}:scaled", "--args", "make_scaled", "-o", "{dir}/no/such/dir/r.html"],
-     "No such file or directory"),
-    (["bisect", "{kernels}:scaled", "--args", "make_scaled", "--metric", "speed"],
-     "invalid choice: 'speed'"),
-    (["bisect", "{kernels}:scaled", "--args", "make_scaled", "--threshold", "3"],
-     "threshold applies to metric='runtime' or 'compile_time'"),
-])
-def test_bad_command_lines(kernels, tmp_path, args, phrase):
-    argv = [a.format(dir=tmp_path, kernels=kernels) for a in args]
-    assert_one_error_line(run_cli(*argv, cwd=tmp_path), phrase)
+@pytest.mark.parametrize("name", sorted(BAD_COMMAND_LINES))
+def test_bad_command_lines(name, ran):
+    assert_one_error_line(ran[name].proc, BAD_COMMAND_LINES[name][1])
 
 
-def test_bisect_on_a_correct_numpy_kernel(kernels, tmp_path):
-    proc = run_cli("bisect", f"{kernels}:jacobi_2d", "--args", "make_jacobi", "--metric",
-                   "result", cwd=tmp_path)
+def test_bisect_on_a_correct_numpy_kernel(ran):
+    proc = ran["bisect jacobi_2d"].proc
     assert proc.returncode == 0, proc.stderr
     assert "bisect jacobi_2d, metric=result: no culprit" in proc.stdout
     assert "The final module is not bad: ok" in proc.stdout and "NumPy eager" in proc.stdout

@@ -86,7 +86,6 @@ STAGES: MappingProxyType[str, StageSpec] = MappingProxyType({
 })
 
 
-
 @dataclass(frozen=True)
 class Target:
     """How the lowering stages read for one device platform (Reactant's ``compile_mlir!``)."""

@@ -228,6 +228,13 @@ def run_all_cells(page: Any, timeout: float = 180_000) -> None:
 
     started = page.locator(".jp-InputArea-prompt", has_text=re.compile(r"\[[0-9*]+\]")).first
     for _ in range(3):  # a kernel that has only just connected can drop the first request
+        # On a loaded machine the session can lose its kernel while it starts, and JupyterLab
+        # then asks which kernel to start: the notebook's own (preselected).
+        select_kernel = page.locator(".jp-Dialog", has_text="Select Kernel")
+        if select_kernel.count():
+            select_kernel.get_by_role("button", name="Select").click()
+            select_kernel.wait_for(state="detached")
+            wait_for_kernel_idle(page)
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
         try:
