@@ -70,6 +70,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run each test under N seeds: the run's seed, then N-1 drawn from it "
                           "(a failure names the seed that replays it); hunts seed-dependent "
                           "failures")
+    parser.addoption("--quick", action="store_true",
+                     help="leave out the browser tests, the notebooks and the tests marked slow "
+                          "(a few minutes, for development; CI runs everything)")
 
 
 def _target_device(config: pytest.Config):
@@ -172,6 +175,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if marker is not None and target_platform() != "cpu":
         reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
         pytest.skip(f"CPU only ({target_platform()} targeted): {reason}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--quick"):
+        return
+    slow = [item for item in items
+            if item.get_closest_marker("slow") or "tests/browser/" in item.nodeid
+            or item.nodeid.startswith("tests/test_notebooks.py")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item not in set(slow)]
 
 
 def seeds_of_run(seed: int, count: int) -> list[int]:

@@ -84,6 +84,7 @@ def crashing_stages(rng, steps=UNAVOIDABLE):
 # ---------------------------------------------------------------- the crash itself
 
 
+@pytest.mark.slow("a process or kernel of its own")
 def test_crash_ends_the_process_only_without_the_worker(tmp_path):
     """The module kills a process compiling it in-process (REACTANT_LAB_COMPILE_CHECK=never: what
     the other tests guard against); by default the process survives with the error."""
@@ -189,6 +190,7 @@ def test_other_compile_routes_are_protected_too(rng, monkeypatch, route):
                                   dus_chain_numpy(a, row, AVOIDABLE))
 
 
+@pytest.mark.slow("compiles a large module")
 @needs_enzyme
 def test_cov_reproducer_under_all(monkeypatch):
     """The NumPy loop of the report, at the smallest size that crashed XLA: a clear error when

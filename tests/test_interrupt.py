@@ -174,6 +174,7 @@ def test_left_running_computations_are_bounded(rng, tmp_path):
     assert out["plain_ok"]
 
 
+@pytest.mark.slow("a process or kernel of its own")
 def test_ctrl_c_stops_a_notebook_cell_and_the_kernel_lives(rng, tmp_path):
     out = run_child('''
         import os

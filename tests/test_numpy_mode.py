@@ -202,6 +202,7 @@ def _sample(rng, dtype, n=6):
     return (rng.random(n) + 0.5).astype(dtype)
 
 
+@pytest.mark.slow("many compiles")
 @pytest.mark.cpu_only("complex128 ufuncs lower to stablehlo.abs of complex128, which XLA's TPU "
                      "compiler aborts the process on: reactant_lab refuses such a module there "
                      "(UnsupportedOnDeviceError, tests/test_device_support.py)")

@@ -423,6 +423,7 @@ def _constant_into_a_window(y):
     return y.at[2:, 1::1].set(0.125)
 
 
+@pytest.mark.slow("compiles a large module")
 @needs_enzyme
 def test_the_looping_scatter_pattern_still_loops_so_its_exclusion_still_holds(monkeypatch, rng):
     """When this fails, enzyme-ad's patterns reach a fixed point here: drop the entry."""

@@ -99,6 +99,7 @@ def test_shardy_passes_are_data_and_leave_unsharded_stages_alone(preset: str) ->
         plan(preset, None, "stage", shardy_passes="mhlo", **kw)
 
 
+@pytest.mark.slow("many compiles")
 def test_sharding_stages_propagate_compile_and_show_collectives() -> None:
     """Data-parallel MLP training step, tensor-parallel matmul chain, 2-D stencil by rows:
     sdy annotations on the arguments before, a sharding on every value after the propagation
