@@ -5,7 +5,6 @@ analysis/device_limits.py's; this module applies them to a device."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from reactant_lab import backend
@@ -13,7 +12,7 @@ from reactant_lab.analysis.device_limits import Finding, emulation_notes, unsupp
 from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.analysis.provenance import op_sources
 from reactant_lab.errors import UnsupportedOnDeviceError
-from reactant_lab.stages.reproducer import fresh_directory, prune
+from reactant_lab.stages.reproducer import write_files
 
 _RERUN = '''"""Compile input.mlir for the {platform} as reactant_lab would have: python rerun.py
 
@@ -83,14 +82,5 @@ def _write_reproducer(ir: str, platform: str, found: tuple[Finding, ...]) -> str
     others); None when nothing could be written."""
     why = found[0].limit.why
     lines = "\n".join(f"line {f.line}: {f.text}" for f in found)
-    try:
-        where = fresh_directory("unsupported_")
-        files = {"input.mlir": ir, "why.txt": f"{why}\n{lines}\n",
-                 "rerun.py": _RERUN.format(platform=platform, why=why)}
-        for name, text in files.items():
-            with open(os.path.join(where, name), "w", encoding="utf-8") as fh:
-                fh.write(text)
-    except OSError:
-        return None
-    prune(os.path.dirname(where), keep=where)
-    return where
+    return write_files({"input.mlir": ir, "why.txt": f"{why}\n{lines}\n",
+                        "rerun.py": _RERUN.format(platform=platform, why=why)}, "unsupported_")

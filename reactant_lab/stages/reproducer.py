@@ -33,10 +33,15 @@ def write_reproducer(ir: str, pipeline: str, diagnostics: str) -> str | None:
     reproducers there beyond KEEP_NEWEST / KEEP_BYTES are deleted. Returns its path, or None if
     nothing could be written (the error is still raised without it).
     """
+    return write_files({"input.mlir": ir, "pipeline.txt": pipeline + "\n",
+                        "diagnostics.txt": diagnostics + "\n", "rerun.py": _SCRIPT})
+
+
+def write_files(files: dict[str, str], kind: str = "") -> str | None:
+    """``files`` (name -> text) in a fresh reproducer directory (``fresh_directory(kind)``),
+    older ones pruned; its path, or None if nothing could be written."""
     try:
-        where = fresh_directory()
-        files = {"input.mlir": ir, "pipeline.txt": pipeline + "\n",
-                 "diagnostics.txt": diagnostics + "\n", "rerun.py": _SCRIPT}
+        where = fresh_directory(kind)
         for name, text in files.items():
             with open(os.path.join(where, name), "w", encoding="utf-8") as fh:
                 fh.write(text)
