@@ -16,7 +16,7 @@ jax.jit <= 2. The roofline share uses the device's measured peaks (bfloat16 work
 bfloat16 matmul peak).
 
 Run: .venv/bin/python benchmarks/accelerator.py [--size N] [--min-time S] [--steps N]
-(``--size``: the model width, batch and stencil edge; default 256 on the CPU, 4096 elsewhere.)
+(``--size``: the model width, batch and stencil edge; default 256 on the CPU, 2048 elsewhere.)
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--min-time", type=float, default=0.5)
     opts = parser.parse_args()
     dev = jax.devices()[0]
-    n = opts.size or (256 if dev.platform == "cpu" else 4096)
+    n = opts.size or (256 if dev.platform == "cpu" else 2048)
     roof = rl.calibrate(dev)
     print(f"device: {dev.device_kind} ({dev.platform}, {dev}), size {n}, stencil {opts.steps} "
           f"sweeps")
@@ -172,6 +172,7 @@ def main() -> None:
                       f"{ours.roofline_fraction:.1%}" if ours.roofline_fraction else "-",
                       _copies(ours), _copies(theirs), f"{first_ours:.3f} s",
                       f"{first_jax:.3f} s", f"{first_ours / first_jax:.2f}"))
+        print("  ".join(lines[-1]), flush=True)  # each case as it is measured
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     for row in lines:
         print("  ".join(c.ljust(w) if i == 0 else c.rjust(w)

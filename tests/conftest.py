@@ -67,7 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help=f"run the suite on this platform's first device: cpu, tpu, gpu "
                           f"(sets {DEVICE_VAR}; default: that variable, else JAX's default)")
     parser.addoption("--seeds", type=int, default=1, metavar="N",
-                     help="run each test under N seeds: the run's seed, then N-1 drawn from it "
+                     help="run each test that draws from the seed under N seeds: the run's seed, then N-1 drawn from it "
                           "(a failure names the seed that replays it); hunts seed-dependent "
                           "failures")
     parser.addoption("--quick", action="store_true",
@@ -162,7 +162,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     seeds = config.getoption("--seeds")
-    each = f" (each test under {seeds} seeds: --seeds)" if seeds > 1 else ""
+    each = f" (each test that draws from it under {seeds} seeds: --seeds)" if seeds > 1 else ""
     return (f"reactant_lab: {SEED_VAR}={config.stash[_SEED]}{each}, "
             f"hypothesis profile {settings.get_current_profile_name()!r} ({FUZZ_VAR}), "
             f"device {_TARGET[0] if _TARGET else jax.devices()[0]}")
@@ -188,6 +188,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in set(slow)]
 
 
+def draws_from_seed(item: pytest.Item) -> bool:
+    """Whether the run's seed can change what ``item`` sees: it uses ``rng`` (itself or through a
+    fixture) or is a Hypothesis test."""
+    return ("rng" in getattr(item, "fixturenames", ())
+            or is_hypothesis_test(getattr(item, "obj", None)))
+
+
 def seeds_of_run(seed: int, count: int) -> list[int]:
     """The seeds ``--seeds count`` runs each test under: the run's, then ones drawn from it."""
     return [seed] + [derived_seed(seed, f"--seeds {k}") % 2**32 for k in range(1, count)]
@@ -195,10 +202,11 @@ def seeds_of_run(seed: int, count: int) -> list[int]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    """``--seeds N``: the test runs N times, each time as under another run seed (its ``rng`` and
-    Hypothesis draws change; its failure report names that seed)."""
+    """``--seeds N``: a test that draws from the seed (``rng``, directly or through a fixture, or
+    Hypothesis) runs N times, each time as under another run seed (its failure report names that
+    seed); a test that draws nothing runs once."""
     count = item.config.getoption("--seeds")
-    if count <= 1:
+    if count <= 1 or not draws_from_seed(item):
         return None
     from _pytest.runner import runtestprotocol
 

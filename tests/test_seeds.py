@@ -1,5 +1,6 @@
-"""The suite's own seeding (tests/conftest.py): ``--seeds N`` runs each test under N seeds, each
-draw differs, and a failure names the seed that replays it."""
+"""The suite's own seeding (tests/conftest.py): ``--seeds N`` runs each test that draws from the
+seed under N seeds, each draw differs, a failure names the seed that replays it, and a test that
+draws nothing runs once."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
         def test_fails_on_some_draws(rng):
             assert rng.integers(2) == 0
+
+        def test_draws_nothing():
+            with open(os.environ["DRAWS"] + ".seedless", "a") as out:
+                out.write("ran\\n")
         """)
     return pytester
 
@@ -38,10 +43,11 @@ def test_each_test_runs_under_each_seed_and_a_failure_names_its_seed(suite, monk
     values = draws.read_text().split()
     assert len(values) == 6 and len(set(values)) == 6  # six runs, six different draws
     out = result.stdout.str()
-    assert "each test under 6 seeds" in out
+    assert "under 6 seeds" in out
+    assert (suite.path / "draws.txt.seedless").read_text().split() == ["ran"]  # once, not 6 times
     failed = re.findall(r"replay with REACTANT_LAB_SEED=(\d+) pytest", out)
     outcomes = result.parseoutcomes()
-    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 12
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 13
     assert 1 <= len(failed) == outcomes["failed"] < 6 and len(set(failed)) == len(failed)
     # A failing run's seed replays that failure alone.
     monkeypatch.delenv("DRAWS")
