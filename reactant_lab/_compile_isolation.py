@@ -194,7 +194,8 @@ def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
                     guard: Guard | None, options: dict[str, Any] | None = None
                     ) -> jax.stages.Compiled:
     """``lowered.compile()`` with ``cpu_options`` and the XLA ``options`` (``overrides``), in
-    the compile worker when ``guard`` says so."""
+    the compile worker when ``guard`` says so; never from or into JAX's persistent cache
+    (``wrap_jax_compile``)."""
     if wrap_jax_compile():
         _CURRENT.guard, _CURRENT.ours = guard, True
         try:
@@ -219,7 +220,13 @@ def wrap_jax_compile() -> bool:
     thread, ``isolated``, for our compiles only; False when this JAX has no
     backend_compile_and_load to wrap.
 
-    The one use of ``jax._src.compiler.backend_compile_and_load`` (docs/architecture.md).
+    Our compiles also keep out of JAX's persistent compilation cache (a user's
+    ``jax_compilation_cache_dir``): an XLA:CPU executable JAX loads from it serializes without
+    its compiled functions, so the twin a guarded call runs (``_backend_run.twin``) failed with
+    "Function ... not found". The cache still serves the user's own jax.jit.
+
+    The one use of ``jax._src.compiler.backend_compile_and_load`` and ``_get_cache_key``
+    (docs/architecture.md).
     """
     try:
         from jax._src import compiler as jax_compiler
@@ -243,6 +250,13 @@ def wrap_jax_compile() -> bool:
                                                     host_callbacks)
 
     jax_compiler.backend_compile_and_load = compile_and_load
+    cache_key = getattr(jax_compiler, "_get_cache_key", None)
+    if cache_key is not None:
+        @functools.wraps(cache_key)
+        def no_cache_for_ours(*args: Any, **kwargs: Any) -> Any:
+            return None if _CURRENT.ours else cache_key(*args, **kwargs)  # None: compile anew
+
+        jax_compiler._get_cache_key = no_cache_for_ours
     return True
 
 
