@@ -3,6 +3,8 @@ ops as clusters; past ``max_ops`` a summary of which results depend on which arg
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -64,6 +66,18 @@ class Signature:
     """Linear results (computed and preserved)."""
     skipped: tuple[tuple[str, str], ...] = ()
     """(path, value) of each static argument baked into the module."""
+    names: tuple[tuple[str, str], ...] = ()
+    """(path, the name the user wrote) for each argument and result path the traced function
+    names otherwise (``args[0]['w1']`` -> ``p['w1']``, ``result`` -> ``t``)."""
+
+    def name_of(self, path: str) -> str:
+        """The name the user wrote for argument or result ``path`` (the path itself when the
+        function names it no otherwise)."""
+        return self._name_map.get(path, path)
+
+    @functools.cached_property
+    def _name_map(self) -> dict[str, str]:
+        return dict(self.names)
 
 
 @dataclass(frozen=True)
@@ -144,7 +158,7 @@ def signature_of(traced: Any, donated: bool | Sequence[bool] = False) -> Signatu
                                _written_back(r.path, mutated), getattr(r, "constant", False))
                     for r in traced.linear_results)
     skipped = tuple((s.path, s.value_repr) for s in traced.skipped_args)
-    return Signature(args, results, skipped)
+    return Signature(args, results, skipped, tuple(getattr(traced, "names", {}).items()))
 
 
 def _type_str(shape: tuple[int, ...], dtype: Any) -> str:
@@ -186,7 +200,7 @@ def dataflow(text: str, signature: Signature | None = None, *, max_ops: int = MA
                 f"the slice of {res.path} has {n_ops:,} ops, over max_ops={max_ops}; pass "
                 f"max_ops={n_ops} to draw it anyway (layout time grows with the op count)")
         return g.full(title, keep, (res,), "slice",
-                      f"ops {res.path} depends on ({n_ops} of {len(func.ops)})")
+                      f"ops {sig.name_of(res.path)} depends on ({n_ops} of {len(func.ops)})")
     if len(func.ops) > max_ops:
         return g.summary(title, max_ops)
     return g.full(title, None, sig.results, "full", "")
@@ -203,10 +217,31 @@ class _Graph:
             if op.parent:
                 self.children.setdefault(op.parent, []).append(op.id)
         self.labels = dict(func.region_labels)
-        self.skipped = tuple(f"{p} = {v}" for p, v in sig.skipped)
+        self.skipped = tuple(f"{sig.name_of(p)} = {v}" for p, v in sig.skipped)
         self.regions = {k: r for k, loc in func.region_locs
                         if k in self.ops and (r := _statement(self.ops[k], loc)) is not None}
         """The region ops that are converted Python statements, by op id."""
+        self.carried: dict[str, tuple[str | None, ...]] = {}
+        """Per while / case op, the Python name of each of its results (None where not known):
+        its statement's names, a while's operands that are arguments of the call named after
+        them."""
+        for op in func.ops:
+            names = self._carried(op)
+            if names is not None:
+                self.carried[op.id] = names
+                if op.id in self.regions:
+                    self.regions[op.id] = dataclasses.replace(self.regions[op.id], names=names)
+
+    def _carried(self, op: Op) -> tuple[str | None, ...] | None:
+        stmt = self.regions.get(op.id)
+        names = list(stmt.names) if stmt is not None and stmt.names else None
+        if op.name == "stablehlo.while" and len(op.inputs) == len(split_types(op.type)):
+            names = names or [None] * len(op.inputs)
+            shown = {f"arg{a.index}": self.sig.name_of(a.path) for a in self.sig.args
+                     if not a.path.startswith("%")}
+            names = [n if n is not None else shown.get(src) for n, src in zip(
+                names, op.inputs, strict=True)]
+        return tuple(names) if names and any(n is not None for n in names) else None
 
     def find_result(self, result: str | int) -> ResultInfo:
         for r in self.sig.results:
@@ -245,19 +280,22 @@ class _Graph:
         marks = tuple(m for m, on in (("mutated", a.mutated),
                                       ("donated", a.donated or _donated_in_ir(attrs)),
                                       ("unused", not used)) if on)
-        return Node(f"arg{a.index}", "arg", (a.path, a.type), marks)
+        name = self.sig.name_of(a.path)
+        return Node(f"arg{a.index}", "arg", (name, a.type, *(() if name == a.path else (a.path,))),
+                    marks)
 
     def _result_node(self, n: int, r: ResultInfo, extra: tuple[str, ...] = ()) -> Node:
         marks = tuple(m for m, on in (("preserved", r.preserved_from is not None),
                                       ("writes-back", r.writes_back is not None),
                                       ("constant", r.constant)) if on)
-        label = (r.path, r.type, *extra)
+        name = self.sig.name_of(r.path)
+        label = (name, r.type, *(() if name == r.path else (r.path,)), *extra)
         if r.preserved_from:
-            label += (f"alias of {r.preserved_from}",)
+            label += (f"alias of {self.sig.name_of(r.preserved_from)}",)
         if r.constant:
             label += ("constant, computed while tracing",)
         if r.writes_back:
-            label += (f"written back to {r.writes_back}",)
+            label += (f"written back to {self.sig.name_of(r.writes_back)}",)
         return Node(f"res{n}", "result", label, marks)
 
     def _cluster_of(self, op: Op) -> str | None:
@@ -329,8 +367,8 @@ class _Graph:
         """Results x arguments: an edge per dependence, labelled with the number of ops of the
         result's backward slice that depend on that argument. Past ``grouping.SUMMARY_NODES`` arguments
         (or results), those whose paths differ only in indices share a node."""
-        arg_groups = group_paths([a.path for a in self.sig.args])
-        res_groups = group_paths([r.path for r in self.sig.results])
+        arg_groups = group_paths([self.sig.name_of(a.path) for a in self.sig.args])
+        res_groups = group_paths([self.sig.name_of(r.path) for r in self.sig.results])
         bit_of = [0] * len(self.func.args)
         for g, (_, members) in enumerate(arg_groups):
             for i in members:

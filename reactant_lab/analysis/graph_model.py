@@ -37,6 +37,8 @@ _MESH = re.compile(r"^\s*sdy\.mesh\s+@([\w$.-]+)\s*=\s*<\s*\[([^\]]*)\]")
 _SHARDING_ATTR = re.compile(r"\bsdy\.sharding\s*=\s*#sdy\.sharding(_per_value)?<")
 _MHLO_SHARDING = re.compile(r'\bmhlo\.sharding\s*=\s*"((?:[^"\\]|\\.)*)"')
 _SDY_OP_SHARDING = re.compile(r"\s<(?=@|mesh<)")
+_ITER_ARGS = re.compile(r"(%[A-Za-z0-9$._-]+)\s*=\s*%")
+"""A while's block argument and its initial value, as printed: ``%iterArg_1 = %arg0``."""
 _MAIN = re.compile(r"^\s*func\.func\s+(?:public\s+|private\s+)?@main\(")
 COLLECTIVE_OPS = frozenset({
     "sdy.reshard", "sdy.all_gather", "sdy.all_reduce", "sdy.all_slice", "sdy.all_to_all",
@@ -70,7 +72,8 @@ def graph_model(text: str, signature: Signature | None = None, *,
         arg = g._arg_node(a, f"arg{a.index}" in used)
         index[arg.id] = len(nodes)
         fa = func.args[a.index] if a.index < len(func.args) else None
-        nodes.append({"id": arg.id, "kind": "arg", "name": a.path, "ssa": fa.name if fa else "",
+        nodes.append({"id": arg.id, "kind": "arg", "name": sig.name_of(a.path), "path": a.path,
+                      "ssa": fa.name if fa else "",
                       "type": fa.type if fa else a.type, "in": [], "marks": list(arg.marks),
                       **_sharded(fa.attrs if fa else "", len(meshes))})
     for op in func.ops:
@@ -88,7 +91,8 @@ def graph_model(text: str, signature: Signature | None = None, *,
         src = g.source(r)
         attrs = result_attrs[r.index] if r.index is not None and r.index < len(result_attrs) \
             else ""
-        nodes.append({"id": res.id, "kind": "result", "name": r.path, "ssa": "",
+        nodes.append({"id": res.id, "kind": "result", "name": sig.name_of(r.path), "path": r.path,
+                      "ssa": "",
                       "type": r.type, "in": [index[src]] if src is not None and src in index
                       else [], "marks": list(res.marks), **_sharded(attrs, len(meshes))})
     _add_callees(text, nodes, stripped, sources, len(meshes), platform)
@@ -347,6 +351,12 @@ def _op_node(op: Op, stripped: list[str], sources: dict[int, str], g: _Graph,
                                else g.labels[op.id])
         if stmt:
             node["title"] = stmt.title
+    if op.id in g.carried:
+        node["carried"] = list(g.carried[op.id])
+        iter_args = _ITER_ARGS.findall(line.split("(", 1)[1]) if op.name == "stablehlo.while" \
+            and "(" in line else []
+        if len(iter_args) == len(g.carried[op.id]):
+            node["iter_args"] = iter_args
     return node
 
 

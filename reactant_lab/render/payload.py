@@ -14,6 +14,7 @@ from reactant_lab import checks
 from reactant_lab.analysis.collectives import CollectiveReport
 from reactant_lab.analysis.diff import diff
 from reactant_lab.analysis.graph import Signature, dataflow, signature_from_ir, signature_of
+from reactant_lab.analysis.graph_diff import graph_diff_entry
 from reactant_lab.analysis.graph_model import (
     collective_source,
     graph_model,
@@ -132,6 +133,9 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         "xla": _xla(compiled, texts, report, mesh_of(st[-1].ir)),
         "run": run,
     }
+    diffs = graph_diffs(payload["graphs"])
+    if diffs:
+        payload["graph_diffs"] = diffs
     calls = stages.custom_calls()
     if calls:
         payload["custom_calls"] = [custom_call_entry(v, texts) for v in calls]
@@ -229,7 +233,8 @@ def _sig_dict(sig: Signature, forwarded: tuple[tuple[str, str], ...]) -> dict[st
                          "writes_back": r.writes_back, "preserved_after": after.get(r.path),
                          "constant": r.constant}
                         for r in sig.results],
-            "skipped": [list(s) for s in sig.skipped]}
+            "skipped": [list(s) for s in sig.skipped],
+            "names": dict(sig.names)}
 
 
 def _stage_entry(s: Stage, texts: TextStore, structure: int,
@@ -319,6 +324,32 @@ def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
             except RenderError as exc:
                 entry["error"] = str(exc)
         out.append(entry)
+    return out
+
+
+GRAPH_DIFF_NODES = 20_000
+"""The graph diffs of a payload hold at most this many node matches in all (each pair's
+``match`` has one per node of its later graph): consecutive graphs first, then first vs last,
+then the other pairs."""
+
+
+def graph_diffs(graphs: list[dict[str, Any]],
+                budget: int = GRAPH_DIFF_NODES) -> list[dict[str, Any]]:
+    """The payload's ``graph_diffs``: per pair of graphs with a model, which boxes the later
+    one shares with the earlier, and which it added, removed or changed (``graph_diff``)."""
+    models = sorted(((g["stage"], g["model"]) for g in graphs if g.get("model") is not None),
+                    key=lambda sm: sm[0])
+    n = len(models)
+    pairs = [(k, k + 1) for k in range(n - 1)]
+    pairs += [(0, n - 1)] if n > 2 else []
+    pairs += [(i, j) for i in range(n) for j in range(i + 2, n) if (i, j) != (0, n - 1)]
+    out = []
+    for i, j in pairs:
+        cost = len(models[j][1]["nodes"])
+        if cost > budget:
+            continue
+        budget -= cost
+        out.append(graph_diff_entry(models[i][0], models[j][0], models[i][1], models[j][1]))
     return out
 
 

@@ -135,34 +135,44 @@ def _top_level(pipeline: str) -> list[str]:
 
 
 def signature_html(sig: dict[str, Any]) -> str:
-    """Linear arguments (with donated / mutated marks), static arguments, linear results."""
+    """Linear arguments (with donated / mutated marks), static arguments, linear results, each
+    by the name the function gives it (``p['w1']``) and its path in the call."""
+    names = sig.get("names") or {}
     args = "".join(
-        f"<tr><td>%arg{a['index']}</td><td><code>{esc(a['path'])}</code></td>"
-        f"<td>{esc(a['type'])}</td><td>{_marks(a)}</td></tr>" for a in sig["args"])
+        f"<tr><td>%arg{a['index']}</td><td><code>{esc(names.get(a['path'], a['path']))}</code>"
+        f"</td><td><code>{esc(a['path'])}</code></td><td>{esc(a['type'])}</td>"
+        f"<td>{_marks(a)}</td></tr>" for a in sig["args"])
     results = "".join(
-        f"<tr><td>{'' if r['index'] is None else r['index']}</td><td><code>{esc(r['path'])}"
-        f"</code></td><td>{esc(r['type'])}</td><td>{_result_marks(r)}</td></tr>"
+        f"<tr><td>{'' if r['index'] is None else r['index']}</td><td><code>"
+        f"{esc(names.get(r['path'], r['path']))}</code></td><td><code>{esc(r['path'])}</code>"
+        f"</td><td>{esc(r['type'])}</td><td>{_result_marks(r, names)}</td></tr>"
         for r in sig["results"])
-    skipped = "".join(f"<li><code>{esc(p)}</code> = <code>{esc(v)}</code></li>"
+    skipped = "".join(f"<li><code>{esc(names.get(p, p))}</code> = <code>{esc(v)}</code>"
+                      + (f" ({esc(p)})" if p in names else "") + "</li>"
                       for p, v in sig["skipped"])
-    return ('<table class="sig"><thead><tr><th></th><th>linear argument</th><th>type</th>'
-            f"<th></th></tr></thead><tbody>{args}</tbody></table>"
+    return ('<table class="sig"><thead><tr><th></th><th>linear argument</th><th>path</th>'
+            f"<th>type</th><th></th></tr></thead><tbody>{args}</tbody></table>"
             + (f'<p>Static (skipped) arguments, baked in:</p><ul>{skipped}</ul>' if skipped
                else "")
-            + '<table class="sig"><thead><tr><th>#</th><th>linear result</th><th>type</th>'
-            f"<th></th></tr></thead><tbody>{results}</tbody></table>")
+            + '<table class="sig"><thead><tr><th>#</th><th>linear result</th><th>path</th>'
+            f"<th>type</th><th></th></tr></thead><tbody>{results}</tbody></table>")
 
 
 def _marks(a: dict[str, Any]) -> str:
     return " ".join(f'<span class="mark {m}">{m}</span>' for m in ("mutated", "donated") if a[m])
 
 
-def _result_marks(r: dict[str, Any]) -> str:
+def _result_marks(r: dict[str, Any], names: dict[str, str]) -> str:
+    def shown(path: str) -> str:
+        return f"{names[path]} ({path})" if path in names else path
+
     out = []
     if r["preserved_from"]:
-        out.append(f'<span class="mark preserved">alias of {esc(r["preserved_from"])}</span>')
+        out.append(f'<span class="mark preserved">alias of {esc(shown(r["preserved_from"]))}'
+                   "</span>")
     if r["writes_back"]:
-        out.append(f'<span class="mark mutated">written back to {esc(r["writes_back"])}</span>')
+        out.append(f'<span class="mark mutated">written back to {esc(shown(r["writes_back"]))}'
+                   "</span>")
     if r.get("constant"):
         out.append('<span class="mark preserved">constant, computed while tracing</span>')
     return " ".join(out)

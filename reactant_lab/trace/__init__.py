@@ -22,6 +22,7 @@ from reactant_lab.trace.jax_mode import fn_name, trace_jax
 from reactant_lab.trace.lowering import Lowered
 from reactant_lab.trace.numpy_mode import JaxCodeError, trace_numpy
 from reactant_lab.trace.paths import FlatCall, flatten_call
+from reactant_lab.trace.python_names import python_names
 from reactant_lab.trace.specs import (
     ArgSpec,
     CallLayout,
@@ -129,7 +130,9 @@ def trace(fn: Callable[..., Any], *args: Any, trace_scalars: bool | str = False,
         mutated=tuple(flat.linear[a].path for a, _ in lowered.writeback),
         donation_mask=tuple(a.path not in preserved_args for a in flat.linear),
         seconds=time.perf_counter() - start, layout=layout, ir=lowered.text, fn=fn,
-        platform=platform, loop_notes=tuple(notes))
+        platform=platform, loop_notes=tuple(notes), names=types.MappingProxyType(python_names(
+            fn, [*(a.path for a in flat.linear), *(s.path for s in flat.skipped)],
+            [r.path for r in lowered.results])))
 
 
 @contextlib.contextmanager

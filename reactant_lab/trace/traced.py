@@ -47,6 +47,10 @@ class Traced:
     platform: str | None = field(default=None, compare=False)
     """The platform it was lowered for when ``trace(platform=...)`` named one, else None (the
     default device's)."""
+    names: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """The name the user wrote for each argument and result path the function's signature or
+    source names otherwise (``args[0]['w1']`` -> ``p['w1']``, ``result`` -> ``t``,
+    ``trace.python_names``); a path it does not name is absent."""
     loop_notes: tuple[str, ...] = field(default=(), compare=False)
     """Loops that were unrolled although ``loops=`` allowed rolling them, functions whose
     control flow could not be converted, and loops that run batched (their iterations
@@ -97,15 +101,21 @@ class Traced:
         return custom_calls(self.ir) if "custom_call" in self.ir else ()
 
     def summary(self) -> str:
-        """Plain-text description of the signature, the traced module's size and the loops
-        that were unrolled (the op count shows what that costs)."""
+        """Plain-text description of the signature (each path with the name the function gives
+        it), the traced module's size and the loops that were unrolled (the op count shows what
+        that costs)."""
         ops = total_ops(op_counts(self.ir))
         lines = [f"Traced {self.fn_name} ({self.mode} mode, {self.seconds * 1e3:.1f} ms, "
                  f"{ops} ops" + (f", for {self.platform}" if self.platform else "") + ")"]
-        lines += [f"  arg    {a}" + ("  [donatable]" if d else "")
+        named = self.names
+
+        def name(path: str) -> str:
+            return f"  ({named[path]})" if path in named else ""
+
+        lines += [f"  arg    {a}" + ("  [donatable]" if d else "") + name(a.path)
                   for a, d in zip(self.linear_args, self.donation_mask, strict=True)]
-        lines += [f"  static {s}" for s in self.skipped_args]
-        lines += [f"  result {r}" for r in self.linear_results]
+        lines += [f"  static {s}{name(s.path)}" for s in self.skipped_args]
+        lines += [f"  result {r}{name(r.path)}" for r in self.linear_results]
         lines += [f"  mutated {m}" for m in self.mutated]
         lines += [f"  loops  {n}" for n in self.loop_notes]
         lines += [f"  enzyme {c}" for c in self.enzyme_ops]

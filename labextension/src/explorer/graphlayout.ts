@@ -3,6 +3,7 @@
 // consumers), search, and a layered layout (ranks, one edge "bus" per long-lived value, barycentre
 // ordering, balanced x positions) with expanded regions laid out inside their op's box.
 
+import { carriedText } from './names';
 import type { GraphModel, GraphNode } from './types';
 
 export const CHAR_W = 6.6;
@@ -259,7 +260,7 @@ export class GraphIndex {
   }
 
   /** Nodes whose op name contains `query`, or that define SSA value `query` (`%12`, `12`,
-   * `%10#1` for a result of `%10:2`), or whose argument / result path contains it. */
+   * `%10#1` for a result of `%10:2`), or whose argument / result name or path contains it. */
   search(query: string): number[] {
     const q = query.trim().toLowerCase();
     if (!q) {
@@ -271,7 +272,8 @@ export class GraphIndex {
       const names = (n.ssa ?? '').toLowerCase().split(/,\s*/);
       const bySsa = ssa !== null && names.some(s => s === ssa || s.split(':')[0] === ssa);
       const byName =
-        ssa === null && ((n.op ?? '').toLowerCase().includes(q) || (n.name ?? '').toLowerCase().includes(q));
+        ssa === null &&
+        [n.op, n.name, n.path].some(t => (t ?? '').toLowerCase().includes(q));
       if (bySsa || byName) {
         out.push(i);
       }
@@ -340,7 +342,13 @@ export class GraphIndex {
     if (this.isRegion(i)) {
       const head = `${open ? '▾' : '▸'} ${ssa ? `${ssa} = ` : ''}${op}`;
       const what = n.title ?? (n.regions ?? []).join(' / ');
-      return [clip(head), ...(what ? [clip(what)] : []), clip(`${this.inside[i]} ops inside · ${shortType(n.type)}`)];
+      const carried = carriedText(n, shortType);
+      const inside = `${this.inside[i]} ops inside`;
+      return [
+        clip(head),
+        ...(what ? [clip(what)] : []),
+        ...(carried ? [clip(`${n.op === 'stablehlo.while' ? 'carries' : '→'} ${carried}`), inside] : [clip(`${inside} · ${shortType(n.type)}`)])
+      ];
     }
     if (/(^|\.)return$/.test(n.op ?? '')) {
       return [op, ...(folded.length ? [clip(folded.join(', '))] : [])];
@@ -517,7 +525,8 @@ function* layoutGroup(
           }
           if (entry === -1) {
             entry = g.length;
-            const lines = ['block args'];
+            const carried = ix.nodes[scope].op === 'stablehlo.while' ? carriedText(ix.nodes[scope], shortType) : '';
+            const lines = carried ? ['block args', clip(carried)] : ['block args'];
             const [w, h] = boxSize(lines);
             g.push({ i: scope, kind: 'entry', w, h, lines, preds: [], succs: [], rank: 0, x: 0, owner: -1 });
           }

@@ -29,6 +29,22 @@ background:var(--rl-bg);resize:vertical;outline:none;cursor:grab}
 .k-collapsed .rl-gbox{fill:color-mix(in srgb,var(--rl-fg) 7%,var(--rl-bg));stroke-width:1.5}
 .k-entry .rl-gbox,.k-return .rl-gbox{stroke-dasharray:2 2}
 ${SHARD_CSS}
+.rl-gn.d-added>.rl-gbox,.rl-swatch.d-added{fill:color-mix(in srgb,var(--rl-green) 20%,var(--rl-bg));
+background:color-mix(in srgb,var(--rl-green) 20%,var(--rl-bg));stroke:var(--rl-green);border:2px solid var(--rl-green);stroke-width:2}
+.rl-gn.d-removed>.rl-gbox,.rl-swatch.d-removed{fill:color-mix(in srgb,var(--rl-red) 14%,var(--rl-bg));
+background:color-mix(in srgb,var(--rl-red) 14%,var(--rl-bg));stroke:var(--rl-red);border:2px dashed var(--rl-red);stroke-width:2;stroke-dasharray:5 3}
+.rl-gn.d-changed>.rl-gbox,.rl-swatch.d-changed{fill:color-mix(in srgb,var(--rl-amber) 20%,var(--rl-bg));
+background:color-mix(in srgb,var(--rl-amber) 20%,var(--rl-bg));stroke:var(--rl-amber);border:2px solid var(--rl-amber);stroke-width:2}
+.rl-gn.k-region.d-added>.rl-gbox{fill:color-mix(in srgb,var(--rl-green) 6%,var(--rl-bg))}
+.rl-gn.k-region.d-removed>.rl-gbox{fill:color-mix(in srgb,var(--rl-red) 6%,var(--rl-bg))}
+.rl-gn.k-region.d-changed>.rl-gbox{fill:color-mix(in srgb,var(--rl-amber) 6%,var(--rl-bg))}
+.rl-ge.d-added{stroke:var(--rl-green);stroke-width:1.5;opacity:1}
+.rl-ge.d-removed{stroke:var(--rl-red);stroke-width:1.5;stroke-dasharray:4 3;opacity:1}
+.rl-gp-status.d-added{color:var(--rl-green)}.rl-gp-status.d-removed{color:var(--rl-red)}
+.rl-gp-status.d-changed{color:var(--rl-amber)}
+.rl-gp-change{flex-direction:row}.rl-gp-was{display:block;width:100%;padding-left:6.5em}
+.rl-gdiff-tools{display:inline-flex;gap:.3em;align-items:center}
+.rl-gdiff-base{font:inherit;max-width:16em;border:1px solid var(--rl-line);background:var(--rl-bg);color:var(--rl-fg)}
 .m-collective>.rl-gbox{stroke:var(--rl-red);stroke-width:2.5}
 .rl-gt-coll{fill:var(--rl-red);font-weight:600}
 .k-entry .rl-gt,.k-return .rl-gt{fill:var(--rl-mute);font-weight:400}
@@ -55,7 +71,7 @@ background:var(--rl-bg2);padding:4px 6px;font-size:12px}
 .rl-graph-search{font:inherit;width:14em;padding:1px 4px;border:1px solid var(--rl-line);
 background:var(--rl-bg);color:var(--rl-fg)}
 .rl-graph-tools{display:inline-flex;gap:.5em;align-items:center;flex-wrap:wrap}
-.rl-graph-legend{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:2px 0 4px;font-size:12px}
+.rl-graph-legend,.rl-gdiff-legend{display:flex;flex-wrap:wrap;gap:.4em 1em;align-items:center;margin:2px 0 4px;font-size:12px}
 .rl-shard-key{display:inline-flex;gap:.3em;align-items:center}
 .rl-shard-key code{font:11px var(--jp-code-font-family,monospace)}
 .rl-swatch{display:inline-block;width:1.1em;height:.9em;border:1px solid var(--rl-mute);background:var(--rl-bg)}

@@ -21,6 +21,9 @@ import {
   type ViewOptions
 } from './graphlayout';
 import { SHARD_COLOURS } from './graphstyle';
+import { GraphDiffControls, type FoundDiff } from './graphdiffview';
+import { edgeStatus, graphUnion, matchNowToOld, type GraphUnion } from './graphdiff';
+import { carriedText, pyName } from './names';
 import type { ExplorerPayload, GraphEntry, SliceData } from './types';
 
 let svgNamespace = '';
@@ -38,7 +41,10 @@ const PAD_X = 7;
 let markerIds = 0;
 
 export interface Hotspot {
+  /** The result's path (what a slice asks for). */
   result: string;
+  /** Its label: the name the user wrote for it. */
+  label: string;
   /** Box in percent of the image: left, top, width, height. */
   box: [number, number, number, number];
 }
@@ -54,9 +60,10 @@ function numbers(text: string): number[] {
   return (text.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number);
 }
 
-/** Boxes of the result nodes of a Graphviz SVG whose first label line is one of `results`.
- * The SVG is parsed as XML data only; nothing of it enters the page. */
-export function resultHotspots(svg: string, results: readonly string[]): Hotspot[] {
+/** Boxes of the result nodes of a Graphviz SVG whose first label line is one of `results`'
+ * names (the name the user wrote, else the path). The SVG is parsed as XML data only; nothing
+ * of it enters the page. */
+export function resultHotspots(svg: string, results: readonly { path: string; name: string }[]): Hotspot[] {
   const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
   const root = doc.documentElement;
   const vb = numbers(root.getAttribute('viewBox') ?? '');
@@ -69,7 +76,7 @@ export function resultHotspots(svg: string, results: readonly string[]): Hotspot
   const shift = numbers(/translate\(([^)]*)\)/.exec(tf)?.[1] ?? '0 0');
   const [sx, sy] = [scale[0] ?? 1, scale[1] ?? scale[0] ?? 1];
   const [tx, ty] = [shift[0] ?? 0, shift[1] ?? 0];
-  const wanted = new Set(results);
+  const wanted = new Map(results.map(r => [r.name, r.path]));
   const out: Hotspot[] = [];
   for (const node of Array.from(doc.querySelectorAll('g.node'))) {
     const title = node.querySelector('title')?.textContent ?? '';
@@ -86,7 +93,8 @@ export function resultHotspots(svg: string, results: readonly string[]): Hotspot
     const ys = raw.filter((_, i) => i % 2 === 1).map(y => (y + ty) * sy - vb[1]);
     const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
     out.push({
-      result: label,
+      result: wanted.get(label) ?? label,
+      label,
       box: [(x0 / vb[2]) * 100, (y0 / vb[3]) * 100, ((x1 - x0) / vb[2]) * 100, ((y1 - y0) / vb[3]) * 100]
     });
   }
@@ -195,7 +203,7 @@ export class GraphView {
   private readonly searchCount: HTMLSpanElement;
   private graph: GraphEntry | undefined;
   private stageIndex = 0;
-  private results: string[] = [];
+  private results: { path: string; name: string }[] = [];
   private readonly indexes = new WeakMap<object, GraphIndex>();
   private ix: GraphIndex | null = null;
   private opts: ViewOptions = { fold: true, expanded: new Set(), only: null };
@@ -211,12 +219,18 @@ export class GraphView {
   private forced = false;
   private count = 0;
   private token = 0;
+  /** The graph diff: the box, the stage compared, the union drawn (null: the stage alone). */
+  private readonly diff: GraphDiffControls;
+  private union: GraphUnion | null = null;
+  private readonly unions = new WeakMap<object, GraphUnion[]>();
+  private compare: number | null = null;
 
   /** `onSlice` is set live only: without a model, clicking a result asks the kernel for its
    * slice. `onReveal` opens the IR (or diff) at an op's line. */
   constructor(
     private readonly onSlice?: (stage: number, result: string) => void,
-    private readonly onReveal?: (where: RevealRequest) => void
+    private readonly onReveal?: (where: RevealRequest) => void,
+    onBase?: (base: number | null) => void
   ) {
     this.node = el('div', 'rl-graph');
     const bar = el('div', 'rl-toolbar rl-graph-bar');
@@ -240,12 +254,14 @@ export class GraphView {
       }
     });
     this.searchCount = el('span', 'rl-note rl-graph-hits');
+    this.diff = new GraphDiffControls(() => this.redrawDiff(), onBase);
     this.tools.append(
       fold,
       button('open regions', () => this.setOptions({ ...this.opts, expanded: new Set(this.ix?.children.keys() ?? []) }), 'rl-open-all'),
       button('close regions', () => this.setOptions({ ...this.opts, expanded: new Set() }), 'rl-close-all'),
       this.searchBox,
-      this.searchCount
+      this.searchCount,
+      this.diff.node
     );
     bar.append(
       button('−', () => this.zoom(0.8), 'rl-zoom-out'),
@@ -268,7 +284,7 @@ export class GraphView {
     this.panel.hidden = true;
     this.pane.append(this.svgBox, this.panel);
     this.footer = el('div', 'rl-graph-footer');
-    this.node.append(bar, this.caption, this.legend, this.progress, this.pane, this.legacy.node, this.footer);
+    this.node.append(bar, this.caption, this.legend, this.diff.legend, this.progress, this.pane, this.legacy.node, this.footer);
     this.svgBox.addEventListener('click', ev => {
       const g = (ev.target as Element).closest?.('.rl-gn') as SVGGElement | null;
       if (g?.dataset.i !== undefined) {
@@ -304,19 +320,25 @@ export class GraphView {
     this.svgBox.addEventListener('pointerup', () => (drag = null));
   }
 
-  /** The graph drawn for `stage`'s structure. */
-  show(payload: ExplorerPayload, stage: number): void {
+  /** The graph drawn for `stage`'s structure; with "changes from" on, merged with the graph of
+   * stage `compare` (the explorer's compared stage; `base` as the state holds it). */
+  show(payload: ExplorerPayload, stage: number, compare: number | null = null, base: number | null = null): void {
     const start = performance.now();
     this.stageIndex = stage;
-    this.results = payload.signature.results.map(r => r.path);
+    this.compare = compare;
+    this.results = payload.signature.results.map(r => ({ path: r.path, name: pyName(payload.signature, r.path) }));
     const g = payload.graphs.find(e => e.stages.includes(stage));
-    const changed = g !== this.graph;
+    const found = this.diff.sync(payload, stage, compare, base);
+    const union = found ? this.unionOf(found) : null;
+    const changed = g !== this.graph || union !== this.union;
     this.graph = g;
+    this.union = union;
+    this.diff.fillLegend(union);
     if (changed) {
       this.forced = false;
       this.selected = -1;
       this.slice = null;
-      const model = g?.model;
+      const model = union ? union.model : g?.model;
       this.ix = model ? (this.indexes.get(model) ?? new GraphIndex(model)) : null;
       if (model && this.ix) {
         this.indexes.set(model, this.ix);
@@ -325,6 +347,26 @@ export class GraphView {
       this.fillLegend();
     }
     this.showGraph(start);
+  }
+
+  /** The union of a graph diff, made once per diff entry and direction. */
+  private unionOf(found: FoundDiff): GraphUnion {
+    const cached = this.unions.get(found.entry) ?? [];
+    const k = found.reversed ? 1 : 0;
+    if (!cached[k]) {
+      const { toOld, changed } = matchNowToOld(found.entry, found.old.nodes.length, found.now.nodes.length, found.reversed);
+      cached[k] = graphUnion(found.old, found.now, toOld, changed);
+      this.unions.set(found.entry, cached);
+    }
+    return cached[k];
+  }
+
+  /** The "changes from" box or its stage changed: draw again. */
+  private redrawDiff(): void {
+    const payload = this.diff.payload;
+    if (payload) {
+      this.show(payload, this.stageIndex, this.compare, this.diff.base);
+    }
   }
 
   showSlice(data: SliceData): void {
@@ -372,7 +414,9 @@ export class GraphView {
       const onSlice = this.onSlice;
       this.footer.append(el('span', '', 'Slice of one result: '));
       for (const r of this.results.slice(0, 50)) {
-        this.footer.append(button(r, () => onSlice(this.stageIndex, r), 'rl-slice'));
+        const b = button(r.name, () => onSlice(this.stageIndex, r.path), 'rl-slice');
+        b.title = r.path;
+        this.footer.append(b);
       }
     }
   }
@@ -515,7 +559,7 @@ export class GraphView {
     const what = sl ? `the ${sl.dir} of ${this.nameOf(sl.of)} (${sl.set.size} nodes)` : '';
     const sliceNote = this.opts.only && sl ? ` Showing only ${what}.` : sl ? ` Highlighted: ${what}.` : '';
     this.caption.textContent =
-      `${same}${ix.model.ops.toLocaleString('en-US')} ops · ${this.count.toLocaleString('en-US')} boxes drawn` +
+      `${this.diff.caption(this.union)}${same}${ix.model.ops.toLocaleString('en-US')} ops · ${this.count.toLocaleString('en-US')} boxes drawn` +
       `${this.opts.fold ? ' (constants folded)' : ''}.${sliceNote}`;
   }
 
@@ -554,6 +598,10 @@ export class GraphView {
       p.setAttribute('d', segPath(s.pts));
       p.dataset.s = String(s.src);
       p.dataset.d = String(s.dst);
+      const change = this.union ? edgeStatus(this.union, s.src, s.dst) : 'same';
+      if (change !== 'same') {
+        p.classList.add(`d-${change}`);
+      }
       if (s.arrow) {
         p.setAttribute('marker-end', `url(#${marker})`);
       }
@@ -580,6 +628,9 @@ export class GraphView {
     g.setAttribute('transform', `translate(${Math.round(b.x * 10) / 10} ${Math.round(b.y * 10) / 10})`);
     g.dataset.i = String(b.i);
     const node = ix.nodes[b.i];
+    if (this.union && b.kind !== 'entry') {
+      g.classList.add(`d-${this.union.status[b.i]}`);
+    }
     for (const mark of node?.marks ?? []) {
       g.classList.add(`m-${mark}`);
     }
@@ -717,7 +768,10 @@ export class GraphView {
     if (n.kind === 'op') {
       p.appendChild(row('op', el('code', 'rl-gp-op', n.op ?? '')));
     } else {
-      p.appendChild(row(n.kind === 'arg' ? 'argument' : 'result', el('code', '', n.name ?? '')));
+      p.appendChild(row(n.kind === 'arg' ? 'argument' : 'result', el('code', 'rl-gp-name', n.name ?? '')));
+      if (n.path && n.path !== n.name) {
+        p.appendChild(row('path', el('code', 'rl-gp-path', n.path)));
+      }
     }
     if (n.attrs) {
       p.appendChild(row('attributes', el('code', 'rl-gp-attrs', n.attrs)));
@@ -730,6 +784,10 @@ export class GraphView {
     }
     if (n.title) {
       p.appendChild(row('statement', n.title));
+    }
+    const carried = carriedText(n);
+    if (carried) {
+      p.appendChild(row(n.op === 'stablehlo.while' ? 'carries' : 'results', el('code', 'rl-gp-carried', carried)));
     }
     if (n.marks?.length) {
       p.appendChild(row('marks', n.marks.join(', ')));
@@ -746,13 +804,19 @@ export class GraphView {
     if (n.line !== undefined && this.onReveal) {
       const line = n.line;
       const reveal = this.onReveal;
+      // a removed box is a line of the compared stage's text
+      const removed = this.union?.status[i] === 'removed' && this.compare !== null;
+      const stage = removed ? (this.compare as number) : this.stageIndex;
       p.appendChild(
         row(
           'text',
-          button(`IR line ${line}`, () => reveal({ tab: 'ir', stage: this.stageIndex, line }), 'rl-gp-ir'),
-          button('in the diff', () => reveal({ tab: 'diff', stage: this.stageIndex, line }), 'rl-gp-diff')
+          button(removed ? `IR line ${line} of stage ${stage}` : `IR line ${line}`, () => reveal({ tab: 'ir', stage, line }), 'rl-gp-ir'),
+          ...(removed ? [] : [button('in the diff', () => reveal({ tab: 'diff', stage, line }), 'rl-gp-diff')])
         )
       );
+    }
+    if (this.union) {
+      p.appendChild(this.diff.panelRow(this.union, i, this.stageIndex, this.compare));
     }
     const links = (list: number[]): HTMLElement => {
       const span = el('span', 'rl-gp-links');
@@ -907,8 +971,8 @@ export class GraphView {
     for (const h of hotspots) {
       const spot = el('button', 'rl-hotspot');
       spot.type = 'button';
-      spot.title = `slice of ${h.result}`;
-      spot.setAttribute('aria-label', `slice of ${h.result}`);
+      spot.title = `slice of ${h.label}`;
+      spot.setAttribute('aria-label', `slice of ${h.label}`);
       const [l, t, w, ht] = h.box;
       Object.assign(spot.style, { left: `${l}%`, top: `${t}%`, width: `${w}%`, height: `${ht}%` });
       spot.addEventListener('click', () => this.onSlice?.(this.stageIndex, h.result));

@@ -9,6 +9,7 @@ import { FileTools } from './files';
 import { hasModifier, tabKeyTarget } from './keys';
 import { benchSummary, metricsPanel, signaturePanel, timingPanel, xlaFacts } from './panels';
 import { SourceMap, SourcePanel, type LineSources } from './provenance';
+import { modelOfText, valueTitles } from './names';
 import { StageList } from './stagelist';
 import {
   carryOver,
@@ -127,7 +128,8 @@ class Explorer implements ExplorerHandle {
     this.diffView.setSources(stage => this.lineSources(stage));
     this.graphView = new GraphView(
       live ? (stage, result) => this.requestSlice(stage, result) : undefined,
-      where => this.reveal(where)
+      where => this.reveal(where),
+      base => this.change({ base })
     );
     // The tabs (WAI-ARIA tabs pattern): one tab stop, Left / Right / Home / End move and show.
     const ids = `rl-explorer-${++explorers}`;
@@ -299,6 +301,7 @@ class Explorer implements ExplorerHandle {
       case 'ir':
         this.panel.replaceChildren(...this.sourceNodes(state.stage), this.irView.node);
         this.irView.setSources(this.lineSources(state.stage));
+        this.irView.setNames(valueTitles(payload.signature, modelOfText(payload, state.stage)));
         await this.irView.show(
           this.store,
           stage.text,
@@ -311,7 +314,7 @@ class Explorer implements ExplorerHandle {
         return;
       case 'graph':
         this.panel.replaceChildren(this.graphView.node);
-        this.graphView.show(payload, state.stage);
+        this.graphView.show(payload, state.stage, compareWith(state), state.base);
         return;
       case 'metrics':
         this.panel.replaceChildren(metricsPanel(payload, state.stage));

@@ -2,6 +2,7 @@
 // rows when the payload carries them), and the call's signature.
 
 import { el, formatBytes, formatSeconds, table } from './dom';
+import { nameAndPath, pyName } from './names';
 import type { BenchEntry, ExplorerPayload, Roofline, XlaSharding } from './types';
 
 /** Op counts, one column per stage; a cell that differs from the stage before is marked. */
@@ -315,35 +316,37 @@ export function timingPanel(payload: ExplorerPayload): HTMLElement {
 /** Linear arguments, linear results and static arguments of the call. */
 export function signaturePanel(payload: ExplorerPayload): HTMLElement {
   const sig = payload.signature;
+  const name = (path: string) => pyName(sig, path);
   const node = el('div', 'rl-signature');
   const marks = (parts: [boolean, string][]) => parts.filter(([on]) => on).map(([, m]) => m).join(', ');
   node.appendChild(
     table(
-      ['arg', 'path', 'type', 'marks'],
-      sig.args.map(a => [`%arg${a.index}`, a.path, a.type, marks([[a.mutated, 'mutated'], [a.donated, 'donated']])])
+      ['arg', 'name', 'path', 'type', 'marks'],
+      sig.args.map(a => [`%arg${a.index}`, name(a.path), a.path, a.type, marks([[a.mutated, 'mutated'], [a.donated, 'donated']])])
     )
   );
   node.appendChild(
     table(
-      ['result', 'path', 'type', 'marks'],
+      ['result', 'name', 'path', 'type', 'marks'],
       sig.results.map(r => [
         r.index === null ? '-' : String(r.index),
+        name(r.path),
         r.path,
         r.type,
         marks([
-          [r.preserved_from !== null, `alias of ${r.preserved_from}`],
+          [r.preserved_from !== null, `alias of ${nameAndPath(sig, r.preserved_from ?? '')}`],
           [
             r.preserved_from === null && (r.preserved_after ?? null) !== null,
-            `preserved after the pipeline: ${r.preserved_after} (traced as computed)`
+            `preserved after the pipeline: ${nameAndPath(sig, r.preserved_after ?? '')} (traced as computed)`
           ],
-          [r.writes_back !== null, `written back to ${r.writes_back}`],
+          [r.writes_back !== null, `written back to ${nameAndPath(sig, r.writes_back ?? '')}`],
           [r.constant ?? false, 'constant, computed while tracing']
         ])
       ])
     )
   );
   if (sig.skipped.length) {
-    node.appendChild(table(['static argument', 'value'], sig.skipped.map(([p, v]) => [p, v])));
+    node.appendChild(table(['static argument', 'path', 'value'], sig.skipped.map(([p, v]) => [name(p), p, v])));
   }
   return node;
 }

@@ -91,6 +91,10 @@ export interface ExplorerPayload {
    */
   graphs: GraphEntry[];
   /**
+   * Which boxes of one graph's model are boxes of another's, per pair of graphs with a model (consecutive graphs first, then first vs last, then the others, while the matches stay within a budget): the explorer draws the two stages as one graph and marks what was added, removed or changed. Absent when no two graphs have a model.
+   */
+  graph_diffs?: GraphDiffEntry[];
+  /**
    * The compiled executable; null when nothing was compiled (a module given as text).
    */
   xla: XlaEntry | null;
@@ -165,6 +169,12 @@ export interface Signature {
    * The static arguments baked into the module: [path, value repr].
    */
   skipped: SkippedArg[];
+  /**
+   * The name the user wrote for each argument (linear or static) and result path that the traced function names otherwise: its parameter names in place of args[i] / kwargs['k'] (args[0]['w1'] -> p['w1']), the variable its return statements hand back in place of result (result -> t), a mutated argument's name for its resargs result. A path it does not name is absent (absent altogether in payloads saved before it was recorded).
+   */
+  names?: {
+    [k: string]: string;
+  };
 }
 /**
  * One linear argument (a traced leaf of the call's arguments).
@@ -527,7 +537,7 @@ export interface GraphNode {
    */
   op?: string;
   /**
-   * An argument's or result's path.
+   * An argument's or result's name as the user wrote it (p['w1'], t); its path where the function names it no otherwise.
    */
   name?: string;
   /**
@@ -586,6 +596,54 @@ export interface GraphNode {
    * The collectives XLA's partitioner inserted for this op in the compiled (per-device) HLO, matched by source location and op name, one line each: op, per-device shape, bytes, devices.
    */
   collectives?: string[];
+  /**
+   * An argument's or result's path in the call (args[0]['w1'], result[1]); name is what the user wrote for it (p['w1']). Absent in payloads saved before it was recorded (name is the path there).
+   */
+  path?: string;
+  /**
+   * A while or case op: the Python name of each of its results, in order (a while's carried values: its statement's variables, (index) / (counter) for a converted loop's own, an operand that is an argument of the call by that argument's name), null where not known. Absent when none is known.
+   */
+  carried?: (string | null)[];
+  /**
+   * A while op: its block arguments' SSA names as printed (%iterArg, %iterArg_1, ...), one per carried value; absent when they are not printed that way.
+   */
+  iter_args?: string[];
+}
+/**
+ * The nodes of the graph model drawn for stage after matched to those of the one drawn for stage before (reactant_lab.analysis.graph_diff): arguments and results by path; an op by name, attributes, type and sharding where its operands and region op are matches too (unchanged), else by name and operands or Python source position (changed), else as the same operand of its user's match.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "GraphDiffEntry".
+ */
+export interface GraphDiffEntry {
+  /**
+   * The stage of the earlier graph (a GraphEntry's stage).
+   */
+  before: number;
+  /**
+   * The stage of the later graph (a GraphEntry's stage).
+   */
+  after: number;
+  /**
+   * Per node of after's model: the index of its match among before's nodes, -1 when it was added.
+   */
+  match: number[];
+  /**
+   * Nodes of after's model (indices) that match a node of before's but differ from it: attributes, type, sharding or operands.
+   */
+  changed: number[];
+  /**
+   * How many nodes of after's model match none of before's.
+   */
+  added: number;
+  /**
+   * How many nodes of before's model match none of after's.
+   */
+  removed: number;
+  /**
+   * The counts in words: 2 added, 1 removed, 3 changed (or no box changed).
+   */
+  summary: string;
 }
 /**
  * The compiled executable.

@@ -78,6 +78,7 @@ font:12px/18px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Conso
 .rl-explorer .o{color:var(--rl-tk-o);font-weight:600}
 .rl-explorer .d{color:var(--rl-tk-d)}
 .rl-explorer .v{color:var(--rl-tk-v)}
+.rl-explorer .v.rl-named{text-decoration:underline dotted;text-underline-offset:2px;cursor:help}
 .rl-explorer .b{color:var(--rl-tk-b)}
 .rl-explorer .s{color:var(--rl-tk-s)}
 .rl-explorer .t{color:var(--rl-tk-t)}

@@ -6,6 +6,7 @@ import { codeLine, el, markMatches } from './dom';
 import { FileTools } from './files';
 import { Finder } from './find';
 import { markPicked, sourceMark, type LineSources } from './provenance';
+import { mainLines, nameValues } from './names';
 import { hloTableRuns } from './textops';
 import type { TextStore } from './texts';
 import { VirtualList } from './virtual';
@@ -26,6 +27,8 @@ export class TextView {
   private heading = '';
   private opened = new Set<number>();
   private sources: LineSources | null = null;
+  private names: Map<string, string> | null = null;
+  private mainRange: [number, number] | null = null;
 
   constructor(private readonly kind: 'mlir' | 'hlo') {
     this.node = el('div', `rl-text rl-text-${kind}`);
@@ -83,6 +86,7 @@ export class TextView {
       this.opened = new Set();
     }
     this.lines = lines;
+    this.mainRange = mainLines(lines);
     this.layout();
     this.finder.search(false);
     this.draw(true);
@@ -92,6 +96,12 @@ export class TextView {
    * before `show`, or call `redraw` after. */
   setSources(sources: LineSources | null): void {
     this.sources = sources;
+  }
+
+  /** Hover text of the SSA values of `@main` the user named (`%arg0` -> `A · float64[16] ·
+   * args[0]`, a loop's block arguments and results, `names.valueTitles`); set before `show`. */
+  setNames(names: Map<string, string> | null): void {
+    this.names = names && names.size ? names : null;
   }
 
   /** Draw again (sources or the picked line changed); with `reveal`, scroll to the first op of
@@ -186,6 +196,10 @@ export class TextView {
         }
       }
       const cell = codeLine(lines[r], [], { highlight, focus: this.finder.focus(index, 0) });
+      const main = this.mainRange;
+      if (this.names && main && r >= main[0] && r <= main[1]) {
+        nameValues(cell, this.names);
+      }
       const hits = this.finder.hits(index, 0);
       markMatches(cell, hits.ranges, hits.current);
       row.appendChild(cell);

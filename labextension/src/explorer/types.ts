@@ -21,6 +21,7 @@ export type {
   ExplorerPayload,
   ExplorerResult,
   ExplorerStatus,
+  GraphDiffEntry,
   GraphEntry,
   GraphModel,
   GraphNode,
