@@ -14,6 +14,7 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import nbformat
@@ -42,28 +43,26 @@ def _kernel(workdir: Path) -> KernelManager:
     return KernelManager(kernel_name="reactant-lab-python", kernel_spec_manager=specs)
 
 
-def execute(path: Path, timeout: int = 900) -> nbformat.NotebookNode:
+def execute(path: Path, timeout: int = 900,
+            env: Mapping[str, str] | None = None) -> nbformat.NotebookNode:
     """The notebook at ``path`` run top to bottom in a temporary directory (raises
-    ``nbclient.exceptions.CellExecutionError`` when a cell fails)."""
+    ``nbclient.exceptions.CellExecutionError`` when a cell fails), its kernel in ``env`` (this
+    process's environment when None)."""
     nb = nbformat.read(path, as_version=4)
     with tempfile.TemporaryDirectory(prefix="reactant-lab-nb-") as tmp:
         workdir = Path(tmp)
-        env_before = os.environ.get("REACTANT_LAB_REPRO_DIR")
-        os.environ["REACTANT_LAB_REPRO_DIR"] = str(workdir / "repro")
+        kernel_env = {**(os.environ if env is None else env),
+                      "REACTANT_LAB_REPRO_DIR": str(workdir / "repro")}
         km = _kernel(workdir)
         try:
             # Widget state is not saved: once the kernel is gone the extension shows the
             # explorer from the payload saved beside the widget's view.
             NotebookClient(nb, km=km, timeout=timeout, record_timing=False,
                            store_widget_state=False,
-                           resources={"metadata": {"path": str(workdir)}}).execute()
+                           resources={"metadata": {"path": str(workdir)}}).execute(env=kernel_env)
         finally:
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
-            if env_before is None:
-                os.environ.pop("REACTANT_LAB_REPRO_DIR", None)
-            else:
-                os.environ["REACTANT_LAB_REPRO_DIR"] = env_before
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     return nb
 

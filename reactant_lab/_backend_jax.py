@@ -23,6 +23,7 @@ from jax.extend import backend as jex_backend
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 
+from reactant_lab._backend_devices import device_errors, in_c_order, strided_complex_params
 from reactant_lab._backend_ir import (
     Aval,
     Donation,
@@ -151,7 +152,7 @@ def lower(fn: Callable[..., Any], avals: Sequence[Aval], *, arg_names: Sequence[
     jitted = (jax.jit(fn, keep_unused=True, out_shardings=list(out_shardings)) if out_shardings
               else jax.jit(fn, keep_unused=True))
     structs = [abstract_value(a, None, s) for a, s in zip(avals, shards, strict=True)]
-    with x64_scope(x64):
+    with x64_scope(x64), device_errors():  # often the first JAX call to open the devices
         try:
             lowered = (jitted.lower(*structs) if platform is None else
                        jitted.trace(*structs).lower(lowering_platforms=(platform,)))
@@ -239,14 +240,26 @@ class Executable:
         self._twin: list[Any] = []
         """The twin guarded calls run (``_backend_run.twin``; None where there is none), once
         made."""
+        self._c_order = strided_complex_params(device.platform, self.params)
+        """The arguments copied into C order before a call (complex ones the device's copy
+        gets wrong otherwise: ``_backend_devices.STRIDED_COMPLEX_PLATFORMS``)."""
 
     @property
     def fast_call(self) -> Callable[..., Any] | None:
         """JAX's C++ dispatch for this executable, or None on the fallback path."""
-        return self._compiled
+        if self._compiled is None or not self._c_order:
+            return self._compiled
+        compiled = self._compiled
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            args, kwargs = jax.tree_util.tree_map(in_c_order, (args, kwargs))
+            return compiled(*args, **kwargs)
+        return call
 
     def call_flat(self, values: Sequence[Any]) -> list[Any]:
         """Run on the module's argument values, in order; return its results as JAX arrays."""
+        if self._c_order:
+            values = [in_c_order(v) if i in self._c_order else v for i, v in enumerate(values)]
         try:
             if self._compiled is not None:
                 if self._dispatch is not None:

@@ -6,6 +6,8 @@ messages), _backend_ir (edits to MLIR modules), _backend_jax (lowering, compilin
 _backend_run (guarded calls: Ctrl-C and time limits), _compile_isolation (the compile worker),
 _backend_enzyme (Enzyme ops in a JAX trace: enzyme.autodiff / enzyme.fwddiff as primitives),
 _backend_kernels (kernels custom calls carry: a Pallas TPU kernel's Mosaic module as MLIR),
+_backend_devices (an accelerator another process holds; arguments a platform's copy to the
+device gets wrong),
 _pass_worker and _worker_client (the worker process and its driver).
 
 Native crashes never end the caller's process. Passes run in a worker process. XLA compiles a
@@ -36,6 +38,7 @@ from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir, passmanager
 
 from reactant_lab import _backend_ir, _pass_worker, _worker_client
+from reactant_lab._backend_devices import device_errors, held_device_error, transfer_ready
 from reactant_lab._backend_enzyme import (
     FlatFunction,
     autodiff,
@@ -125,9 +128,11 @@ __all__ = [
     "check_pipeline",
     "compile_check_mode",
     "compile_module",
+    "device_errors",
     "enzyme_available",
     "enzyme_unavailable_reason",
     "fwddiff",
+    "held_device_error",
     "inprocess_passes",
     "is_tracer",
     "isolation_reason",
@@ -142,6 +147,7 @@ __all__ = [
     "run_pipeline",
     "runnable_passes",
     "small_loop_bytes",
+    "transfer_ready",
     "transform_patterns",
     "unbatched",
     "upstream_pass_available",
@@ -432,7 +438,13 @@ DEVICE_VAR = "REACTANT_LAB_DEVICE"
 
 def resolve_device(device: Any | None) -> Any:
     """A jax Device from None (the default device: REACTANT_LAB_DEVICE's platform when set, else
-    JAX's default device), 'cpu', 'gpu' / 'cuda', 'tpu', or a Device."""
+    JAX's default device), 'cpu', 'gpu' / 'cuda', 'tpu', or a Device. An accelerator another
+    process holds is a DeviceBusyError (JAX opens its devices here, often)."""
+    with device_errors():
+        return _resolve_device(device)
+
+
+def _resolve_device(device: Any | None) -> Any:
     if device is None:
         chosen = os.environ.get(DEVICE_VAR, "").strip()
         if chosen:
@@ -457,7 +469,9 @@ def _device_of(platform: str, given: str) -> Any:
     kind = {"cuda": "gpu", "rocm": "gpu"}.get(platform.lower(), platform.lower())
     try:
         return jax.devices(kind)[0]
-    except RuntimeError:
+    except RuntimeError as exc:
+        if held_device_error(exc) is not None:
+            raise
         have = sorted({d.platform for d in jax.devices()})
         raise PipelineError(
             f"no {platform!r} device is attached ({given}; available: {', '.join(have)}). "

@@ -291,6 +291,9 @@ def _user_code(what: str) -> Iterator[None]:
     except ReactantLabError:
         raise
     except Exception as exc:
+        held = backend.held_device_error(exc)  # the user's code was the first to open JAX
+        if held is not None:
+            raise held from None
         raise CliError(f"{what}: {_describe_exception(exc)}") from exc
 
 
@@ -427,7 +430,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``reactant-lab`` command: 0 on success, 2 with one ``error:`` line on
     stderr on any failure (no traceback), 130 when interrupted."""
     try:
-        return _run(build_parser().parse_args(argv))
+        with backend.device_errors():
+            return _run(build_parser().parse_args(argv))
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

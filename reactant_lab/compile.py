@@ -501,9 +501,10 @@ class Compiled:
         exe, x64 = self._exe, self._x64
         fast = exe.fast_call
         shardings = self._layout.shardings
+        ready = backend.transfer_ready(self.device)
         if exe.structured and fast is not None:  # JAX's dispatch takes the user's own pytree
             def put(leaf: Any, where: Any) -> Any:
-                return jax.device_put(leaf, where) if isinstance(
+                return jax.device_put(ready(leaf), where) if isinstance(
                     leaf, np.ndarray | np.generic | jax.Array) else leaf
             tree = (args, kwargs)
 
@@ -529,7 +530,7 @@ class Compiled:
 
         def place_flat() -> tuple[tuple[Any, ...], dict[str, Any]]:
             with backend.x64_scope(x64):
-                return tuple(jax.device_put(v, where) for v, where in values), {}
+                return tuple(jax.device_put(ready(v), where) for v, where in values), {}
         return _in_scope(lambda *linear: exe.call_flat(linear), x64), place_flat
 
     def as_text(self, debug_info: bool = False) -> str:

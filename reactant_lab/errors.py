@@ -279,6 +279,19 @@ class DeviceMemoryError(ReactantLabError, MemoryError):
         """Bytes of memory the device has, when known."""
 
 
+class DeviceBusyError(ReactantLabError, RuntimeError):
+    """JAX could not open the accelerator because another process holds it (a TPU opens in one
+    process at a time: a notebook kernel or a test run that used it). A RuntimeError, as JAX's
+    own error is."""
+
+    def __init__(self, message: str, *, platform: str, cause: str):
+        super().__init__(message)
+        self.platform = platform
+        """The platform JAX could not open ('tpu')."""
+        self.cause = cause
+        """JAX's own words."""
+
+
 class SignatureMismatchError(ReactantLabError, TypeError):
     """A compiled function was called with arguments of another structure, shape or dtype."""
 

@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.conftest import child_env
+
 _DRIVER = r'''
 import contextlib, io, json, os, runpy, sys, traceback
 
@@ -56,7 +58,7 @@ def run_commands(cases: dict[str, tuple[list[str], Path]], timeout: float = 600
     turn, in one fresh Python process; each one's exit status, stdout and stderr."""
     payload = {name: [list(argv), str(cwd)] for name, (argv, cwd) in cases.items()}
     proc = subprocess.run([sys.executable, "-c", _DRIVER], input=json.dumps(payload),
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=child_env())
     assert proc.returncode == 0, f"the command lines' process failed:\n{proc.stderr[-4000:]}"
     answers = json.loads(proc.stdout.rsplit("\n", 1)[-1])
     return {name: Run(*answers[name]) for name in cases}

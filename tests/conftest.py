@@ -82,6 +82,12 @@ def _target_device(config: pytest.Config):
     if not chosen:
         return jax.devices()[0]
     kind = {"cuda": "gpu", "rocm": "gpu"}.get(chosen.lower(), chosen.lower())
+    if kind == "cpu":
+        # JAX opens every platform it finds at once: on a TPU machine, asking for the CPU would
+        # open the TPU too (and fail while another process holds it). The CPU alone, as in
+        # child_env.
+        os.environ["JAX_PLATFORMS"] = "cpu"
+        jax.config.update("jax_platforms", "cpu")
     try:
         device = jax.devices(kind)[0]
     except RuntimeError:
@@ -101,6 +107,21 @@ def target_platform() -> str:
 
 
 _TARGET: list = []
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a Python process a test starts (a script, the command line, a notebook
+    kernel, JupyterLab): this process's, with ``extra`` set. When the suite targets an
+    accelerator, the child runs on the CPU (JAX_PLATFORMS=cpu, REACTANT_LAB_DEVICE=cpu): this
+    process holds the device and a second process cannot open it (on a TPU: "Unable to
+    initialize backend 'tpu': ABORTED: Internal error when accessing libtpu multi-process
+    lockfile"), and each process that opened the TPU held about 15 GB of host memory (two runs
+    ran out of the TPU machine's 40 GB)."""
+    env = dict(os.environ)
+    if target_platform() != "cpu":
+        env.update(JAX_PLATFORMS="cpu", REACTANT_LAB_DEVICE="cpu")
+    env.update(extra)
+    return env
 
 
 def unattached_platform() -> str:
@@ -276,24 +297,39 @@ def assert_trees_close(got, want, tol: float) -> None:
             np.testing.assert_allclose(ga, wa, rtol=tol, atol=tol)
 
 
-EMULATED_ULPS = 4
-"""How many units in the last place a value computed in emulated float64 / complex128 (on a
-TPU) may be off from the CPU's or NumPy's (measured: one)."""
+EMULATED_FLOAT64_RTOL = 2.0 ** -44
+"""The relative tolerance of float64 / complex128 arithmetic where they are emulated (a TPU),
+against the CPU's or NumPy's IEEE float64. Measured on a TPU v5e: an array only passed through
+came back up to 1.5e-15 off, ``x * x * x`` 3.4e-15, ``1 / (x * x)`` 6.3e-15 (about 49
+significant bits, as from a pair of float32s, not 53); 2**-44 (5.7e-14) leaves room for a few
+more operations."""
+EMULATED_FLOAT64_FUNCTION_RTOL = 1e-6
+"""The same for elementary functions of emulated float64 (sin, sqrt, ...): a TPU v5e's float64
+``sin`` of a value near 7.7 was 2e-8 off NumPy's (those near 1.3 within 1e-12)."""
+OTHER_DEVICE_ULPS = 4
+"""Units in the last place float64 results of another accelerator (a GPU: native float64, other
+math libraries and fused multiply-adds) may differ from the CPU's by (not measured here)."""
 
 
-def float_rtol(dtype) -> float:
-    """The relative tolerance of a value of ``dtype`` the CPU computes exactly: 0 on the CPU; a
-    few ulps for float64 / complex128 where they are emulated (a TPU); 0 for other dtypes."""
+def float_rtol(dtype, cpu: float = 0.0, *, functions: bool = False) -> float:
+    """The relative tolerance of a value of ``dtype`` that the CPU computes within ``cpu`` (0:
+    exactly): ``cpu`` on the CPU and for types no device emulates; where float64 / complex128 are
+    emulated (a TPU) at least ``EMULATED_FLOAT64_RTOL`` (``EMULATED_FLOAT64_FUNCTION_RTOL`` with
+    ``functions``: the value went through an elementary function); on another accelerator at
+    least a few ulps."""
     dt = np.dtype(dtype)
-    if target_platform() == "cpu" or dt.kind not in "fc" or dt.itemsize < (8 if dt.kind == "f"
-                                                                           else 16):
-        return 0.0
-    return EMULATED_ULPS * float(np.finfo(dt).eps)
+    platform = target_platform()
+    if platform == "cpu" or dt.kind not in "fc" or np.finfo(dt).bits != 64:
+        return cpu
+    if platform == "tpu":
+        return max(cpu, EMULATED_FLOAT64_FUNCTION_RTOL if functions else EMULATED_FLOAT64_RTOL)
+    return max(cpu, OTHER_DEVICE_ULPS * float(np.finfo(dt).eps))
 
 
 def assert_values_equal(got, want, err_msg: str = "") -> None:
-    """Equal on the CPU; on a device that emulates float64 (a TPU), float64 and complex128
-    values within ``float_rtol`` of each other, relative to the value's scale."""
+    """Equal on the CPU; on a device that computes float64 another way (a TPU emulates it),
+    float64 and complex128 values within ``float_rtol`` of each other, relative to the value's
+    scale (NaN and infinities where they are)."""
     g, w = np.asarray(got), np.asarray(want)
     rtol = float_rtol(w.dtype)
     if rtol == 0.0:

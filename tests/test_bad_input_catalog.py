@@ -37,7 +37,7 @@ import reactant_lab as rl
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import AnalysisError
 from tests.cli_batch import Run, run_commands
-from tests.conftest import assert_close, unattached_platform
+from tests.conftest import assert_close, child_env, unattached_platform
 
 HERE = __file__
 ROOT = Path(__file__).resolve().parent.parent
@@ -1485,7 +1485,7 @@ CRASH_PRONE = {
 
 def _run(args: list[str], timeout: int = 300, cwd: Path | None = None):
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout,
-                          cwd=cwd or ROOT)
+                          cwd=cwd or ROOT, env=child_env())
 
 
 @pytest.mark.parametrize("name", sorted(CRASH_PRONE))

@@ -19,6 +19,7 @@ from reactant_lab.bench.result import make_row
 from reactant_lab.examples import EXAMPLES, mlp
 from reactant_lab.render.bench_chart import result_html
 from reactant_lab.timing import format_seconds
+from tests.conftest import target_platform
 
 ROOF = Roofline("test", peak_flops=1e9, peak_bytes_per_s=2e9, seconds=0.0)
 
@@ -114,7 +115,10 @@ def test_repeats_fix_the_number_of_samples(rng):
     result = bench(lambda x: x + 1, rng.standard_normal(8).astype(np.float32),
                    presets=("all",), baselines=("jax",), repeats=7, roofline=False)
     assert [len(r.samples_s) for r in result.rows] == [7, 7]
-    assert all(r.calls_per_sample > 1 for r in result.rows)  # microsecond calls are batched
+    if target_platform() == "cpu":  # microsecond calls are batched
+        assert all(r.calls_per_sample > 1 for r in result.rows)
+    # (on a TPU v5e a synchronized call of x + 1 took a quarter millisecond or more: those are
+    # timed one to a sample, and batched only when quicker)
 
 
 def test_bad_names_are_rejected(rng):

@@ -12,11 +12,13 @@ import pytest
 import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab.cli import main
+from tests.conftest import child_env
 
 
 def test_demo_runs_every_example(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "reactant_lab", "demo", "--report-dir",
-                           str(tmp_path)], capture_output=True, text=True, timeout=600)
+                           str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          env=child_env())
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for name in ("mlp", "heat_loop", "standardize"):

@@ -5,7 +5,6 @@ is one ``error:`` line with exit code 2, never a traceback."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_batch import Run, run_commands
+from tests.conftest import child_env
 
 KERNELS = '''
 import numpy as np
@@ -222,7 +222,7 @@ def test_interrupt_is_one_line_and_exit_130(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "reactant_lab", "report", f"{user}:f",
                              "--args", "make"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env=child_env(PYTHONUNBUFFERED="1"))
     deadline = time.monotonic() + 120
     while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)

@@ -21,7 +21,7 @@ import reactant_lab as rl
 from reactant_lab import _compile_isolation, _worker_client, backend
 from reactant_lab.errors import CompileCrashedError, CompileError, CompileFallbackWarning
 from reactant_lab.stages import patterns
-from tests.conftest import assert_close
+from tests.conftest import assert_close, child_env
 from tests.test_pass_safety import alive
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
@@ -100,8 +100,7 @@ def test_crash_ends_the_process_only_without_the_worker(tmp_path):
         """)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for mode in ("never", "auto"):
-        env = dict(os.environ, REACTANT_LAB_COMPILE_CHECK=mode,
-                   REACTANT_LAB_REPRO_DIR=str(tmp_path))
+        env = child_env(REACTANT_LAB_COMPILE_CHECK=mode, REACTANT_LAB_REPRO_DIR=str(tmp_path))
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               env=env, timeout=300, cwd=root)
         if mode == "never":
@@ -147,7 +146,7 @@ def test_rerun_script_reproduces_the_crash(rng):
     with pytest.raises(CompileCrashedError) as info:
         crashing_stages(rng).compile()
     proc = subprocess.run([sys.executable, os.path.join(info.value.reproducer, "rerun.py")],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=child_env())
     assert proc.returncode == -signal.SIGSEGV, proc.stderr[-2000:]
 
 

@@ -76,7 +76,7 @@ def test_pallas_interpret_mode_traces_and_runs_as_jax_jit(xy):
 
 def test_tpu_kernel_traced_on_cpu_says_interpret_mode_or_platform(xy):
     with pytest.raises(rl.TraceError, match=r"interpret=True.*platform='tpu'"):
-        rl.trace(around_kernel, jnp.asarray(xy[0]), jnp.asarray(xy[1]))
+        rl.trace(around_kernel, jnp.asarray(xy[0]), jnp.asarray(xy[1]), platform="cpu")
     with pytest.raises(rl.TraceError, match="unknown platform 'tpux'"):
         rl.trace(around_kernel, *xy, platform="tpux")
 

@@ -1,18 +1,23 @@
 """The device support pre-check: ops a device's compiler aborts on are refused before XLA sees
 them, and what the device emulates becomes a compile note (tested on the CPU by asking for the
-TPU's tables)."""
+TPU's tables); an accelerator another process holds is said in our terms, with what to do; and
+complex arguments a TPU's copy gets wrong are copied into C order first."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import jax
 import numpy as np
 import pytest
+from jax._src import xla_bridge
 
 import reactant_lab as rl
-from reactant_lab import device_support
+from reactant_lab import _backend_devices, backend, device_support
 from reactant_lab.analysis.device_limits import emulation_notes, unsupported_ops
+from tests.conftest import child_env
 
 ABS_C128 = """module {
   func.func public @main(%arg0: tensor<4xcomplex<f64>> loc("args[0]")) -> tensor<4xf64> {
@@ -94,7 +99,8 @@ def test_float64_compiles_with_a_note(as_tpu, rng):
 
 def test_on_the_cpu_nothing_is_noted(rng):
     x = rng.standard_normal(5)
-    assert rl.trace(lambda a: np.sin(a) * 3.0, x).stages("none").compile().notes == ()
+    compiled = rl.trace(lambda a: np.sin(a) * 3.0, x).stages("none").compile(device="cpu")
+    assert compiled.notes == ()
 
 
 @pytest.mark.skipif(jax.default_backend() != "tpu", reason="needs a TPU")
@@ -105,3 +111,122 @@ def test_on_a_tpu_the_abort_is_an_error_and_the_process_lives(rng):
     x = rng.standard_normal(4)
     compiled = rl.trace(lambda a: np.sin(a) * 2.0, x).stages("none").compile()
     assert any("emulated" in n for n in compiled.notes)
+
+
+# ------------------------------------------------- an accelerator another process holds
+
+HELD = ("Unable to initialize backend 'tpu': ABORTED: Internal error when accessing libtpu "
+        "multi-process lockfile. Run \"$ sudo rm /tmp/libtpu_lockfile\". (set JAX_PLATFORMS='' "
+        "to automatically choose an available backend)")
+"""What JAX raised in a second process while the test run held a TPU v5e (jax 0.10.2)."""
+
+
+@pytest.fixture
+def tpu_held(monkeypatch):
+    """JAX's backends fail to open as they did in a second process on the TPU machine (the
+    function JAX opens them with raises JAX's RuntimeError there); its cache of the opened
+    backends is emptied before and after."""
+    def backends():
+        raise RuntimeError(HELD)
+
+    monkeypatch.setattr(xla_bridge, "backends", backends)
+    xla_bridge.get_backend.cache_clear()
+    yield
+    monkeypatch.undo()
+    xla_bridge.get_backend.cache_clear()
+
+
+def test_an_accelerator_another_process_holds_is_said_with_what_to_do(tpu_held):
+    for device in (None, "cpu", "tpu"):
+        with pytest.raises(rl.DeviceBusyError) as info:
+            backend.resolve_device(device)
+        err = info.value
+        assert isinstance(err, RuntimeError) and (err.platform, err.cause) == ("tpu", HELD)
+        message = str(err)
+        for said in ("could not open the TPU: another process holds it", "notebook kernel",
+                     "JAX_PLATFORMS=cpu", "REACTANT_LAB_DEVICE=cpu", "device='cpu'",
+                     "libtpu multi-process lockfile"):
+            assert said in message, (said, message)
+
+
+def test_other_backend_errors_stay_jaxs():
+    assert backend.held_device_error(RuntimeError("Unknown backend tpux")) is None
+    assert backend.held_device_error(ValueError(HELD)) is None
+    assert backend.held_device_error(RuntimeError(HELD)) is not None
+    busy = HELD.replace("ABORTED: Internal error when accessing libtpu multi-process lockfile",
+                        "TPU initialization failed: open(/dev/accel0): Device or resource busy")
+    assert backend.held_device_error(RuntimeError(busy)).platform == "tpu"
+    with pytest.raises(RuntimeError, match="Unknown backend"), backend.device_errors():
+        raise RuntimeError("Unknown backend tpux")
+
+
+HELD_IN_A_NEW_PROCESS = f"""
+import sys
+import numpy as np
+from jax._src import xla_bridge
+
+def backends():
+    raise RuntimeError({HELD!r})
+
+xla_bridge.backends = backends  # before anything opens JAX's backends
+import reactant_lab as rl
+from reactant_lab.cli import main
+try:
+    rl.trace(lambda a: a * 2.0, np.ones(3))
+except rl.DeviceBusyError as exc:
+    print("trace:", str(exc).splitlines()[0])
+sys.exit(main(["demo", "--example", "mlp"]))
+"""
+
+
+def test_a_new_process_that_finds_the_accelerator_held_says_so():
+    """What a second notebook kernel or ``python -m reactant_lab`` meets while a test run holds
+    the TPU: the first trace, and the command line, say what to do (no JAX traceback)."""
+    proc = subprocess.run([sys.executable, "-c", HELD_IN_A_NEW_PROCESS], capture_output=True,
+                          text=True, timeout=300, env=child_env())
+    assert "trace: JAX could not open the TPU: another process holds it" in proc.stdout, \
+        proc.stderr[-3000:]
+    assert proc.returncode == 2, proc.stderr[-3000:]  # the command line's failure
+    assert proc.stderr.startswith("error: JAX could not open the TPU"), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "JAX_PLATFORMS=cpu" in proc.stderr
+
+
+# --------------------------------- complex arguments a TPU's copy to the device gets wrong
+
+
+def test_complex_arguments_not_in_c_order_are_copied_into_c_order_for_a_tpu():
+    f = np.asfortranarray(np.arange(20).reshape(4, 5) * (1 + 2j))
+    assert _backend_devices.in_c_order(f).flags.c_contiguous
+    np.testing.assert_array_equal(_backend_devices.in_c_order(f), f)
+    for kept in (np.ascontiguousarray(f), np.asfortranarray(f.real), f[0, 0], 3.0):
+        assert _backend_devices.in_c_order(kept) is kept
+    params = [((4, 5), np.dtype(np.complex128), False), ((4,), np.dtype(np.float64), False),
+              ((2,), np.dtype(np.complex64), False)]
+    assert _backend_devices.strided_complex_params("tpu", params) == (0, 2)
+    assert _backend_devices.strided_complex_params("cpu", params) == ()
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_the_copy_into_c_order_keeps_numpy_modes_write_back(order, rng, monkeypatch):
+    """The rewrite a TPU gets, on whatever device the suite targets: the caller's Fortran-order
+    array is still updated in place, in its own order, with NumPy's values."""
+    monkeypatch.setattr(_backend_devices, "STRIDED_COMPLEX_PLATFORMS",
+                        frozenset({"cpu", "gpu", "tpu"}))
+
+    def kernel(a, b):
+        a *= 3
+        a[0, :] = b[1]
+        a.T[1] -= 1
+        return a.sum()
+
+    a = np.asarray(rng.integers(-9, 9, (4, 5)) + 1j * rng.integers(-9, 9, (4, 5)), order=order)
+    b = rng.integers(-9, 9, (4, 5)) + 0j
+    want = a.copy(order="K")
+    want_sum = kernel(want, b)
+    address = a.__array_interface__["data"][0]
+    jf = rl.jit(kernel)
+    got_sum = jf(a, b)
+    assert jf.last.compiled._exe._c_order == (0, 1)
+    assert a.__array_interface__["data"][0] == address and a.flags.f_contiguous == (order == "F")
+    np.testing.assert_array_equal(a, want)
+    assert got_sum == want_sum

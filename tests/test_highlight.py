@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import reactant_lab as rl
 from reactant_lab.analysis.lexer import tokenize
 from reactant_lab.render.highlight import highlight, highlight_line
+from tests.conftest import child_env
 from tests.corpus import CASES
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -98,4 +99,4 @@ def test_a_line_cut_inside_an_attribute_tokenizes_at_once():
             "for text in ('#enzyme.activity<' + 'enzyme_active ' * 40,\n"
             "             'loc(' + 'callsite at ' * 40, 'tensor<4x' + 'f32, ' * 40):\n"
             "    assert ''.join(t for _, t in tokenize(text)) == text\n")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env=child_env())

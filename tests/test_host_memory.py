@@ -18,6 +18,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab import backend, host_memory
+from tests.conftest import child_env
 
 pytestmark = pytest.mark.skipif(host_memory.available() is not None,
                                 reason=f"aligned allocator unavailable: {host_memory.available()}")
@@ -174,7 +175,7 @@ def test_without_a_c_compiler_the_allocator_is_refused_with_the_reason(tmp_path)
         print("handler:", multiarray.get_handler_name())
         print("sum:", np.arange(10.0).sum())
     """)
-    env = {**os.environ, "REACTANT_LAB_CACHE": str(tmp_path / "cache"), "PATH": str(tmp_path)}
+    env = child_env(REACTANT_LAB_CACHE=str(tmp_path / "cache"), PATH=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=300, check=True)
     out = done.stdout
@@ -185,7 +186,7 @@ def test_without_a_c_compiler_the_allocator_is_refused_with_the_reason(tmp_path)
 def test_the_library_is_built_once_into_the_cache(tmp_path):
     script = ("import reactant_lab as rl, numpy as np; rl.use_aligned_arrays(); "
               "print(rl.is_aligned(np.ones(5)))")
-    env = {**os.environ, "REACTANT_LAB_CACHE": str(tmp_path)}
+    env = child_env(REACTANT_LAB_CACHE=str(tmp_path))
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               env=env, timeout=300, check=True)
@@ -220,7 +221,7 @@ def test_an_unwritable_cache_builds_into_a_private_temporary_folder(tmp_path):
     script = ("import reactant_lab as rl, numpy as np; from reactant_lab import host_memory; "
               "rl.use_aligned_arrays(); print(rl.is_aligned(np.ones(5)), "
               "host_memory._Once.installed.library._name)")
-    env = {**os.environ, "REACTANT_LAB_CACHE": str(blocker / "cache")}
+    env = child_env(REACTANT_LAB_CACHE=str(blocker / "cache"))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=300, check=True)
     aligned, library = done.stdout.split()

@@ -18,7 +18,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab import _backend_run
-from tests.conftest import assert_close
+from tests.conftest import assert_close, child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 HARD_LIMIT_S = 240
@@ -58,7 +58,7 @@ def run_child(body: str, seed: int, where: Path) -> dict:
     script.write_text(RUNAWAY.replace("SEED", str(seed)) + textwrap.dedent(body))
     try:
         proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                              timeout=HARD_LIMIT_S, cwd=ROOT)
+                              timeout=HARD_LIMIT_S, cwd=ROOT, env=child_env())
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"the child hung: the compiled call could not be stopped\n"
                     f"{(exc.stderr or b'')[-3000:]!r}")

@@ -24,7 +24,7 @@ from reactant_lab.notebook import last_explorations
 from reactant_lab.notebook.session import CellFunction
 from reactant_lab.render.payload import MIME_TYPE
 from reactant_lab.render.texts import decode_text
-from tests.conftest import assert_close
+from tests.conftest import assert_close, child_env
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -670,7 +670,7 @@ def test_the_environment_can_keep_numpys_allocator_in_notebooks():
               "ip.run_cell('%load_ext reactant_lab')\n"
               "from reactant_lab import host_memory\n"
               "print('active', host_memory.active())\n")
-    env = {**os.environ, "REACTANT_LAB_ALIGNED_ARRAYS": "0"}
+    env = child_env(REACTANT_LAB_ALIGNED_ARRAYS="0")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=env, timeout=300, check=True)
     assert "active False" in done.stdout, done.stdout + done.stderr

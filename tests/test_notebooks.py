@@ -14,6 +14,7 @@ import pytest
 
 from reactant_lab.render.payload import MIME_TYPE, SCHEMA_PATH
 from reactant_lab.render.texts import decode_text
+from tests.conftest import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("notebook_refresh", ROOT / "notebooks" / "refresh.py")
@@ -41,7 +42,7 @@ def test_every_example_notebook_is_listed():
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(name):
-    nb = refresh.execute(ROOT / "notebooks" / name)
+    nb = refresh.execute(ROOT / "notebooks" / name, env=child_env())
     errors = [o for c in nb.cells for o in outputs_of(c) if o.output_type == "error"]
     assert not errors
     magicked = [c for c in nb.cells if c.cell_type == "code" and "%%reactant_" in c.source]

@@ -26,6 +26,7 @@ from reactant_lab.errors import (
 )
 from reactant_lab.stages import progress, reproducer, run_on_text, runner
 from reactant_lab.stages.failures import PARSER
+from tests.conftest import child_env
 from tests.corpus import CASES
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
@@ -96,7 +97,7 @@ def test_crash_script_really_crashes_in_process():
     the crash's output is not swallowed (a file named on stderr keeps LLVM's last words)."""
     script = ("import reactant_lab as rl, sys\n"
               f"rl.run_pipeline(sys.stdin.read(), {LOWER_JIT!r})\nprint('survived')\n")
-    env = dict(os.environ, REACTANT_LAB_INPROCESS_PASSES="1")
+    env = child_env(REACTANT_LAB_INPROCESS_PASSES="1")
     proc = subprocess.run([sys.executable, "-c", script], input=ABORTS_IN_LOWER_JIT,
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == -signal.SIGABRT and "survived" not in proc.stdout
@@ -132,7 +133,7 @@ def test_crash_in_a_stage_names_the_stage_and_keeps_the_module_before_it():
     assert info.value.stage == "lower-jit" and info.value.pass_name == LOWER_JIT
     assert "enzymexla.jit_call @w" in info.value.last_good_ir
     rerun = subprocess.run([sys.executable, os.path.join(info.value.reproducer, "rerun.py")],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, env=child_env())
     assert rerun.returncode == 1 and "PassCrashedError" in rerun.stderr
 
 
@@ -159,7 +160,8 @@ def test_worker_dies_with_its_parent():
     script = ("import os, time, reactant_lab as rl\nfrom reactant_lab import backend\n"
               f"rl.run_pipeline({SMALL!r}, 'canonicalize')\n"
               "print(backend.worker_pid(), flush=True)\ntime.sleep(600)\n")
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env=child_env())
     worker = int(proc.stdout.readline())
     assert alive(worker)
     proc.kill()
@@ -251,7 +253,7 @@ MAGIC_SCRIPT = textwrap.dedent("""
 def test_reactant_mlir_cell_that_does_not_parse_is_a_parser_panel():
     # in a subprocess: IPython's test shell can be started once per process (test_magics does)
     proc = subprocess.run([sys.executable, "-c", MAGIC_SCRIPT], input=UNPARSABLE,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=child_env())
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["error"] == "ModuleTextError"

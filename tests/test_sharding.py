@@ -15,6 +15,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.errors import ShardingError
+from tests.conftest import child_env
 
 DEVICES = 8
 
@@ -32,10 +33,9 @@ rng = np.random.default_rng()
 def run_on_devices(code: str, timeout: float = 300) -> str:
     """Run ``code`` (after PRELUDE) in a fresh Python with 8 simulated CPU devices; it must exit
     0 and print OK last. Returns its stdout."""
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                        f" --xla_force_host_platform_device_count={DEVICES}").strip()
-    env["JAX_PLATFORMS"] = "cpu"
+    flags = (os.environ.get("XLA_FLAGS", "") +
+             f" --xla_force_host_platform_device_count={DEVICES}").strip()
+    env = child_env(XLA_FLAGS=flags, JAX_PLATFORMS="cpu", REACTANT_LAB_DEVICE="cpu")
     script = PRELUDE + textwrap.dedent(code) + "\nprint('OK')\n"
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=timeout)

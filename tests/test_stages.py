@@ -16,6 +16,7 @@ from reactant_lab.analysis import normalize
 from reactant_lab.examples import EXAMPLES, heat_loop, mlp
 from reactant_lab.stages import split_passes
 from reactant_lab.stages.presets import target_of
+from tests.conftest import child_env
 from tests.corpus import CASES
 
 GOLDEN_STAGE_LISTS = {
@@ -158,7 +159,7 @@ def test_failing_pass_raises_with_diagnostics_and_reproducer(mlp_traced, tmp_pat
     for name in ("input.mlir", "pipeline.txt", "rerun.py", "diagnostics.txt"):
         assert os.path.exists(os.path.join(err.reproducer, name))
     rerun = subprocess.run([sys.executable, os.path.join(err.reproducer, "rerun.py")],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True, timeout=300, env=child_env())
     assert rerun.returncode != 0
     assert "PassFailedError" in rerun.stderr and "__transform_main" in rerun.stderr
 
@@ -187,7 +188,7 @@ NO_ENZYME_SCRIPT = textwrap.dedent("""
 
 
 def test_without_enzyme_upstream_passes_still_run():
-    env = dict(os.environ, REACTANT_LAB_NO_ENZYME="1")
+    env = child_env(REACTANT_LAB_NO_ENZYME="1")
     proc = subprocess.run([sys.executable, "-c", NO_ENZYME_SCRIPT], capture_output=True,
                           text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr

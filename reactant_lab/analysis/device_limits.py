@@ -51,12 +51,14 @@ class Emulated:
 EMULATED: tuple[Emulated, ...] = (
     Emulated("f64", "tpu",
              "float64 is emulated on a TPU (it has no 64-bit floating-point unit): the module "
-             "runs, slower than float32, and its results can differ from the CPU's in the "
-             "last bits"),
+             "runs, slower than float32, with about 49 significant bits instead of 53 and "
+             "float32's exponent range (measured on a TPU v5e: results up to 6e-15 off the "
+             "CPU's, a sin 2e-8; magnitudes outside float32's range became 0, inf or nan; "
+             "1 ** inf gave nan). For IEEE float64 run it on the CPU (device='cpu')"),
     Emulated("complex<f64>", "tpu",
-             "complex128 is emulated on a TPU (as pairs of emulated float64): the module runs, "
-             "slower than complex64, and its results can differ from the CPU's in the last "
-             "bits"),
+             "complex128 is emulated on a TPU (as pairs of emulated float64, with their "
+             "precision and range): the module runs, slower than complex64, and its results can "
+             "differ from the CPU's (see float64)"),
 )
 """Element types a platform runs, but in software: shown as compile notes."""
 

@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import child_env
+
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM_LOCATIONS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium")
 """Where Debian's chromium package puts the browser (the first is the binary itself)."""
@@ -88,10 +90,10 @@ def start_lab(tmp: Path, extra_args: tuple[str, ...] = ()) -> tuple[subprocess.P
         target = settings / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(value))
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
-           "JUPYTER_DATA_DIR": str(home / "data"),
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTERLAB_SETTINGS_DIR": str(settings),
-           "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces")}
+    env = child_env(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
+                    JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+                    JUPYTERLAB_SETTINGS_DIR=str(settings),
+                    JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
     port = _free_port()
     log = tmp / "jupyterlab.log"
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",

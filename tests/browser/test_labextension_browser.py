@@ -20,6 +20,7 @@ from reactant_lab.examples import mlp
 from reactant_lab.notebook.widget import ExplorerWidget
 from reactant_lab.render.payload import MIME_TYPE
 from tests.browser.conftest import choose_no_kernel, open_in_lab, write_notebook
+from tests.conftest import child_env
 
 MLIR = """module {
   func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
@@ -33,7 +34,7 @@ SPAN_COLORS = """(root) => Array.from(root.querySelectorAll('.cm-line span, code
 
 def test_extension_is_installed_and_enabled():
     out = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"],
-                         capture_output=True, text=True, timeout=120, check=True)
+                         capture_output=True, text=True, timeout=120, check=True, env=child_env())
     text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
     line = next((ln for ln in text.splitlines() if "reactant-lab" in ln), "")
     assert re.search(r"reactant-lab v\S+ enabled OK", line), text

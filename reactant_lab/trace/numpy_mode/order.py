@@ -155,8 +155,12 @@ def _float_key(a: Any, zeros_equal: bool = False) -> Any:
 
 
 def _flip(b: Any) -> Any:
-    """Signed integers with the negative ones' magnitude bits flipped (its own inverse)."""
-    return jnp.where(b < 0, b ^ np.array(np.iinfo(b.dtype).max, b.dtype), b)
+    """Signed integers with the negative ones' magnitude bits flipped (its own inverse): for a
+    negative b, ``b ^ MAX`` computed as ``(MIN - b) - 1`` (neither step overflows). Not by an
+    xor: XLA's TPU compiler rejected the int64 xor ("Binary op xor with different element
+    types: s32[4] and u32[4]", measured on a TPU v5e with jax 0.10.2)."""
+    least = np.array(np.iinfo(b.dtype).min, b.dtype)
+    return jnp.where(b < 0, (least - b) - np.array(1, b.dtype), b)
 
 
 def _key_sort(a: Any, axis: int, move: bool = True) -> Any:
@@ -195,8 +199,9 @@ def _order_key(a: Any) -> Any:
         return a.astype(jnp.int64) - np.int64(1 << 31)
     if a.dtype.kind == "b" or (a.dtype.kind in "iu" and a.dtype.itemsize < 8):
         return a.astype(jnp.int64)
-    if a.dtype.kind == "u":  # uint64: shift the range down by 2**63, keeping the order
-        return jax.lax.bitcast_convert_type(a ^ np.uint64(1 << 63), jnp.int64)
+    if a.dtype.kind == "u":  # uint64: shift the range down by 2**63 (its top bit flipped,
+        # by an addition that wraps: no xor, see _flip), keeping the order
+        return jax.lax.bitcast_convert_type(a + np.uint64(1 << 63), jnp.int64)
     if a.dtype.kind == "i":
         return a
     return _float_key(a, zeros_equal=True).astype(jnp.int64)
