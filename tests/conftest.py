@@ -67,9 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help=f"run the suite on this platform's first device: cpu, tpu, gpu "
                           f"(sets {DEVICE_VAR}; default: that variable, else JAX's default)")
     parser.addoption("--seeds", type=int, default=1, metavar="N",
-                     help="run each test that draws from the seed under N seeds: the run's seed, then N-1 drawn from it "
-                          "(a failure names the seed that replays it); hunts seed-dependent "
-                          "failures")
+                     help="run each test that draws from the seed under N seeds: the run's seed, "
+                          "then N-1 drawn from it (a failure names the seed that replays it); "
+                          "hunts seed-dependent failures")
     parser.addoption("--quick", action="store_true",
                      help="leave out the browser tests, the notebooks and the tests marked slow "
                           "(a few minutes, for development; CI runs everything)")
