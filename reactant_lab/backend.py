@@ -6,7 +6,8 @@ messages), _backend_ir (edits to MLIR modules), _backend_jax (lowering, compilin
 _backend_run (guarded calls: Ctrl-C and time limits), _compile_isolation (the compile worker),
 _backend_enzyme (Enzyme ops in a JAX trace: enzyme.autodiff / enzyme.fwddiff as primitives),
 _backend_kernels (kernels custom calls carry: a Pallas TPU kernel's Mosaic module as MLIR),
-_pass_worker and _worker_client (the worker process and its driver).
+_backend_xla (XLA's own HLO passes, dumped per compile and read back), _pass_worker and
+_worker_client (the worker process and its driver).
 
 Native crashes never end the caller's process. Passes run in a worker process. XLA compiles a
 module in this process when it is small, and in a compile worker when a crash is plausible
@@ -74,6 +75,8 @@ from reactant_lab._backend_text import (
     unparsable_message,
 )
 from reactant_lab._backend_text import deepest_nesting as _deepest_nesting  # noqa: F401 - tests reach it here
+from reactant_lab._backend_xla import DIR_PREFIX as XLA_DUMP_PREFIX
+from reactant_lab._backend_xla import DumpedPass, XlaDump
 from reactant_lab._compile_isolation import (
     CHECK_CHAIN,
     CHECK_OPS,
@@ -106,7 +109,9 @@ __all__ = [
     "SMALL_LOOP_BYTES",
     "SMALL_LOOP_OPTION",
     "SMALL_LOOP_VAR",
+    "XLA_DUMP_PREFIX",
     "Aval",
+    "DumpedPass",
     "Executable",
     "FlatFunction",
     "PassCrash",
@@ -115,6 +120,7 @@ __all__ = [
     "Prelowering",
     "ReproducerWriter",
     "Structure",
+    "XlaDump",
     "abstract_value",
     "autodiff",
     "batch",
