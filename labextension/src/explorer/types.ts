@@ -47,6 +47,7 @@ export type {
   VerificationEntry,
   VerifyCommand,
   XlaEntry,
+  XlaPasses,
   XlaSharding
 } from './payload.generated';
 
