@@ -24,6 +24,7 @@ from reactant_lab.errors import (
     PipelineError,
     SignatureMismatchError,
     TraceError,
+    UnknownStageError,
 )
 from reactant_lab.host_memory import read_in_place
 from reactant_lab.stages.patterns import PatternChoice
@@ -203,17 +204,21 @@ class Exploration:
         return (*self.stages.stages, *self.xla_stages)
 
     def stage(self, key: int | str) -> Stage:
-        """One of ``all_stages``, by index or name (the last of that name for XLA's passes, which
-        repeat): ``ex.stage('fusion')``, ``rl.diff(ex.stage('hlo'), ex.stage(-1))``."""
-        if isinstance(key, str) and self.xla is not None:
-            for s in reversed(self.xla_stages):
-                if s.name == key:
-                    return s
-        if isinstance(key, int) and not isinstance(key, bool) and self.xla_stages:
-            every = self.all_stages
-            if -len(every) <= key < len(every):
-                return every[key]
-        return self.stages[key]
+        """One of ``all_stages``, by index or name (the first of that name):
+        ``ex.stage('fusion')``, ``rl.diff(ex.stage('hlo'), ex.stage(-1))``."""
+        every = self.all_stages
+        if isinstance(key, int) and not isinstance(key, bool) and -len(every) <= key < len(every):
+            return every[key]
+        found = next((s for s in every if isinstance(key, str) and s.name == key), None)
+        if found is not None:
+            return found
+        try:
+            return self.stages[key]  # its error says what a key is and lists the MLIR stages
+        except UnknownStageError as exc:
+            if not self.xla_stages:
+                raise
+            listing = ", ".join(f"{s.index} {s.name!r}" for s in self.xla_stages)
+            raise UnknownStageError(f"{exc} XLA's stages follow: {listing}.") from None
 
     @property
     def from_text(self) -> bool:

@@ -93,6 +93,10 @@ def test_a_jax_function_has_xla_stages_ending_in_its_optimized_hlo(rng):
     assert "HLO_passes_after_layout_assignment: " in fused.pipeline
     summary = ex.summary()
     assert "XLA's stages:" in summary and "code generation" in summary
+    assert ex.stage("fusion") is fused and ex.stage(-1) is ex.xla_stages[-1]
+    assert ex.stage("traced") is ex.stages.stages[0]
+    with pytest.raises(rl.ReactantLabError, match=r"XLA's stages follow: .*'fusion'"):
+        ex.stage("no such pass")
 
 
 def test_a_numpy_stencil_has_xla_stages_and_its_lines_reach_them(stencil):
