@@ -35,6 +35,7 @@ from reactant_lab._backend_ir import (
 )
 from reactant_lab._backend_run import long_loop, placer, run_guarded, twin, twin_client
 from reactant_lab._backend_text import compile_message, module_text
+from reactant_lab._backend_xla import XlaDump, capture, named_call_sites
 from reactant_lab._compile_isolation import (
     Guard,
     ReproducerWriter,
@@ -234,6 +235,8 @@ class Executable:
         """Whether it was compiled for a mesh of devices."""
         self.note: str | None = None
         """How XLA was worked around to compile it (after a crash in the compile worker)."""
+        self.xla_dump: XlaDump | None = None
+        """XLA's module after each of its HLO passes, when the compile kept them."""
         self._dispatch: Callable[..., Any] | None = None
         """JAX's C++ call of ``jax_compiled``, once made (its first call makes it): called
         directly, it spares a NumPy kernel's per-call path the Python wrapper around it."""
@@ -378,7 +381,7 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
                    reproducer: ReproducerWriter | None = None,
                    shardings: Sequence[Any] = (),
                    template: Prelowering | None = None,
-                   exact_floats: bool = False) -> Executable:
+                   exact_floats: bool = False, xla_passes: bool = False) -> Executable:
     """Compile module text for ``device``; ``stage`` names it in errors, and ``reproducer``
     (stages.reproducer.write_reproducer) writes a directory when XLA crashes on it.
 
@@ -395,27 +398,43 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
 
     ``exact_floats``: round every float16 / bfloat16 intermediate value as NumPy does (NumPy
     mode): XLA's excess precision is off for this compile (``_compile_isolation.overrides``).
+
+    ``xla_passes``: keep XLA's module after each of its HLO passes (``Executable.xla_dump``,
+    ``_backend_xla``); the op locations of inlined calls are then put in the form XLA keeps as
+    its instructions' source lines (``_backend_xla.named_call_sites``).
     """
     text = module_text(text)
     donation = donation_plan(donate, avals, out_avals)
     guard = guard_for(text, device, stage, reproducer)
+    if xla_passes:
+        text = named_call_sites(text)
+    with capture(xla_passes, len(text)) as dump:
+        options = {**overrides(exact_floats), **(dump.options if dump is not None else {})}
+        exe = _compile(text, donation, avals, out_avals, device, x64, structure, guard,
+                       shardings, template, options, donate)
+        exe.note = guard.note if guard is not None else None
+        exe.xla_dump = dump.read() if dump is not None else None
+    return exe
+
+
+def _compile(text: str, donation: Donation, avals: Sequence[Aval], out_avals: Sequence[Aval],
+             device: Any, x64: bool, structure: Structure | None, guard: Guard | None,
+             shardings: Sequence[Any], template: Prelowering | None, options: dict[str, Any],
+             donate: Sequence[bool]) -> Executable:
+    """``compile_module``'s compile: through JAX's lowering when it can, else XLA's client."""
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
-                                    guard, shardings, template, overrides(exact_floats))
+                                    guard, shardings, template, options)
         if compiled is not None:
-            exe = Executable(*compiled, None, device, x64, structure is not None, avals,
-                             donate, bool(shardings))
-            exe.note = guard.note if guard is not None else None
-            return exe
+            return Executable(*compiled, None, device, x64, structure is not None, avals,
+                              donate, bool(shardings))
     if shardings:
         raise CompileError("a sharded module compiles only through JAX's lowering, which this "
                            "JAX does not offer (or REACTANT_LAB_RAW_EXECUTE is set)")
     with jax_mlir.make_ir_context():
         text = asm(prepare(text, donation))
-    exe = Executable(text, None, _compile_raw(text, device, guard, overrides(exact_floats)),
-                     device, x64, False, avals, donate)
-    exe.note = guard.note if guard is not None else None
-    return exe
+    return Executable(text, None, _compile_raw(text, device, guard, options), device, x64,
+                      False, avals, donate)
 
 
 def _template_lowering(avals: Sequence[Aval], out_avals: Sequence[Aval], device: Any,

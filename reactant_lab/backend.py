@@ -7,7 +7,7 @@ _backend_run (guarded calls: Ctrl-C and time limits), _compile_isolation (the co
 _backend_enzyme (Enzyme ops in a JAX trace: enzyme.autodiff / enzyme.fwddiff as primitives),
 _backend_kernels (kernels custom calls carry: a Pallas TPU kernel's Mosaic module as MLIR),
 _backend_devices (an accelerator another process holds; arguments a platform's copy to the
-device gets wrong),
+device gets wrong), _backend_xla (XLA's own HLO passes, dumped per compile and read back),
 _pass_worker and _worker_client (the worker process and its driver).
 
 Native crashes never end the caller's process. Passes run in a worker process. XLA compiles a
@@ -77,6 +77,8 @@ from reactant_lab._backend_text import (
     unparsable_message,
 )
 from reactant_lab._backend_text import deepest_nesting as _deepest_nesting  # noqa: F401 - tests reach it here
+from reactant_lab._backend_xla import DIR_PREFIX as XLA_DUMP_PREFIX
+from reactant_lab._backend_xla import DumpedPass, XlaDump
 from reactant_lab._compile_isolation import (
     CHECK_CHAIN,
     CHECK_OPS,
@@ -109,7 +111,9 @@ __all__ = [
     "SMALL_LOOP_BYTES",
     "SMALL_LOOP_OPTION",
     "SMALL_LOOP_VAR",
+    "XLA_DUMP_PREFIX",
     "Aval",
+    "DumpedPass",
     "Executable",
     "FlatFunction",
     "PassCrash",
@@ -118,6 +122,7 @@ __all__ = [
     "Prelowering",
     "ReproducerWriter",
     "Structure",
+    "XlaDump",
     "abstract_value",
     "autodiff",
     "batch",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import operator
 import os
@@ -31,6 +32,7 @@ from reactant_lab.errors import (
     UnsupportedCustomCallError,
 )
 from reactant_lab.stages.reproducer import write_reproducer
+from reactant_lab.stages.xla import XlaStages, xla_stages
 from reactant_lab.trace import captures
 from reactant_lab.trace.numpy_mode import check_independent
 from reactant_lab.trace.paths import FlatCall, flatten_call, is_none, layouts_hold, memory_layout
@@ -541,6 +543,23 @@ class Compiled:
         """XLA's optimized HLO of the executable."""
         return self._exe.hlo_text()
 
+    @functools.cached_property
+    def xla(self) -> XlaStages | None:
+        """XLA's own pipeline for this executable: the HLO it began with, the module after each
+        of its passes that changed it, the last being ``hlo_text()``, where the compile's time
+        went, and (on the CPU) each kernel's LLVM IR. None when the compile did not keep them
+        (``compile(xla_passes=False)``: ``rl.jit``'s compiles) or XLA wrote none (an executable
+        from JAX's persistent compilation cache). Its stages are numbered from 0; an
+        ``Exploration`` numbers them after its MLIR stages (``Exploration.xla_stages``)."""
+        dump = self._exe.xla_dump
+        if dump is None:
+            return None
+        try:
+            optimized: str | None = self.hlo_text()
+        except CompileError:  # a platform that prints no HLO: the last pass's module stands
+            optimized = None
+        return xla_stages(dump, optimized)
+
     def cost_analysis(self) -> dict[str, float]:
         """XLA's cost model: ``flops``, ``transcendentals``, ``bytes accessed``, ..."""
         return self._exe.cost_analysis()
@@ -759,7 +778,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
                    donate: bool | str = False, stage_name: str = "final",
                    in_place: Collection[int] = (),
                    prelowered: backend.Prelowering | None = None,
-                   timeout: float | None = None) -> Compiled:
+                   timeout: float | None = None, xla_passes: bool = False) -> Compiled:
     """Compile a stage's module of ``traced`` for ``device``.
 
     ``donate``: True gives every argument's buffer that is not returned unchanged to the
@@ -777,6 +796,9 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
     result and argument (its signature is then the template's).
 
     ``timeout``: seconds each call may run before CallTimeoutError (``Compiled.guarded``).
+
+    ``xla_passes``: keep XLA's module after each of its HLO passes (``Compiled.xla``), read from
+    XLA's dump of this compile (a temporary directory, removed).
     """
     dev = backend.resolve_device(device)
     check_custom_calls(traced.fn_name, ir, dev, stage_name)
@@ -819,7 +841,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
             shardings=layout.shardings if used is None or not layout.shardings
             else [layout.shardings[i] for i in used],
             template=prelowered if not drop and used is None else None,
-            exact_floats=traced.mode == "numpy")
+            exact_floats=traced.mode == "numpy", xla_passes=xla_passes)
     except CompileError as exc:
         unsupported = _unregistered_call(exc, traced.fn_name, ir, dev, stage_name)
         if unsupported is not None:

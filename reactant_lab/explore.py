@@ -24,11 +24,19 @@ from reactant_lab.errors import (
     PipelineError,
     SignatureMismatchError,
     TraceError,
+    UnknownStageError,
 )
 from reactant_lab.host_memory import read_in_place
 from reactant_lab.stages.patterns import PatternChoice
 from reactant_lab.stages.presets import check_preset, check_shardy_passes
-from reactant_lab.stages.runner import GRANULARITIES, StageTrace, run_deferred, run_on_text
+from reactant_lab.stages.runner import (
+    GRANULARITIES,
+    Stage,
+    StageTrace,
+    run_deferred,
+    run_on_text,
+)
+from reactant_lab.stages.xla import XlaStages
 from reactant_lab.trace import LOOPS, MODES, SignatureCache, Traced, flatten_for, sharding, trace
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.user_fn import check_callable, check_traceable
@@ -87,13 +95,16 @@ class ExploreOptions:
     timeout: float | None = None
     """Seconds each run of the compiled call may take before CallTimeoutError (None: no
     limit); see ``Compiled.guarded``."""
+    xla_passes: bool = True
+    """Keep XLA's own stages (its module after each HLO pass: ``Exploration.xla_stages``);
+    XLA printing them makes the compile ~1.4x as long (benchmarks/xla_stages.py)."""
 
     def __post_init__(self) -> None:
         choice = PatternChoice.of(exact=self.exact, exclude_patterns=self.exclude_patterns,
                                   patterns=self.patterns)
         object.__setattr__(self, "exclude_patterns", choice.exclude)
         object.__setattr__(self, "patterns", choice.replace)
-        for name in ("no_nan", "verify"):
+        for name in ("no_nan", "verify", "xla_passes"):
             checks.flag(name, getattr(self, name))
         checks.scalars(self.trace_scalars)
         if self.pipeline is None:
@@ -172,6 +183,43 @@ class Exploration:
     verification: Verification | None = field(default=None, repr=False)
     """Every stage compiled, run, compared and timed (``verify=True``), or None."""
 
+    @functools.cached_property
+    def xla(self) -> XlaStages | None:
+        """XLA's own pipeline for the compiled stage (``Compiled.xla``), its stages numbered on
+        from the MLIR stages; None when nothing was compiled or the compile did not keep them
+        (``rl.jit``'s explorations)."""
+        found = self.compiled.xla if self.compiled is not None else None
+        return found.reindexed(len(self.stages.stages)) if found is not None else None
+
+    @property
+    def xla_stages(self) -> tuple[Stage, ...]:
+        """XLA's stages: the HLO module it began with, then the module after each of its HLO
+        passes that changed it, the last being ``compiled.hlo_text()``; numbered on from the
+        MLIR stages; empty when there are none (``xla``)."""
+        return self.xla.stages if self.xla is not None else ()
+
+    @property
+    def all_stages(self) -> tuple[Stage, ...]:
+        """The MLIR stages, then XLA's (``xla_stages``): what the explorer lists."""
+        return (*self.stages.stages, *self.xla_stages)
+
+    def stage(self, key: int | str) -> Stage:
+        """One of ``all_stages``, by index or name (the first of that name):
+        ``ex.stage('fusion')``, ``rl.diff(ex.stage('hlo'), ex.stage(-1))``."""
+        every = self.all_stages
+        if isinstance(key, int) and not isinstance(key, bool) and -len(every) <= key < len(every):
+            return every[key]
+        found = next((s for s in every if isinstance(key, str) and s.name == key), None)
+        if found is not None:
+            return found
+        try:
+            return self.stages[key]  # its error says what a key is and lists the MLIR stages
+        except UnknownStageError as exc:
+            if not self.xla_stages:
+                raise
+            listing = ", ".join(f"{s.index} {s.name!r}" for s in self.xla_stages)
+            raise UnknownStageError(f"{exc} XLA's stages follow: {listing}.") from None
+
     @property
     def from_text(self) -> bool:
         """True for an exploration of module text (no trace, nothing compiled)."""
@@ -198,6 +246,8 @@ class Exploration:
         if self.compiled is not None:
             parts.append(f"\nXLA compile: {self.compiled.compile_seconds * 1e3:.1f} ms "
                          f"on {self.compiled.placement}")
+            if self.xla is not None:
+                parts.append(f"XLA's stages:\n{self.xla.table(passes=5)}")
             if len(self.compiled.devices) > 1:
                 parts.append(self.compiled.collectives().table())
         if self.run_seconds is not None:
@@ -217,8 +267,9 @@ class Exploration:
     def ops_for_line(self, n: int, file: str | None = None) -> LineOps:
         """The ops each stage holds that came from line ``n`` of ``file`` (default: the traced
         function's file; a notebook cell's line numbers are the cell's own, the ``%%`` line being
-        line 1): per stage its index, name and ops (displayed line, op name, text), e.g.
-        ``ex.ops_for_line(12).summary()`` -> ``line 12: 5 ops in traced, 2 in jit lowering``.
+        line 1): per stage (of ``all_stages``: XLA's too, whose ops are HLO instructions) its
+        index, name and ops (displayed line, op name, text), e.g.
+        ``ex.ops_for_line(12).summary()`` -> ``line 12: 5 ops in traced, 2 in optimized``.
         ``file`` may be a bare file name (``kernels.py``)."""
         checks.count("ops_for_line's n (a line number)", n, minimum=1)
         if file is not None:
@@ -226,7 +277,7 @@ class Exploration:
         file = file if file is not None else self.source_file
         if file is None:
             raise TraceError("no op of this exploration has a source location: pass file=")
-        return _ops_for_line([(s.name, s.ir) for s in self.stages.stages], n, file)
+        return _ops_for_line([(s.name, s.ir) for s in self.all_stages], n, file)
 
     def restaged(self, **changes: Any) -> Exploration:
         """The same trace (or text) staged and compiled again with some options changed, e.g.
@@ -247,10 +298,11 @@ class Exploration:
 
 def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = False,
                      in_place: Collection[int] = ()) -> Exploration:
-    """Stage ``traced`` with ``options`` and compile the last stage; ``defer=True`` compiles the
-    module of one run of all the passes and runs the stages one by one only when they are
-    first looked at (``run_deferred``: ``rl.jit``'s first call). ``in_place``: the linear
-    arguments ``donate='auto'`` keeps (``compile_traced``)."""
+    """Stage ``traced`` with ``options`` and compile the last stage, keeping XLA's own stages
+    (``options.xla_passes``); ``defer=True`` compiles the module of one run of all the passes
+    (XLA's stages not kept) and runs the stages one by one only when they are first looked at
+    (``run_deferred``: ``rl.jit``'s first call). ``in_place``: the linear arguments
+    ``donate='auto'`` keeps (``compile_traced``)."""
     prelowered = None
     if defer:
         prelowered = prelower(traced, options.device)  # lowered while the passes run
@@ -264,7 +316,8 @@ def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = F
                                device=options.device, shardy_passes=options.shardy_passes,
                                **options.pattern_kwargs)
     compiled = stages.compile(device=options.device, donate=options.donate, in_place=in_place,
-                              prelowered=prelowered, timeout=options.timeout)
+                              prelowered=prelowered, timeout=options.timeout,
+                              xla_passes=options.xla_passes and not defer)
     return Exploration(traced=traced, stages=stages, compiled=compiled, options=options,
                        versions=_versions())
 
@@ -328,13 +381,16 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
             patterns: Any = None, exact: bool = False, verify: bool = False,
             reference: str = "auto", loops: str = "auto", in_shardings: Any = None,
             mesh: Any = None, out_shardings: Any = None, shardy_passes: str = "default",
-            timeout: float | None = None, **kwargs: Any) -> Exploration:
+            timeout: float | None = None, xla_passes: bool = True,
+            **kwargs: Any) -> Exploration:
     """Trace, run the stages, compile the last one and (``run=True``) run it on the args (a NumPy
     kernel's updated arguments are then updated in place). The pattern options as in
     ``Traced.stages``. ``verify=True`` also compiles, runs and times every stage and compares
     it with ``reference`` (see ``StageTrace.verify``): ``Exploration.verification``.
     ``in_shardings`` / ``mesh`` / ``out_shardings`` as in ``trace``; ``shardy_passes`` as in
-    ``Traced.stages``; ``timeout`` as in ``jit``."""
+    ``Traced.stages``; ``timeout`` as in ``jit``. ``xla_passes``: keep XLA's own stages after
+    the MLIR ones (``Exploration.xla_stages``: its module after each HLO pass that changed it,
+    on the one compile)."""
     options = ExploreOptions(optimize=optimize, pipeline=pipeline, granularity=granularity,
                              no_nan=no_nan, device=device, donate=donate,
                              trace_scalars=trace_scalars, mode=mode, loops=loops,
@@ -342,7 +398,7 @@ def explore(fn: Callable[..., Any], *args: Any, optimize: str = "all",
                              verify=verify, reference=reference,
                              in_shardings=in_shardings, mesh=mesh,
                              out_shardings=out_shardings, shardy_passes=shardy_passes,
-                             timeout=timeout)
+                             timeout=timeout, xla_passes=xla_passes)
     checks.flag("run", run)
     return build(fn, args, kwargs, options, run=run)
 

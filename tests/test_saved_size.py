@@ -1,6 +1,7 @@
 """What one explorer adds to a saved notebook (benchmarks/saved_size.py prints it): the display
-bundle of ``%%reactant_jit --bench`` for an in-place NumPy heat stencil is at most 300 KB, with
-the payload trimmed to what the explorer reads and the HTML fallback in brief."""
+bundle of ``%%reactant_jit --bench`` for an in-place NumPy heat stencil is at most 300 KB, XLA's
+own stages included, with the payload trimmed to what the explorer reads and the HTML fallback
+in brief."""
 
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ def test_the_default_stencil_explorer_saves_in_at_most_300_kb():
     bundle = explorer_bundle(ex, bench=b)
     assert saved_bytes(bundle) <= TARGET_BYTES == 300_000
     payload = bundle[MIME_TYPE]
-    # what the explorer reads is all there: every stage's text, diffs' rows, graph models
-    assert len(payload["stages"]) == len(ex.stages.stages)
-    for entry, stage in zip(payload["stages"], ex.stages.stages, strict=True):
+    # what the explorer reads is all there: every stage's text (XLA's own stages after the
+    # MLIR ones), diffs' rows, graph models
+    assert ex.xla_stages and len(payload["stages"]) == len(ex.all_stages)
+    assert payload["xla"]["passes"]["first"] == len(ex.stages.stages)
+    for entry, stage in zip(payload["stages"], ex.all_stages, strict=True):
         assert decode_text(payload["texts"], entry["text"]) == stage.as_text()
     assert all("html" not in d for d in payload["diffs"])
     assert any(d["rows"] for d in payload["diffs"])

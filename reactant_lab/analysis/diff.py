@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from reactant_lab import checks
 from reactant_lab.analysis.align import align
+from reactant_lab.analysis.hlo import hlo_opcode
 from reactant_lab.analysis.lexer import tokenize
 from reactant_lab.analysis.normalize import ssa_template, strip_locations, structural_lines
 from reactant_lab.errors import AnalysisError
@@ -302,7 +303,11 @@ def _offsets(tokens: tuple[tuple[str, str], ...]) -> list[int]:
 
 
 def _op_name(template: str) -> str:
-    """The op a line holds (its first word after any results): lines of one op pair up."""
+    """The op a line holds (its first word after any results; an HLO instruction's opcode):
+    lines of one op pair up."""
+    opcode = hlo_opcode(template) if "%" in template else None
+    if opcode is not None:
+        return opcode
     m = _OP_NAME.match(template)
     return m.group(1) if m else template.strip()
 

@@ -7,6 +7,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reactant_lab.analysis.hlo import hlo_shown, hlo_structural, is_hlo
+
 _LOC_ALIAS_LINE = re.compile(r"^\s*#loc\w*\s*=\s*loc\(.*$")
 _ATTR_ALIAS_LINE = re.compile(r"^(#[A-Za-z_][\w$.]*)\s*=\s*(.+)$")
 _SSA = re.compile(r"%[A-Za-z0-9$._-]+")
@@ -62,8 +64,11 @@ def strip_locations(text: str, keep_names: bool = True) -> str:
     """Drop ``loc(...)`` and ``#loc`` alias lines.
 
     With ``keep_names`` a bare name location ``loc("args[0]['w']")`` stays: that is how block
-    arguments show their paths.
+    arguments show their paths. XLA's HLO text loses its op metadata and stack-frame tables
+    instead (``analysis.hlo``).
     """
+    if is_hlo(text):
+        return "\n".join(hlo_shown(text)) + "\n"
     lines = []
     for line in text.splitlines():
         if _LOC_ALIAS_LINE.match(line):
@@ -93,7 +98,11 @@ class StructuralText:
 
 def structural_lines(text: str) -> StructuralText:
     """The one normalization, before SSA renumbering: drops ``loc(...)``, ``#loc`` lines, blank
-    lines and alias definitions (inlining the aliases), and keeps each key's shown line."""
+    lines and alias definitions (inlining the aliases), and keeps each key's shown line. For
+    XLA's HLO text, ``analysis.hlo.hlo_structural``'s keys."""
+    if is_hlo(text):
+        hlo_lines, hlo_keys, hlo_where = hlo_structural(text)
+        return StructuralText(tuple(hlo_lines), tuple(hlo_keys), tuple(hlo_where))
     shown: list[str] = []
     keys: list[str] = []
     where: list[int] = []

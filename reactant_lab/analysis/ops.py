@@ -1,10 +1,13 @@
-"""Op metrics on MLIR text: counts by op name and their differences between stages."""
+"""Op metrics on module text (MLIR, or XLA's HLO): counts by op name and their differences
+between stages."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from dataclasses import dataclass
+
+from reactant_lab.analysis.hlo import hlo_op_counts, is_hlo
 
 _OP = re.compile(
     r"^\s*(?:%[\w$.:#-]+(?:\s*,\s*%[\w$.:#-]+)*\s*=\s*)?"  # results
@@ -13,7 +16,10 @@ _BARE = {"return": "func.return", "module": "builtin.module"}
 
 
 def op_counts(text: str) -> dict[str, int]:
-    """Number of each op (``stablehlo.add`` -> 3) in module text, sorted by name."""
+    """Number of each op (``stablehlo.add`` -> 3) in module text, sorted by name; of each
+    opcode (``fusion`` -> 2) in XLA's HLO text."""
+    if is_hlo(text):
+        return hlo_op_counts(text)
     counts: Counter[str] = Counter()
     for line in text.splitlines():
         m = _OP.match(line)
@@ -24,8 +30,12 @@ def op_counts(text: str) -> dict[str, int]:
 
 
 def total_ops(counts: dict[str, int]) -> int:
-    """All ops except the module and function shells."""
-    return sum(n for name, n in counts.items() if name not in ("builtin.module", "func.func"))
+    """All ops except the module and function shells (and HLO's parameters, which MLIR has as
+    block arguments)."""
+    return sum(n for name, n in counts.items() if name not in _SHELLS)
+
+
+_SHELLS = ("builtin.module", "func.func", "parameter")
 
 
 def op_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

@@ -7,7 +7,8 @@ locations ``"file.py":12:8 to :20``, name locations ``"jit(f)/add"(#loc3)``, cal
 Each op is resolved to the innermost location in user code: the callee of a call site before its
 caller, and files of JAX, jaxlib, NumPy and reactant_lab itself skipped. Ops are keyed by their
 1-based line in the text as displayed, ``strip_locations(text)`` (``Op.line`` of
-``parse_function``): the ``#loc`` alias lines it drops are not counted.
+``parse_function``): the ``#loc`` alias lines it drops are not counted. XLA's HLO text names its
+instructions' sources in their metadata instead (``analysis.hlo.hlo_frames``), and is read alike.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from reactant_lab.analysis.hlo import hlo_frames, hlo_opcode, is_hlo
 from reactant_lab.analysis.normalize import strip_locations
 
 __all__ = ["LineOp", "LineOps", "Source", "StageOps", "function_code", "is_library_file",
@@ -366,6 +368,10 @@ def op_frames(ir_text: str) -> dict[int, tuple[Chain, ...]]:
     """The user-code frames of each op with a location: displayed line (1-based, of
     ``strip_locations(ir_text)``) -> one chain per location it has (several when a pass fused
     ops), each the frame it was traced in, then the user-code calls leading there."""
+    if is_hlo(ir_text):
+        chains = {line: _user_frames(tuple(Source(*f) for f in frames))
+                  for line, frames in hlo_frames(ir_text).items()}
+        return {line: (chain,) for line, chain in chains.items() if chain}
     lines = ir_text.splitlines()
     aliases = {m.group(1): m.group(2) for m in map(_LOC_ALIAS.match, lines) if m}
     resolver = _Resolver(aliases)
@@ -397,8 +403,12 @@ def op_sources(ir_text: str) -> dict[int, Source]:
 
 def op_name(line: str) -> str:
     """The op a line of module text starts (``stablehlo.add``; ``func.return`` for ``return``,
-    ``func.call`` for ``call``), or the line's first word."""
+    ``func.call`` for ``call``; the opcode of an HLO instruction), or the line's first word."""
     m = _OP_START.match(line)
+    if m is None and "%" in line:
+        opcode = hlo_opcode(line)
+        if opcode is not None:
+            return opcode
     if m is None:
         words = line.split()
         return words[0] if words else ""

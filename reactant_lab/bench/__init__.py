@@ -129,8 +129,9 @@ def bench(fn: Callable[..., Any], *args: Any, presets: Sequence[str] = ("none", 
     _check_names(presets, baselines)
     dev = backend.resolve_device(device)
     traced = _trace_for_device(fn, args, kwargs, dev)
+    # XLA's own stages are not kept: printing them would lengthen the compile times measured
     options = ExploreOptions(device=dev, exclude_patterns=exclude_patterns, patterns=patterns,
-                             exact=exact, timeout=timeout)
+                             exact=exact, timeout=timeout, xla_passes=False)
     variants, compile_s, costs, skipped = _presets(traced, presets, args, kwargs, options)
     for name in baselines:
         made = _baseline(name, jax_fn if name == "jax" and jax_fn is not None else fn, traced,

@@ -63,10 +63,11 @@ def relabel_files(payload: dict[str, Any], labels: dict[str, str]) -> dict[str, 
     """The payload with file names in every module text relabelled and shortened
     (``shorten_paths``): what a notebook saves names cells and packages, not this machine's
     directories."""
-    store, ids = TextStore(PayloadOptions().compress_over), {}
+    store, ids = TextStore(PayloadOptions().compress_over), dict[int, int]()
     for entry in payload["texts"]:
         text = decode_text(payload["texts"], entry["id"])
-        ids[entry["id"]] = store.add(shorten_paths(text, labels))
+        base = ids[entry["base"]] if entry.get("encoding") == "delta" else None
+        ids[entry["id"]] = store.add(shorten_paths(text, labels), base)
     out = {**payload, "texts": store.entries,
            "stages": [{**s, "text": ids[s["text"]]} for s in payload["stages"]]}
     if payload.get("xla"):

@@ -173,10 +173,12 @@ class ExplorerWidget(anywidget.AnyWidget):
             else:
                 self.result = {"id": request, "kind": "error", "data": {"message": message}}
 
-    def _stage_index(self, value: Any) -> int:
-        n = len(self.exploration.stages.stages)
+    def _stage_index(self, value: Any, xla: bool = False) -> int:
+        """A stage index of the request; ``xla``: XLA's own stages count too."""
+        n = len(self.exploration.all_stages if xla else self.exploration.stages.stages)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
-            raise ReactantLabError(f"no stage {value!r}: this explorer has stages 0 to {n - 1}")
+            raise ReactantLabError(f"no stage {value!r}: this explorer has stages 0 to {n - 1}"
+                                   + ("" if xla else " with a dataflow graph"))
         return value
 
     def _cmd_diff(self, content: dict[str, Any]) -> None:
@@ -184,9 +186,9 @@ class ExplorerWidget(anywidget.AnyWidget):
         from reactant_lab.render.diff_html import diff_rows
         from reactant_lab.render.payload import DIFF_ROWS
 
-        stages = self.exploration.stages
-        a = stages[self._stage_index(content.get("before"))]
-        b = stages[self._stage_index(content.get("after"))]
+        stages = self.exploration.all_stages
+        a = stages[self._stage_index(content.get("before"), xla=True)]
+        b = stages[self._stage_index(content.get("after"), xla=True)]
         d = diff(a, b)
         entry = {"before": a.index, "after": b.index, "kind": "pair", "empty": not d,
                  "added": d.added, "removed": d.removed, "changed": d.changed,

@@ -21,6 +21,7 @@ from reactant_lab.analysis.graph_model import (
     mark_collectives,
     mesh_of,
 )
+from reactant_lab.analysis.hlo_graph import hlo_graph_model
 from reactant_lab.analysis.metrics import op_table
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import normalize, strip_locations
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from reactant_lab.compile import Compiled
     from reactant_lab.stages.kernels import CustomCallView
     from reactant_lab.stages.runner import Stage, StageTrace
+    from reactant_lab.stages.xla import XlaStages
     from reactant_lab.trace import Traced
     from reactant_lab.verify import StageCheck, Verification
 
@@ -109,10 +111,17 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
     st = list(stages.stages)
     traced = traced if traced is not None else stages.traced
     texts = TextStore(opts.compress_over)
-    structure = _structures(st)
+    xla = compiled.xla.reindexed(len(st)) if compiled is not None and compiled.xla else None
+    every = st + list(xla.stages if xla is not None else ())
+    structure = _structures(every)
     sig = _signature(st[0].ir, traced, compiled)
-    table = op_table(st)
+    table = op_table(every)
     report = compiled.collectives() if compiled is not None and _sharded(compiled) else None
+    entries: list[dict[str, Any]] = []
+    for s in every:  # an XLA stage is stored as a delta from the stage before it
+        base = entries[-1]["text"] if s.index > len(st) else None
+        entries.append(_stage_entry(s, texts, structure[s.index], table.stage_delta(s.index),
+                                    base))
     payload: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "meta": {"function": traced.fn_name if traced is not None else "module",
@@ -122,18 +131,18 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
                  "presets": list(PRESETS), **(meta or {})},
         "signature": _sig_dict(sig, compiled.forwarded if compiled is not None else ()),
         "texts": texts.entries,
-        "stages": [_stage_entry(s, texts, structure[s.index], table.stage_delta(s.index))
-                   for s in st],
-        "diffs": _diffs(st, structure, opts),
+        "stages": entries,
+        "diffs": _diffs(every, structure, opts, len(st)),
         "metrics": {"stages": list(table.stages), "ops": list(table.ops),
                     "counts": [list(r) for r in table.counts], "totals": list(table.totals)},
-        "graphs": _graphs(st, structure, sig, payload_title(traced), opts,
+        "graphs": _graphs(st, structure[:len(st)], sig, payload_title(traced), opts,
                           _compiled_stage(st, compiled) if report else None, report,
-                          stages.target),
-        "xla": _xla(compiled, texts, report, mesh_of(st[-1].ir)),
+                          stages.target) + _hlo_graph(xla, structure, sig, compiled),
+        "xla": _xla(compiled, texts, report, mesh_of(st[-1].ir), xla,
+                    entries[-1]["text"] if xla is not None else None),
         "run": run,
     }
-    diffs = graph_diffs(payload["graphs"])
+    diffs = graph_diffs([g for g in payload["graphs"] if g["stage"] < len(st)])  # MLIR's
     if diffs:
         payload["graph_diffs"] = diffs
     calls = stages.custom_calls()
@@ -141,7 +150,7 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
         payload["custom_calls"] = [custom_call_entry(v, texts) for v in calls]
     if verification is not None:
         payload["verification"] = verification_entry(verification)
-    provenance = provenance_entry(st, traced)
+    provenance = provenance_entry(every, traced)
     if provenance is not None:
         payload["provenance"] = provenance
     return payload
@@ -237,12 +246,12 @@ def _sig_dict(sig: Signature, forwarded: tuple[tuple[str, str], ...]) -> dict[st
             "names": dict(sig.names)}
 
 
-def _stage_entry(s: Stage, texts: TextStore, structure: int,
-                 delta: dict[str, int]) -> dict[str, Any]:
+def _stage_entry(s: Stage, texts: TextStore, structure: int, delta: dict[str, int],
+                 base: int | None = None) -> dict[str, Any]:
     return {"index": s.index, "name": s.name, "group": s.group, "pipeline": s.pipeline,
             "seconds": s.seconds, "changed": bool(s.changed), "unavailable": s.unavailable,
             "ops": s.ops, "op_counts": dict(s.op_counts), "op_delta": delta,
-            "text": texts.add(strip_locations(s.ir)), "structure": structure}
+            "text": texts.add(strip_locations(s.ir), base), "structure": structure}
 
 
 def _diff_entry(a: Stage, b: Stage, kind: str) -> dict[str, Any]:
@@ -259,10 +268,15 @@ def _diff_entry(a: Stage, b: Stage, kind: str) -> dict[str, Any]:
             "rows": diff_rows(d, span_rows=DIFF_ROWS)}
 
 
-def _diffs(st: list[Stage], structure: list[int], opts: PayloadOptions) -> list[dict[str, Any]]:
-    """Each stage against the one before, then pairs of distinct stages."""
+def _diffs(st: list[Stage], structure: list[int], opts: PayloadOptions,
+           paired: int | None = None) -> list[dict[str, Any]]:
+    """Each stage against the one before, then pairs of distinct stages among the first
+    ``paired`` (default: all): XLA's stages, from index ``paired`` on, are not compared with
+    the MLIR ones (its first HLO is another IR than the StableHLO before it)."""
     out = []
     for s in st[1:]:
+        if s.index == paired:
+            continue
         prev = st[s.index - 1]
         if structure[s.index] == structure[prev.index]:
             out.append({"before": prev.index, "after": s.index, "kind": "previous",
@@ -271,13 +285,13 @@ def _diffs(st: list[Stage], structure: list[int], opts: PayloadOptions) -> list[
                         "truncated": False, "rows": []})
         else:
             out.append(_diff_entry(prev, s, "previous"))
-    reps = sorted(set(structure))
-    longest = max(s.ir.count("\n") for s in st)
+    reps = sorted(set(structure[:paired]))
+    longest = max(s.ir.count("\n") for s in st[:paired])
     if len(reps) <= opts.pair_stages and longest <= opts.pair_lines:
         pairs = [(a, b) for n, a in enumerate(reps) for b in reps[n + 1:]]
     else:
         pairs = [(reps[0], reps[-1])] if len(reps) > 1 else []
-    consecutive = {(structure[s.index - 1], s.index) for s in st[1:]}
+    consecutive = {(structure[s.index - 1], s.index) for s in st[1:paired]}
     out += [_diff_entry(st[a], st[b], "pair") for a, b in pairs if (a, b) not in consecutive]
     return out
 
@@ -353,13 +367,41 @@ def graph_diffs(graphs: list[dict[str, Any]],
     return out
 
 
+HLO_GRAPH_OPS = 1_000
+"""XLA's optimized HLO is drawn as a graph up to this many instructions."""
+
+
+def _hlo_graph(xla: XlaStages | None, structure: list[int], sig: Signature,
+               compiled: Compiled | None) -> list[dict[str, Any]]:
+    """The graph of XLA's last stage, the optimized HLO (each fusion a region titled with the
+    StableHLO ops and Python lines it came from), as a one-entry list; empty without XLA's
+    stages or past HLO_GRAPH_OPS instructions."""
+    if xla is None or compiled is None:
+        return []
+    final = xla.final
+    entry: dict[str, Any] = {"stage": final.index, "kind": "full", "error": None,
+                             "stages": [s.index for s in xla.stages
+                                        if structure[s.index] == structure[final.index]]}
+    try:
+        model = hlo_graph_model(final.ir, [a.path for a in sig.args],
+                                [r.path for r in sig.results if r.preserved_from is None],
+                                stablehlo=compiled.as_text(debug_info=True),
+                                max_ops=HLO_GRAPH_OPS)
+    except AnalysisError as exc:
+        return [{**entry, "kind": None, "error": str(exc)}]
+    return [{**entry, "model": model}] if model is not None else []
+
+
 def _xla(compiled: Compiled | None, texts: TextStore, report: CollectiveReport | None = None,
-         mesh: str = "") -> dict[str, Any] | None:
+         mesh: str = "", xla: XlaStages | None = None,
+         final: int | None = None) -> dict[str, Any] | None:
+    """The payload's ``xla``; ``final``: the text id of XLA's last stage, which the optimized
+    HLO (with its metadata) is stored as a delta from."""
     if compiled is None:
         return None
     entry = {"stage": compiled.stage, "device": compiled.placement,
             "compile_seconds": compiled.compile_seconds, "donate": any(compiled.donated_args),
-            "hlo": texts.add(compiled.hlo_text()),
+            "hlo": texts.add(compiled.hlo_text(), final),
             "cost": {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
                      if isinstance(v, int | float)},
             "memory": {k: int(v) for k, v in (compiled.memory_analysis() or {}).items()
@@ -368,7 +410,19 @@ def _xla(compiled: Compiled | None, texts: TextStore, report: CollectiveReport |
         entry["sharding"] = sharding_entry(report, mesh, [str(d) for d in compiled.devices])
     if compiled.notes:
         entry["notes"] = list(compiled.notes)
+    if xla is not None:
+        entry["passes"] = xla_passes_entry(xla)
     return entry
+
+
+def xla_passes_entry(xla: XlaStages) -> dict[str, Any]:
+    """The payload's ``xla.passes``: where XLA's stages start in the stage list, where the
+    compile's time went, and every pass that ran with its runs, changes and time."""
+    return {"first": xla.stages[0].index, "every_pass": xla.every_pass,
+            "import_seconds": xla.import_seconds, "pass_seconds": xla.pass_seconds,
+            "codegen_seconds": xla.codegen_seconds,
+            "totals": [[t.name, t.runs, t.changed, t.seconds] for t in xla.totals()],
+            "kernels": [name for name, _ in xla.kernels]}
 
 
 def sharding_entry(report: CollectiveReport, mesh: str, devices: list[str]) -> dict[str, Any]:

@@ -172,7 +172,7 @@ def _body(payload: dict[str, Any], r: _Report) -> list[str]:
 
 def _brief_body(payload: dict[str, Any], r: _Report) -> list[str]:
     meta, stages = payload["meta"], payload["stages"]
-    first, last = stages[0], stages[-1]
+    first, last = stages[0], stages[mlir_stages(payload) - 1]
     note = ('<p class="note">In brief: the traced and the final stage. The explorer (JupyterLab '
             "with reactant_lab installed) shows every stage, diff and graph, and "
             "reactant_lab.save_html writes them to a page.</p>")
@@ -215,6 +215,8 @@ class _Report:
             self.first_use.setdefault(s["text"], s["index"])
         self.budget = STATIC_BUDGET if budget is None else budget
         self.prev = {d["after"]: d for d in payload["diffs"] if d["kind"] == "previous"}
+        self.xla_first = mlir_stages(payload) if (payload.get("xla") or {}).get("passes") \
+            else None
 
     def meta_line(self) -> str:
         m = self.p["meta"]
@@ -277,7 +279,10 @@ class _Report:
         passes = (f"<details><summary>passes</summary><code>{esc(s['pipeline'])}</code>"
                   "</details>" if s["pipeline"] else "")
         diff = (f"<h3>Diff against stage {i - 1}</h3>{self.diff(self.prev.get(i))}"
-                if i else "")
+                if i and i != self.xla_first else "")
+        if i and i == self.xla_first:
+            diff = (f'<p class="note">XLA\'s first HLO, converted from the StableHLO of stage '
+                    f"{i - 1}: another IR, compared with XLA's later stages only.</p>")
         return (head + passes + diff + f"<h3>Dataflow graph</h3>{self.graph(i)}"
                 + f"<h3>IR</h3>{self.ir(s)}</section>")
 
@@ -303,7 +308,7 @@ class _Report:
     def first_last(self) -> str:
         """A fragment's diff between the traced and the final stage."""
         stages = self.p["stages"]
-        a, b = stages[0]["structure"], stages[-1]["structure"]
+        a, b = stages[0]["structure"], stages[mlir_stages(self.p) - 1]["structure"]
         structure = {s["index"]: s["structure"] for s in stages}
         d = next((d for d in self.p["diffs"] if d["after"] == b
                   and structure[d["before"]] == a and d.get("html")), None)
@@ -364,16 +369,22 @@ class _Report:
                 f'{esc(x["stage"])} compiled for {esc(x["device"])} in '
                 f'{x["compile_seconds"] * 1e3:.1f} ms</p>'
                 + "".join(f'<p class="note">{esc(n)}</p>' for n in x.get("notes", ()))
-                + f"<table>{cost}{mem}</table>"
+                + f"<table>{cost}{mem}</table>" + _passes(x.get("passes"))
                 + _partitioned(x.get("sharding"))
                 + ("" if self.brief else self.text_block(x["hlo"], "hlo")) + "</section>")
 
     def timing(self) -> str:
-        rows = [("stages (passes)", sum(s["seconds"] for s in self.p["stages"][1:]))]
+        mlir = self.p["stages"][:mlir_stages(self.p)]
+        rows = [("stages (passes)", sum(s["seconds"] for s in mlir[1:]))]
         if self.p["stages"]:
             rows.insert(0, ("trace and lower", self.p["stages"][0]["seconds"]))
         if self.p.get("xla"):
             rows.append(("XLA compile", self.p["xla"]["compile_seconds"]))
+            passes = self.p["xla"].get("passes")
+            if passes:
+                rows += [("&nbsp;&nbsp;lowering to HLO", passes["import_seconds"]),
+                         ("&nbsp;&nbsp;HLO passes", passes["pass_seconds"]),
+                         ("&nbsp;&nbsp;code generation", passes["codegen_seconds"])]
         run = self.p.get("run") or {}
         rows += [(esc(k.replace("_", " ")), v) for k, v in run.items()
                  if k.endswith("seconds") and isinstance(v, int | float)]
@@ -381,6 +392,34 @@ class _Report:
         extra = "".join(f"<tr><th>{esc(k.replace('_', ' '))}</th><td>{esc(str(v))}</td></tr>"
                         for k, v in run.items() if not k.endswith("seconds"))
         return f'<section id="timing"><h2>Timing</h2><table>{body}{extra}</table></section>'
+
+
+def mlir_stages(payload: dict[str, Any]) -> int:
+    """How many of the payload's stages are MLIR's (XLA's own stages follow them)."""
+    passes = (payload.get("xla") or {}).get("passes")
+    return int(passes["first"]) if passes else len(payload["stages"])
+
+
+PASS_ROWS = 12
+"""XLA's slowest passes listed in the report."""
+
+
+def _passes(passes: dict[str, Any] | None) -> str:
+    """XLA's own stages in brief: where they are, how many passes changed the module, and the
+    slowest passes with their runs ('' when the compile did not keep them)."""
+    if not passes:
+        return ""
+    totals = passes["totals"]
+    runs, changed = sum(t[1] for t in totals), sum(t[2] for t in totals)
+    said = (f"{changed} of {runs} pass runs changed the module" if passes["every_pass"]
+            else f"{changed} pass runs changed the module (the others of this large module "
+            "are not listed)")
+    rows = "".join(f"<tr><td>{esc(t[0])}</td><td>{t[1]}</td><td>{t[2]}</td>"
+                   f"<td>{_time(t[3])}</td></tr>" for t in totals[:PASS_ROWS])
+    return (f'<p class="note">XLA\'s own stages follow the MLIR ones, from <a href="#stage-'
+            f'{passes["first"]}">stage {passes["first"]}</a>: {said}; printing the module after '
+            "each pass is in their times.</p><table><tr><th>slowest passes</th><th>runs</th>"
+            f"<th>changed</th><th>time</th></tr>{rows}</table>")
 
 
 def _partitioned(sh: dict[str, Any] | None) -> str:

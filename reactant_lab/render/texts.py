@@ -12,6 +12,8 @@ from reactant_lab.analysis.align import align
 from reactant_lab.errors import RenderError
 
 ENCODINGS = ("plain", "gzip", "delta")
+DELTA_OVER = 512
+"""A text given a ``base`` is stored as a delta from this many characters (when shorter)."""
 
 
 def pack(data: bytes) -> str:
@@ -31,10 +33,14 @@ class TextStore:
         self.compress_over = compress_over
         self.entries: list[dict[str, Any]] = []
         self._ids: dict[str, int] = {}
+        self._texts: list[str] = []
         self._last_large: tuple[int, list[str]] | None = None
 
-    def add(self, text: str) -> int:
-        """Id of ``text``'s entry (an existing one when the same text was added before)."""
+    def add(self, text: str, base: int | None = None) -> int:
+        """Id of ``text``'s entry (an existing one when the same text was added before).
+        ``base``: the id of a text it is close to (the stage before it), against which it is
+        stored as a line delta whenever that is shorter (XLA's stages: many small texts, each
+        a pass's few changes away from the one before)."""
         found = self._ids.get(text)
         if found is not None:
             return found
@@ -45,16 +51,24 @@ class TextStore:
         else:
             entry.update(encoding="gzip", data=pack(text.encode()))
             lines = text.split("\n")
-            if self._last_large is not None:
-                base, base_lines = self._last_large
-                ops = _delta(base_lines, lines)
-                packed = pack(json.dumps(ops, separators=(",", ":")).encode())
-                if len(packed) < len(entry["data"]):
-                    entry.update(encoding="delta", base=base, data=packed)
+            if self._last_large is not None and base is None:
+                self._delta_if_shorter(entry, *self._last_large, lines)
             self._last_large = (tid, lines)
+        if base is not None and len(text) > DELTA_OVER:
+            self._delta_if_shorter(entry, base, self._texts[base].split("\n"),
+                                   text.split("\n"))
         self.entries.append(entry)
         self._ids[text] = tid
+        self._texts.append(text)
         return tid
+
+    @staticmethod
+    def _delta_if_shorter(entry: dict[str, Any], base: int, base_lines: list[str],
+                          lines: list[str]) -> None:
+        """Store ``entry`` as a delta from text ``base`` when that is shorter."""
+        packed = pack(json.dumps(_delta(base_lines, lines), separators=(",", ":")).encode())
+        if len(packed) < len(entry["data"]):
+            entry.update(encoding="delta", base=base, data=packed)
 
 
 def _delta(base: list[str], new: list[str]) -> list[Any]:

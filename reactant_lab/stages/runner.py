@@ -42,7 +42,7 @@ from reactant_lab.stages.presets import SHARDY_PASSES as SHARDY_CHOICES
 from reactant_lab.stages.progress import StageProgress
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from reactant_lab.compile import Compiled
     from reactant_lab.trace.traced import Traced
@@ -196,9 +196,11 @@ class StageTrace:
 
     def compile(self, stage: int | str = -1, device: Any | None = None,
                 donate: bool | str = False, in_place: Collection[int] = (),
-                prelowered: Any = None, timeout: float | None = None) -> Compiled:
+                prelowered: Any = None, timeout: float | None = None,
+                xla_passes: bool = False) -> Compiled:
         """Compile one stage's module (default: the last) with XLA for ``device``; ``donate``,
-        ``in_place``, ``prelowered`` and ``timeout`` as in ``compile_traced``."""
+        ``in_place``, ``prelowered``, ``timeout`` and ``xla_passes`` (keep XLA's own stages:
+        ``Compiled.xla``) as in ``compile_traced``."""
         from reactant_lab.compile import compile_traced
 
         if self.traced is None:
@@ -211,7 +213,8 @@ class StageTrace:
             chosen = self[stage]
             name, ir = chosen.name, chosen.ir
         return compile_traced(self.traced, ir, device=device, donate=donate, stage_name=name,
-                              in_place=in_place, prelowered=prelowered, timeout=timeout)
+                              in_place=in_place, prelowered=prelowered, timeout=timeout,
+                              xla_passes=xla_passes)
 
     def verify(self, *args: Any, reference: str = "auto", repeat: int = 5,
                device: Any | None = None, changed_only: bool = True,
@@ -235,33 +238,7 @@ class StageTrace:
         ``verification`` (``verify()``'s) also XLA compile time, run time, max abs error and
         ok per stage, the first wrong and first >2x slower stage marked '<- first', and the
         reference and tolerance under it."""
-        rows: list[tuple[str, ...]] = [("#", "stage", "ops", "Δops", "changed", "ms")]
-        prev: Stage | None = None
-        for s in self.stages:
-            delta = "" if prev is None else f"{s.ops - prev.ops:+d}"
-            mark = "yes" if s.changed else ("n/a" if s.unavailable and not s.pipeline else "-")
-            rows.append((str(s.index), s.name, str(s.ops), delta, mark,
-                         f"{s.seconds * 1e3:.1f}"))
-            prev = s
-        left = 2  # columns aligned left: '#' and 'stage' (and 'ok' when verified)
-        if verification is not None:
-            from reactant_lab.verify import CELLS, Verification
-
-            checks.instance("verification", verification, Verification,
-                            "a Verification from StageTrace.verify(*args), or None")
-            rows = [rows[0] + CELLS] + [row + verification.cells(s.index)
-                                        for row, s in zip(rows[1:], self.stages, strict=True)]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines = ["  ".join(c.ljust(w) if i < left or i == 9 else c.rjust(w) for i, (c, w) in
-                           enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
-        shared: dict[str, list[str]] = {}  # one line per note, however many stages share it
-        for s in self.stages:
-            if s.unavailable:
-                shared.setdefault(s.unavailable, []).append(s.name)
-        notes = [f"  {', '.join(names)}: {note}" for note, names in shared.items()]
-        lines += (["notes (passes or patterns not run, or run another way):", *notes]
-                  if notes else [])
-        return "\n".join(lines + (verification.notes() if verification is not None else []))
+        return stage_table(self.stages, verification)
 
     def op_delta(self, stage: int | str) -> dict[str, int]:
         """Change in op counts from the previous stage to ``stage``."""
@@ -271,6 +248,36 @@ class StageTrace:
 
     def __str__(self) -> str:
         return f"StageTrace(optimize={self.optimize!r}, {len(self.stages)} stages)\n{self.table()}"
+
+
+def stage_table(stages: Sequence[Stage], verification: Verification | None = None) -> str:
+    """``StageTrace.table`` of any stages (XLA's too: ``stages.xla``)."""
+    rows: list[tuple[str, ...]] = [("#", "stage", "ops", "Δops", "changed", "ms")]
+    prev: Stage | None = None
+    for s in stages:
+        delta = "" if prev is None else f"{s.ops - prev.ops:+d}"
+        mark = "yes" if s.changed else ("n/a" if s.unavailable and not s.pipeline else "-")
+        rows.append((str(s.index), s.name, str(s.ops), delta, mark, f"{s.seconds * 1e3:.1f}"))
+        prev = s
+    left = 2  # columns aligned left: '#' and 'stage' (and 'ok' when verified)
+    if verification is not None:
+        from reactant_lab.verify import CELLS, Verification
+
+        checks.instance("verification", verification, Verification,
+                        "a Verification from StageTrace.verify(*args), or None")
+        rows = [rows[0] + CELLS] + [row + verification.cells(s.index)
+                                    for row, s in zip(rows[1:], stages, strict=True)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i < left or i == 9 else c.rjust(w) for i, (c, w) in
+                       enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
+    shared: dict[str, list[str]] = {}  # one line per note, however many stages share it
+    for s in stages:
+        if s.unavailable:
+            shared.setdefault(s.unavailable, []).append(s.name)
+    notes = [f"  {', '.join(names)}: {note}" for note, names in shared.items()]
+    lines += (["notes (passes or patterns not run, or run another way):", *notes]
+              if notes else [])
+    return "\n".join(lines + (verification.notes() if verification is not None else []))
 
 
 def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,

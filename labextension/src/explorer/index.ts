@@ -371,6 +371,15 @@ class Explorer implements ExplorerHandle {
       return;
     }
     const after = state.stage;
+    const xla = payload.xla?.passes?.first;
+    if (xla !== undefined && before < xla !== after < xla) {
+      const [hlo, mlir] = after >= xla ? [after, before] : [before, after];
+      this.diffView.showNote(
+        `Stage ${hlo} is XLA's HLO and stage ${mlir} StableHLO: two IRs, no line diff. Compare ` +
+          `XLA's stages (${xla} on) with each other, the MLIR stages with each other.`
+      );
+      return;
+    }
     const found = findDiff(payload, [...payload.diffs, ...this.liveDiffs], before, after);
     if (found.kind === 'same') {
       this.diffView.showNote(

@@ -3,7 +3,7 @@
 
 import { el, formatBytes, formatSeconds, table } from './dom';
 import { nameAndPath, pyName } from './names';
-import type { BenchEntry, ExplorerPayload, Roofline, XlaSharding } from './types';
+import type { BenchEntry, ExplorerPayload, Roofline, XlaPasses, XlaSharding } from './types';
 
 /** Op counts, one column per stage; a cell that differs from the stage before is marked. */
 export function metricsPanel(payload: ExplorerPayload, selected: number): HTMLElement {
@@ -111,16 +111,61 @@ export function xlaFacts(payload: ExplorerPayload): HTMLElement {
   if (rows.length) {
     node.appendChild(table(['XLA estimate', 'value'], rows, 'rl-kv rl-xla-estimate'));
   }
+  if (x.passes) {
+    node.append(...xlaPasses(x.passes, payload.stages.length - 1));
+  }
   return node;
+}
+
+/** How many of XLA's slowest passes the XLA tab lists. */
+const PASS_ROWS = 12;
+
+/** XLA's own stages in brief: where they are in the list, where the compile's time went, and
+ * its slowest passes with their runs; the kernels XLA:CPU emitted. */
+function xlaPasses(p: XlaPasses, last: number): HTMLElement[] {
+  const runs = p.totals.reduce((n, t) => n + t[1], 0);
+  const changed = p.totals.reduce((n, t) => n + t[2], 0);
+  const said = p.every_pass
+    ? `${changed} of ${runs} pass runs changed the module`
+    : `${changed} pass runs changed the module (this large module lists only those)`;
+  const out: HTMLElement[] = [
+    el(
+      'p',
+      'rl-note rl-xla-passes',
+      `XLA's own stages are stages ${p.first} to ${last}: the HLO it began with, then the module ` +
+        `after each of its passes that changed it (${said}). Lowering to HLO ` +
+        `${formatSeconds(p.import_seconds)}, HLO passes ${formatSeconds(p.pass_seconds)} ` +
+        `(printing the module after each included), code generation ${formatSeconds(p.codegen_seconds)}.`
+    ),
+    table(
+      ['slowest passes', 'runs', 'changed', 'time'],
+      p.totals.slice(0, PASS_ROWS).map(([name, n, c, sec]) => [name, n, c, formatSeconds(sec)]),
+      'rl-xla-pass-table'
+    )
+  ];
+  if (p.kernels.length) {
+    out.push(el('p', 'rl-note rl-xla-kernels', `Kernels XLA:CPU emitted: ${p.kernels.join(', ')}.`));
+  }
+  return out;
 }
 
 function runRows(payload: ExplorerPayload): (string | number)[][] {
   const rows: (string | number)[][] = [];
   const stages = payload.stages;
+  const passes = payload.xla?.passes;
+  // XLA's own stages (after the MLIR ones) are part of the XLA compile.
+  const mlir = stages.slice(1, passes ? passes.first : stages.length);
   rows.push(['trace and lower', formatSeconds(stages[0]?.seconds)]);
-  rows.push(['stages (passes)', formatSeconds(stages.slice(1).reduce((t, s) => t + s.seconds, 0))]);
+  rows.push(['stages (passes)', formatSeconds(mlir.reduce((t, s) => t + s.seconds, 0))]);
   if (payload.xla) {
     rows.push(['XLA compile', formatSeconds(payload.xla.compile_seconds)]);
+  }
+  if (passes) {
+    rows.push(
+      ['  lowering to HLO', formatSeconds(passes.import_seconds)],
+      ['  HLO passes', formatSeconds(passes.pass_seconds)],
+      ['  code generation', formatSeconds(passes.codegen_seconds)]
+    );
   }
   for (const [k, v] of Object.entries(payload.run ?? {})) {
     const label = k.replace(/_seconds$/, '').replace(/_/g, ' ');

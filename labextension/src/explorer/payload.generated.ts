@@ -689,6 +689,7 @@ export interface XlaEntry {
    * What to know about how it was compiled (absent when nothing): what the device computes another way (float64 emulated on a TPU), how XLA was worked around.
    */
   notes?: string[];
+  passes?: XlaPasses;
 }
 /**
  * For an executable partitioned over several devices (absent for one): what XLA's SPMD partitioner made of the module's shardings.
@@ -779,6 +780,42 @@ export interface CollectiveEntry {
    * The HLO line, metadata dropped.
    */
   line: string;
+}
+/**
+ * XLA's own HLO pipeline for the compiled stage (absent when the compile did not keep it): its stages follow the MLIR stages in `stages`, from `first` on (the HLO XLA began with, then the module after each pass that changed it, the last being the optimized HLO); this says where the compile's time went and which passes ran.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "XlaPasses".
+ */
+export interface XlaPasses {
+  /**
+   * The index in `stages` of XLA's first stage (the HLO it began with).
+   */
+  first: number;
+  /**
+   * XLA printed the module after every pass, so `totals` lists every pass that ran; false for a large module, whose `totals` lists the passes that changed it.
+   */
+  every_pass: boolean;
+  /**
+   * From handing the module to XLA to its first HLO (lowering to HLO).
+   */
+  import_seconds: number;
+  /**
+   * XLA's HLO passes, printing the module after each included.
+   */
+  pass_seconds: number;
+  /**
+   * From the optimized HLO to the executable (code generation).
+   */
+  codegen_seconds: number;
+  /**
+   * Per pass name, slowest first: [name, runs, runs that changed the module, seconds].
+   */
+  totals: [string, number, number, number, ...unknown[]][];
+  /**
+   * The kernels XLA:CPU emitted, each named after the fusion or instruction of the optimized HLO it computes (empty on other platforms).
+   */
+  kernels: string[];
 }
 /**
  * Measured run times: the first call, and where measured the median, IQR and sample count, and baselines' medians as NAME_median_seconds.

@@ -48,6 +48,7 @@ export type {
   VerificationEntry,
   VerifyCommand,
   XlaEntry,
+  XlaPasses,
   XlaSharding
 } from './payload.generated';
 

@@ -1,0 +1,103 @@
+"""XLA's own stages in the explorer (a saved notebook in JupyterLab, no kernel): listed after the
+MLIR stages, the fusion pass's diff showing the fusion appear, XLA's first HLO not diffed against
+StableHLO, the optimized HLO drawn as a graph whose fusions name the StableHLO ops and Python
+lines they came from, and the XLA tab and timing saying where the compile's time went.
+Screenshots, light and dark, go to test-artifacts/ (to docs/screenshots/ with
+REACTANT_LAB_SCREENSHOTS=1)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+import reactant_lab as rl
+from reactant_lab.notebook.display import explorer_payload
+from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from saved_size import heat  # the saved-size benchmark's stencil
+
+
+@pytest.fixture(scope="module")
+def stencil() -> tuple[rl.Exploration, dict]:
+    u = np.random.default_rng(0).random((200, 200))
+    ex = rl.explore(heat, u.copy(), 20)
+    return ex, json.loads(json.dumps(explorer_payload(ex), sort_keys=True))
+
+
+def test_xla_stages_in_a_saved_explorer(jupyterlab_server, browser, stencil):
+    ex, payload = stencil
+    first, last = ex.xla_stages[0].index, ex.xla_stages[-1].index
+    fusion = next(s.index for s in ex.xla_stages if s.name == "fusion")
+    context = browser.new_context(viewport={"width": 1440, "height": 860})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        explorer = _saved(jupyterlab_server, page, "xla.ipynb", payload)
+        _theme(page, dark=False)
+        rows = explorer.locator(".rl-stage-table tbody tr")
+        expect(rows).to_have_count(len(ex.all_stages))
+        expect(rows.nth(first)).to_contain_text("hlo")
+        expect(rows.nth(fusion)).to_contain_text("fusion")
+
+        # XLA's first HLO against the StableHLO before it: two IRs, said so, no diff.
+        rows.nth(first).click()
+        summary = explorer.locator(".rl-diff-summary")
+        expect(summary).to_contain_text(f"Stage {first} is XLA's HLO and stage {first - 1} "
+                                        "StableHLO: two IRs, no line diff")
+
+        # The fusion pass: the fused computation and the fusion instruction appear.
+        rows.nth(fusion).click()
+        expect(summary).to_contain_text(f"stage {fusion - 1} → stage {fusion}: +")
+        expect(explorer.locator(".rl-diff", has_text=re.compile(r"fusion\("))).to_have_count(1)
+        _shoot(explorer, "xla-fusion-diff-light")
+
+        # The optimized HLO as a graph: each fusion a region titled with what it was made from.
+        rows.nth(last).click()
+        explorer.locator(".rl-tab-graph").click()
+        boxes = explorer.locator(".rl-gsvg .rl-gn")
+        boxes.first.wait_for()
+        expect(explorer.locator(".rl-gsvg", has_text="from saved_size.py:31")).to_have_count(1)
+        fused = explorer.locator(".rl-gsvg .rl-gn", has_text="add_dynamic-update-slice_fusion")
+        # its panel (the box holds others: Enter opens it) says what it was made from, whole
+        fused.first.focus()
+        page.keyboard.press("Enter")
+        expect(explorer.locator(".rl-graph")).to_contain_text(
+            "from saved_size.py:31, 32: stablehlo.add ×4, stablehlo.multiply ×2")
+        _shoot(explorer, "xla-hlo-graph-light")
+
+        # Where the compile's time went, and the passes that ran.
+        explorer.locator(".rl-tab-xla").click()
+        facts = explorer.locator(".rl-xla-facts")
+        expect(facts.locator(".rl-xla-passes")).to_contain_text(
+            f"XLA's own stages are stages {first} to {last}")
+        expect(facts.locator(".rl-xla-pass-table tbody tr")).to_have_count(
+            min(12, len(payload["xla"]["passes"]["totals"])))
+        expect(facts.locator(".rl-xla-kernels")).to_contain_text("fusion")
+        _shoot(explorer, "xla-passes-light")
+        explorer.locator(".rl-tab-timing").click()
+        timing = explorer.locator(".rl-timing")
+        for part in ("lowering to HLO", "HLO passes", "code generation", f"{fusion} fusion"):
+            expect(timing).to_contain_text(part)
+
+        _theme(page, dark=True)
+        explorer.locator(".rl-tab-xla").click()
+        _shoot(explorer, "xla-passes-dark")
+        explorer.locator(".rl-tab-graph").click()
+        boxes.first.wait_for()
+        _shoot(explorer, "xla-hlo-graph-dark")
+        rows.nth(fusion).click()
+        explorer.locator(".rl-tab-diff").click()
+        expect(summary).to_contain_text(f"stage {fusion - 1} → stage {fusion}: +")
+        _shoot(explorer, "xla-fusion-diff-dark")
+        _theme(page, dark=False)
+        assert not errors
+    finally:
+        context.close()
