@@ -643,6 +643,34 @@ def jx_mandelbrot(xmin, xmax, ymin, ymax, width, height, maxiter):
     return (Z, jnp.where(N == maxiter - 1, 0, N)), ()  # noqa: SIM300
 
 
+def jx_clip_inplace(a):
+    return None, (jnp.clip(a, -0.5, 0.5),)
+
+
+def jx_clip_assign(a, lo, hi):
+    return None, (jnp.clip(a, lo, hi),)
+
+
+def jx_where_chain(a, t1, t2):
+    return jnp.where(a > t1, a * 2, jnp.where(a < t2, -a, a)), ()
+
+
+def jx_where_scalars(a):
+    return jnp.where(a > 0, 1.0, -1.0), ()
+
+
+def jx_mask_zero(a):
+    return None, (jnp.where(a < 0, 0.0, a),)
+
+
+def jx_mask_copy(a, b, mask):
+    return None, (jnp.where(mask, b * 2, a),)
+
+
+def jx_mask_increment(a, m):
+    return None, (jnp.where(m, a + 1, a),)
+
+
 # ---------------------------------------------------------------- the cases
 
 
@@ -779,6 +807,19 @@ CASES: dict[str, Case] = {
                            jx_chain_energies),
     "mandelbrot": Case(lambda r: nk._mk_mandelbrot(r, (200, 150)), "200x150 x 50",
                        jx_mandelbrot, (4, 5, 6)),
+    # elementwise with masks and clipping, on large arrays
+    "clip_inplace": Case(lambda r: (r.standard_normal((4000, 4000)),), "4000^2",
+                         jx_clip_inplace),
+    "clip_assign": Case(lambda r: (r.standard_normal((2000, 2000)), -0.5, 0.5), "2000^2",
+                        jx_clip_assign, (1, 2)),
+    "where_chain": Case(lambda r: (r.standard_normal((1000, 2000)), 0.5, -0.5), "1000x2000",
+                        jx_where_chain, (1, 2)),
+    "where_scalars": Case(lambda r: (r.standard_normal((2000, 2000)),), "2000^2",
+                          jx_where_scalars),
+    "mask_zero": Case(lambda r: (r.standard_normal((2000, 2000)),), "2000^2", jx_mask_zero),
+    "mask_copy": Case(lambda r: nk._mk_masked(r, (1000, 2000), 2), "1000x2000", jx_mask_copy),
+    "mask_increment": Case(lambda r: nk._mk_masked(r, (1000, 2000)), "1000x2000",
+                           jx_mask_increment),
 }
 
 _TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy input is copied "
@@ -950,6 +991,22 @@ CAUSES: dict[str, str] = {
                 "key above its index and sorts single int64 operands in two passes (low then "
                 "high 32 bits, stable), ~3x faster and 2.4x the jax.jit port; the ranks are "
                 "the inverse permutation, one scatter. NumPy's SIMD argsort stays ahead",
+    # elementwise with masks and clipping: one fused select / clamp each (no scatter, sort or
+    # compaction for a[mask] = ...); what is left is where the result is written
+    "clip_inplace": "NumPy clips the 128 MB array where it lies (one pass over memory it just "
+                    "read); XLA:CPU cannot write into the caller's array (a donated zero-copy "
+                    "buffer over it is not written to), so the new value is computed into a "
+                    "buffer of XLA's and copied back: two passes, each writing a second 128 MB "
+                    "region, ~3-4x NumPy's one here. It was ~2x slower still while that buffer "
+                    "was new memory, faulted in page by page, on every call (32,769 faults); it "
+                    "is now kept between calls (compile.KEPT_RESULT_MIN_BYTES). The jax.jit "
+                    "port, which returns a new array, is as slow. Reproducer: "
+                    "benchmarks/in_place_floor.py (NumPy, XLA into new memory / into a kept "
+                    "buffer, the copy back, and where a donated caller's array lands)",
+    "clip_assign": "`a[:] = np.clip(a, ...)`: NumPy's clip into a temporary, then a copy into a; "
+                   "ours the same two passes (XLA into a kept buffer, the write-back copy), so "
+                   "about level; it was 0.5x while XLA's result was new memory faulted in on "
+                   "every call (benchmarks/in_place_floor.py)",
     "winsorize": "was 0.16x: np.percentile sorted each 20,000-row column with the float "
                  "total-order comparator (175 ms); NumPy mode now sorts integer keys of the "
                  "floats (35 ms, NaN last) and takes NumPy's interpolation, one sort for both "

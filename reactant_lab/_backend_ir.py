@@ -79,13 +79,14 @@ def prepare(text: str, donation: Donation) -> ir.Module:
 
 
 def donation_plan(donate: Sequence[bool], avals: Sequence[Aval],
-                  out_avals: Sequence[Aval]) -> Donation:
+                  out_avals: Sequence[Aval], donors: Sequence[int] = ()) -> Donation:
     """Per argument, the donation attribute to add: ``tf.aliasing_output`` paired with a result
     of the same type, ``jax.buffer_donor`` when none is left, or nothing (empty list: no
-    donation at all)."""
-    if not any(donate):
+    donation at all). ``donors``: results to add one more argument for each, donated to it
+    (its entries come last, after those of ``avals``; ``_backend_buffers``)."""
+    if not any(donate) and not donors:
         return []
-    free = list(range(len(out_avals)))
+    free = [k for k in range(len(out_avals)) if k not in set(donors)]
     plan: Donation = []
     for aval, wanted in zip(avals, donate, strict=True):
         match = next((k for k in free if out_avals[k][:2] == aval[:2]), None) if wanted else None
@@ -96,16 +97,28 @@ def donation_plan(donate: Sequence[bool], avals: Sequence[Aval],
         else:
             free.remove(match)
             plan.append(("tf.aliasing_output", match))
-    return plan
+    return plan + [("tf.aliasing_output", k) for k in donors]
 
 
 def _apply_donation(module: ir.Module, plan: Donation) -> None:
+    """Set the plan's attributes on ``@main``'s arguments; entries past its last argument add
+    one, of the type of the result it is donated to (``@main`` never reads it)."""
     main = main_func(module)
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    inputs = list(ftype.inputs)
+    added = [value for _, value in plan[len(inputs):]]
+    if added:
+        block = main.regions[0].blocks[0]
+        for k in added:
+            inputs.append(ftype.results[k])
+            block.add_argument(ftype.results[k], ir.Location.name("kept result buffer"))
+        main.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(inputs, list(ftype.results)))
     old = ir.ArrayAttr(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes else None
     new = []
     for i, (name, value) in enumerate(plan):
         entries: dict[str, ir.Attribute] = {}
-        if old is not None:
+        if old is not None and i < len(old):
             d = ir.DictAttr(old[i])
             entries = {d[j].name: d[j].attr for j in range(len(d))}
         if name == "jax.buffer_donor":

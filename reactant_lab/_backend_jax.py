@@ -23,6 +23,7 @@ from jax.extend import backend as jex_backend
 from jax.interpreters import mlir as jax_mlir
 from jaxlib.mlir import ir
 
+from reactant_lab._backend_buffers import KeptBuffers, aligned_empty
 from reactant_lab._backend_devices import device_errors, in_c_order, strided_complex_params
 from reactant_lab._backend_ir import (
     Aval,
@@ -218,7 +219,8 @@ class Executable:
 
     def __init__(self, text: str, jax_compiled: jax.stages.Compiled | None, raw: Any,
                  device: Any, x64: bool, structured: bool, params: Sequence[Aval] = (),
-                 donated: Sequence[bool] = (), sharded: bool = False):
+                 donated: Sequence[bool] = (), sharded: bool = False,
+                 kept: Sequence[int] = ()):
         self.text = text
         """The module text XLA compiled (donation attributes included)."""
         self._compiled = jax_compiled
@@ -228,9 +230,15 @@ class Executable:
         self.structured = structured
         """True when ``fast_call`` takes the user's own ``(*args, **kwargs)`` pytree."""
         self.params = tuple(params)
-        """(shape, dtype, weak_type) of each argument of the module, in order."""
+        """(shape, dtype, weak_type) of each argument of the module, in order, the donors of
+        ``kept`` results last."""
         self.donated = tuple(donated) or (False,) * len(self.params)
         """Per argument of the module: whether its buffer is donated."""
+        self.kept = tuple(kept)
+        """The results XLA writes into a buffer kept from the call before (``_backend_buffers``):
+        the module's last ``len(kept)`` arguments are their donors, which ``call_flat`` and
+        ``call_guarded`` add to the values they are given."""
+        self._buffers = KeptBuffers(kept, self.params[len(self.params) - len(self.kept):])
         self.sharded = sharded
         """Whether it was compiled for a mesh of devices."""
         self.note: str | None = None
@@ -260,9 +268,21 @@ class Executable:
         return call
 
     def call_flat(self, values: Sequence[Any]) -> list[Any]:
-        """Run on the module's argument values, in order; return its results as JAX arrays."""
+        """Run on the module's argument values, in order (the donors of kept results left out:
+        they are added here); return its results as JAX arrays."""
         if self._c_order:
             values = [in_c_order(v) if i in self._c_order else v for i, v in enumerate(values)]
+        if self.kept:
+            values = [*values, *self._buffers.donors("device", self._new_donor)]
+        outs = self._call_flat(values)
+        if self.kept:
+            self._buffers.keep("device", outs)
+        return outs
+
+    def _new_donor(self, aval: Aval) -> Any:
+        return placer(self.device)(aligned_empty(aval), aval)
+
+    def _call_flat(self, values: Sequence[Any]) -> list[Any]:
         try:
             if self._compiled is not None:
                 if self._dispatch is not None:
@@ -309,7 +329,7 @@ class Executable:
 
         outs = list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
         if twin is not None:  # as JAX's dispatch does: a donated JAX array is given up
-            for value, donated in zip(values, self.donated, strict=True):
+            for value, donated in zip(values, self.donated[:len(values)], strict=True):
                 if donated and isinstance(value, jax.Array):
                     value.delete()
         return outs
@@ -334,14 +354,19 @@ class Executable:
         are copied, so no buffer of the caller's is given up); results on this executable's
         device unless ``on_host``."""
         put = _twin_placer()
+        n = len(values)
         bufs = [put(np.array(v, dtype=aval[1]) if donated else np.asarray(v, dtype=aval[1]),
-                    aval) for v, aval, donated in zip(values, self.params, self.donated,
-                                                      strict=True)]
+                    aval) for v, aval, donated in zip(values, self.params[:n],
+                                                      self.donated[:n], strict=True)]
+        if self.kept:
+            bufs += self._buffers.donors("twin", lambda aval: put(aligned_empty(aval), aval))
         try:
             outs = [a[0] for a in twin_exe.execute_sharded(bufs)
                     .disassemble_into_single_device_arrays()]
         except Exception as exc:
             raise _execution_error(exc) from exc
+        if self.kept:
+            self._buffers.keep("twin", outs)
         if on_host:
             return outs
         put = placer(self.device)
@@ -381,7 +406,8 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
                    reproducer: ReproducerWriter | None = None,
                    shardings: Sequence[Any] = (),
                    template: Prelowering | None = None,
-                   exact_floats: bool = False, xla_passes: bool = False) -> Executable:
+                   exact_floats: bool = False, xla_passes: bool = False,
+                   keep: Sequence[int] = ()) -> Executable:
     """Compile module text for ``device``; ``stage`` names it in errors, and ``reproducer``
     (stages.reproducer.write_reproducer) writes a directory when XLA crashes on it.
 
@@ -402,16 +428,23 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
     ``xla_passes``: keep XLA's module after each of its HLO passes (``Executable.xla_dump``,
     ``_backend_xla``); the op locations of inlined calls are then put in the form XLA keeps as
     its instructions' source lines (``_backend_xla.named_call_sites``).
+
+    ``keep``: results XLA writes into a buffer kept from the call before (``_backend_buffers``;
+    flat calls only, ``structure`` None): the module gets a donor argument for each, last.
     """
     text = module_text(text)
-    donation = donation_plan(donate, avals, out_avals)
+    if keep and structure is not None:
+        raise CompileError("kept result buffers need the flat call path (structure=None)")
+    donation = donation_plan(donate, avals, out_avals, keep)
+    avals = [*avals, *(out_avals[k] for k in keep)]
+    donate = [*donate, *(True for _ in keep)]
     guard = guard_for(text, device, stage, reproducer)
     if xla_passes:
         text = named_call_sites(text)
     with capture(xla_passes, len(text)) as dump:
         options = {**overrides(exact_floats), **(dump.options if dump is not None else {})}
         exe = _compile(text, donation, avals, out_avals, device, x64, structure, guard,
-                       shardings, template, options, donate)
+                       shardings, template, options, donate, keep)
         exe.note = guard.note if guard is not None else None
         exe.xla_dump = dump.read() if dump is not None else None
     return exe
@@ -420,21 +453,21 @@ def compile_module(text: str, *, avals: Sequence[Aval], out_avals: Sequence[Aval
 def _compile(text: str, donation: Donation, avals: Sequence[Aval], out_avals: Sequence[Aval],
              device: Any, x64: bool, structure: Structure | None, guard: Guard | None,
              shardings: Sequence[Any], template: Prelowering | None, options: dict[str, Any],
-             donate: Sequence[bool]) -> Executable:
+             donate: Sequence[bool], keep: Sequence[int]) -> Executable:
     """``compile_module``'s compile: through JAX's lowering when it can, else XLA's client."""
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
                                     guard, shardings, template, options)
         if compiled is not None:
             return Executable(*compiled, None, device, x64, structure is not None, avals,
-                              donate, bool(shardings))
+                              donate, bool(shardings), keep)
     if shardings:
         raise CompileError("a sharded module compiles only through JAX's lowering, which this "
                            "JAX does not offer (or REACTANT_LAB_RAW_EXECUTE is set)")
     with jax_mlir.make_ir_context():
         text = asm(prepare(text, donation))
     return Executable(text, None, _compile_raw(text, device, guard, options), device, x64,
-                      False, avals, donate)
+                      False, avals, donate, kept=keep)
 
 
 def _template_lowering(avals: Sequence[Aval], out_avals: Sequence[Aval], device: Any,

@@ -103,6 +103,12 @@ class Compiled:
         self._paths = [a.path for a in traced.linear_args]
         self._targets = [arg for arg, _ in self._layout.writeback]
         """The linear arguments a NumPy kernel updates in place."""
+        self.kept: tuple[str, ...] = tuple(
+            self._paths[arg] for arg, k in self._layout.writeback if k in executable.kept)
+        """Paths of the updated arguments whose new value XLA computes into a buffer kept from
+        the call before (``KEPT_RESULT_MIN_BYTES`` or more, on the CPU), then copied into the
+        caller's array: no memory allocated and faulted in on each call, at the cost of holding
+        that buffer while this executable lives."""
         # Under 64-bit mode NumPy float64 is not silently cast to a float32 signature, so a dtype
         # mismatch is caught. JAX arrays cannot be 64-bit without it, so their fast path skips
         # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
@@ -751,6 +757,31 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
     return template, args, kwargs
 
 
+KEPT_RESULT_MIN_BYTES = 4 << 20
+"""From this size up, an updated array's new value is computed into a buffer kept from the call
+before (``backend.compile_module``'s ``keep``), not into memory XLA:CPU allocates, and faults in,
+anew on every call (``benchmarks/in_place_floor.py``: ~7,800 page faults for 32 MB)."""
+
+
+def kept_results(layout: CallLayout, out_avals: Sequence[backend.Aval],
+                 device: Any) -> tuple[int, ...]:
+    """The results XLA writes into a buffer kept between calls: the new values of updated arrays
+    of ``KEPT_RESULT_MIN_BYTES`` or more, on the CPU (an accelerator's allocator keeps its
+    memory), on one device."""
+    if device.platform != "cpu" or layout.shardings:
+        return ()
+    return tuple(k for _, k in layout.writeback
+                 if math.prod(out_avals[k][0]) * np.dtype(out_avals[k][1]).itemsize
+                 >= KEPT_RESULT_MIN_BYTES)
+
+
+def _kept(layout: CallLayout, out_avals: Sequence[backend.Aval], device: Any,
+          donate: bool | str) -> tuple[int, ...]:
+    """``kept_results`` where ``donate`` leaves updated arrays to them: 'auto' and False
+    ('updated' and True donate the caller's arrays as asked)."""
+    return kept_results(layout, out_avals, device) if donate in ("auto", False) else ()
+
+
 def _result_paths(traced: Traced, dropped: Collection[int]) -> list[str]:
     """The path of each result ``_out_avals`` lists, less the ``dropped`` ones."""
     computed = {r.index: r.path for r in traced.linear_results if r.index is not None}
@@ -763,14 +794,17 @@ def _out_avals(traced: Traced) -> list[backend.Aval]:
     return [(computed[i].shape, computed[i].dtype, False) for i in sorted(computed)]
 
 
-def prelower(traced: Traced, device: Any | None = None) -> backend.Prelowering:
+def prelower(traced: Traced, device: Any | None = None,
+             donate: bool | str = False) -> backend.Prelowering:
     """Start lowering, on a thread, the JAX template ``compile_traced`` swaps the module of
     ``traced``'s final stage into (for a module that keeps every result and argument, as most
-    do): what this process does while the pass worker runs a first call's passes."""
+    do): what this process does while the pass worker runs a first call's passes. ``donate``
+    as ``compile_traced``'s."""
     dev = backend.resolve_device(device)
     layout = traced.layout
     out_avals = _out_avals(traced)
-    return backend.Prelowering(layout.avals, out_avals, dev, layout.x64,
+    donors = [out_avals[k] for k in _kept(layout, out_avals, dev, donate)]
+    return backend.Prelowering([*layout.avals, *donors], out_avals, dev, layout.x64,
                                _structure(layout, out_avals, dev), layout.shardings)
 
 
@@ -786,7 +820,9 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
     copy JAX makes of the caller's array becomes the result's buffer, which is then written back:
     half the peak memory of an in-place update, and no user-visible effect); ``'auto'`` those
     but the linear arguments in ``in_place`` (arrays XLA reads where they lie, see
-    ``host_memory.read_in_place``: donating one would make JAX copy it first); False none.
+    ``host_memory.read_in_place``: donating one would make JAX copy it first) and those whose
+    new value XLA computes into a buffer kept between calls (``kept_results``, with False
+    too); False none.
 
     As Reactant's ``compile_mlir!``, results the passes reduced to an argument returned
     unchanged are removed from ``@main`` first: the call hands them back without computing or
@@ -813,11 +849,16 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         updated = {arg for arg, _ in layout.writeback}
         if donate == "auto":
             updated -= set(in_place)
+    dropped = set(drop)
+    out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in dropped]
+    # 'auto' computes a large updated array's new value into a buffer kept between calls, not
+    # into a copy of the caller's array donated for it (which JAX would make on every call);
+    # 'updated' and True donate as asked.
+    keep = _kept(layout, out_avals, dev, donate)
+    kept_args |= {arg for arg, k in layout.writeback if k in keep}
     mask = tuple(bool(d) and i not in kept_args and (updated is None or i in updated)
                  for i, d in enumerate(traced.donation_mask)) \
         if donate else (False,) * len(traced.linear_args)
-    dropped = set(drop)
-    out_avals = [a for k, a in enumerate(_out_avals(traced)) if k not in dropped]
     structure = _structure(layout, out_avals, dev)
     used: tuple[int, ...] | None = None
     if structure is None:  # the flat call path: arguments @main never reads are not passed
@@ -841,7 +882,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
             shardings=layout.shardings if used is None or not layout.shardings
             else [layout.shardings[i] for i in used],
             template=prelowered if not drop and used is None else None,
-            exact_floats=traced.mode == "numpy", xla_passes=xla_passes)
+            exact_floats=traced.mode == "numpy", xla_passes=xla_passes, keep=keep)
     except CompileError as exc:
         unsupported = _unregistered_call(exc, traced.fn_name, ir, dev, stage_name)
         if unsupported is not None:

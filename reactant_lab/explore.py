@@ -305,7 +305,7 @@ def build_from_trace(traced: Traced, options: ExploreOptions, *, defer: bool = F
     ``donate='auto'`` keeps (``compile_traced``)."""
     prelowered = None
     if defer:
-        prelowered = prelower(traced, options.device)  # lowered while the passes run
+        prelowered = prelower(traced, options.device, options.donate)  # while the passes run
         stages = run_deferred(traced, optimize=options.optimize,
                               granularity=options.granularity, pipeline=options.pipeline,
                               no_nan=options.no_nan, device=options.device,

@@ -658,6 +658,37 @@ def mandelbrot(xmin, xmax, ymin, ymax, width, height, maxiter):
     return Z, N
 
 
+# ------------------------------------- elementwise with masks and clipping
+
+
+def clip_inplace(a):
+    np.clip(a, -0.5, 0.5, out=a)
+
+
+def clip_assign(a, lo, hi):
+    a[:] = np.clip(a, lo, hi)
+
+
+def where_chain(a, t1, t2):
+    return np.where(a > t1, a * 2, np.where(a < t2, -a, a))
+
+
+def where_scalars(a):
+    return np.where(a > 0, 1.0, -1.0)
+
+
+def mask_zero(a):
+    a[a < 0] = 0
+
+
+def mask_copy(a, b, mask):
+    a[mask] = b[mask] * 2
+
+
+def mask_increment(a, m):
+    a[m] += 1
+
+
 def _sq(rng, n):
     return rng.standard_normal((n, n))
 
@@ -880,6 +911,12 @@ def _mk_mandelbrot(r, size=None):
             int(r.integers(5, 15)) if size is None else 50)
 
 
+def _mk_masked(r, shape=None, count=1, p=0.5):
+    """``count`` standard normal arrays and a mask True with probability ``p``."""
+    shape = (_n(r), _n(r)) if shape is None else shape
+    return (*_mk_normal(r, count, shape), r.random(shape) < p)
+
+
 def _mk_compute(r):
     n = _n(r, 20, 60)
     return r.integers(0, 1000, (n, n)), r.integers(0, 1000, (n, n)), 4, 3, 2
@@ -972,4 +1009,15 @@ KERNELS: tuple[Kernel, ...] = (
                                                                        _n(r, 2, 6))),)),
     Kernel("chain_energies", chain_energies, _mk_chains, ("args[1]",)),
     Kernel("mandelbrot", mandelbrot, _mk_mandelbrot, tol=1e-9),
+    Kernel("clip_inplace", clip_inplace, lambda r: _mk_normal(r, 1, (_n(r), _n(r))),
+           ("args[0]",), tol=0),
+    Kernel("clip_assign", clip_assign, lambda r: (r.standard_normal((_n(r), _n(r))), -0.5, 0.5),
+           ("args[0]",), tol=0),
+    Kernel("where_chain", where_chain, lambda r: (r.standard_normal((_n(r), _n(r))), 0.5, -0.5),
+           tol=0),
+    Kernel("where_scalars", where_scalars, lambda r: _mk_normal(r, 1, (_n(r), _n(r))), tol=0),
+    Kernel("mask_zero", mask_zero, lambda r: _mk_normal(r, 1, (_n(r), _n(r))), ("args[0]",),
+           tol=0),
+    Kernel("mask_copy", mask_copy, lambda r: _mk_masked(r, count=2), ("args[0]",), tol=0),
+    Kernel("mask_increment", mask_increment, _mk_masked, ("args[0]",), tol=0),
 )

@@ -350,3 +350,49 @@ def test_pinned_jax_takes_numpy_modes_arrays_and_without_its_tables_nothing_is_l
     with pytest.raises(rl.TraceError, match="u may be updated at"):
         rl.jit(_descend_by_name, optimize="none")(u)
     np.testing.assert_array_equal(u, before)
+
+
+# ---------------------------------------------------------------- kept result buffers
+
+
+def _kept_pointer(exe):
+    """Where the buffer kept for the next call lies (one kept result, the device's)."""
+    (bufs,) = exe._buffers._spare["device"]
+    return bufs[0].unsafe_buffer_pointer()
+
+
+@pytest.mark.cpu_only("result buffers are kept on the CPU only")
+def test_a_large_updated_array_is_computed_into_the_last_calls_buffer(monkeypatch, rng):
+    names = _template_threads(monkeypatch)
+    big = (1024, 640)  # 5 MiB of float64
+    jf = rl.jit(scaled_update)
+    a, b = rng.random(big), rng.random(big)
+    want_a = a.copy()
+    jf(a, b)
+    assert names == ["reactant_lab-prelower"]  # the template lowered ahead had the donor
+    exe = jf.last.compiled._exe
+    assert exe.kept == (1,) and "tf.aliasing_output = 1" in exe.text
+    first = _kept_pointer(exe)
+    for _ in range(3):
+        a2 = a.copy()
+        total = jf(a2, b)
+        assert _kept_pointer(exe) == first  # written into the buffer the call before left
+        assert_close(a2, a + 2.0 * b, rtol=1e-15)
+        assert total == pytest.approx((a + 2.0 * b).sum())
+    scaled_update(want_a, b)
+    assert_close(a, want_a, rtol=1e-15)
+
+
+@pytest.mark.cpu_only("result buffers are kept on the CPU only")
+def test_without_the_lowered_module_attribute_kept_buffers_give_the_same_answers(
+        rng, monkeypatch):
+    big = (1024, 640)
+    a, b = rng.random(big), rng.random(big)
+    stages = rl.trace(scaled_update, a.copy(), b).stages("none")
+    hide_lowered_module(monkeypatch)
+    compiled = stages.compile(donate="auto")
+    assert compiled._exe.fast_call is None and compiled.kept == ("args[0]",)
+    for _ in range(3):
+        got = a.copy()
+        compiled(got, b)
+        assert_close(got, a + 2.0 * b, rtol=1e-15)

@@ -1,0 +1,89 @@
+"""Result buffers kept between calls: XLA writes a large result into the last call's buffer.
+
+XLA's CPU client allocates every result anew with the C library's ``malloc``, on the thread that
+runs the executable, and frees it when the result dies. From about 30 MiB up that memory comes
+from the kernel afresh on each call (a thread's heap grown with ``mprotect``, or an ``mmap``), and
+the executable faults in every page of it as it writes: a 4M-element float64 result costs
+~7,800 page faults, 5-20 ms on a call whose arithmetic takes 2-3 ms
+(``benchmarks/in_place_floor.py``). A NumPy kernel's updated array is such a result, copied into
+the caller's array and dropped on every call.
+
+So a module can take, for each of those results, one more argument that it never reads, donated
+to that result (``tf.aliasing_output``): XLA then writes the result into the buffer handed in. The
+first call hands in a new buffer; each later call the result of the call before, once nothing
+else holds it (the caller's copy of it has been made and let go: a reference count, and XLA's own
+refusal to donate a buffer a NumPy view still reads). The memory stays allocated between calls,
+as long as the executable lives.
+
+Only backend and its private modules import this module.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from reactant_lab._backend_ir import Aval
+
+
+class KeptBuffers:
+    """The buffers of one executable's kept results, per client it runs on (the device's, and
+    the twin of guarded calls)."""
+
+    def __init__(self, kept: Sequence[int], avals: Sequence[Aval]):
+        self.kept = tuple(kept)
+        """The results written into a buffer handed in, in the order of the donor arguments
+        (the module's last ones)."""
+        self.avals = tuple(avals)
+        """(shape, dtype, weak_type) of each of those results."""
+        self._spare: dict[str, list[list[Any]]] = {}
+
+    def donors(self, client: str, make: Callable[[Aval], Any]) -> list[Any]:
+        """The buffers to hand in on ``client``: the last call's results when nothing else holds
+        them, else new ones (``make(aval)``)."""
+        spare = self._spare.setdefault(client, [])
+        while spare:
+            try:
+                bufs = spare.pop()
+            except IndexError:  # another thread took the last one
+                break
+            if _unheld(bufs):
+                return bufs
+        return [make(aval) for aval in self.avals]
+
+    def keep(self, client: str, outs: Sequence[Any]) -> None:
+        """Keep a call's kept results (on ``client``) for a later call's donors."""
+        self._spare.setdefault(client, []).append([outs[k] for k in self.kept])
+
+    def release(self) -> None:
+        """Let go of every kept buffer (the next call allocates anew)."""
+        self._spare.clear()
+
+
+def _references(bufs: list[Any]) -> list[int]:
+    return [sys.getrefcount(b) for b in bufs]
+
+
+_HOLDERS = _references([object()])[0]
+"""What ``_references`` counts for a buffer only its list holds (the list, the comprehension's
+variable, ``getrefcount``'s argument: measured, as the count differs between Pythons)."""
+
+
+def _unheld(bufs: list[Any]) -> bool:
+    """Whether only the list ``bufs`` holds each of its buffers, none of them given up."""
+    return all(n <= _HOLDERS for n in _references(bufs)) and not any(
+        b.is_deleted() for b in bufs)
+
+
+def aligned_empty(aval: Aval) -> np.ndarray:
+    """An uninitialized NumPy array of ``aval`` whose data starts on a 64-byte boundary (XLA's
+    CPU client then takes it without a copy)."""
+    shape, dtype, _ = aval
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(size + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start:start + size].view(dtype).reshape(shape)
