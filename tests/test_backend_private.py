@@ -14,7 +14,7 @@ from jax._src import compiler as jax_compiler
 from jax._src.interpreters import pxla
 
 import reactant_lab as rl
-from reactant_lab import _backend_jax, _backend_run, _compile_isolation, backend
+from reactant_lab import _backend_buffers, _backend_jax, _backend_run, _compile_isolation, backend
 from tests.conftest import assert_close
 
 
@@ -396,3 +396,33 @@ def test_without_the_lowered_module_attribute_kept_buffers_give_the_same_answers
         got = a.copy()
         compiled(got, b)
         assert_close(got, a + 2.0 * b, rtol=1e-15)
+
+
+@pytest.mark.cpu_only("result buffers are kept on the CPU only")
+def test_kept_buffers_stay_within_the_process_limit_and_go_with_their_executable(
+        monkeypatch, rng):
+    import gc
+
+    big = (1024, 640)
+    a, b = rng.random(big), rng.random(big)
+    gc.collect()  # earlier tests' executables gone first
+    before = _backend_buffers.held_bytes()
+    gc.disable()
+    try:
+        jf = rl.jit(scaled_update)
+        jf(a.copy(), b)
+        exe = jf.last.compiled._exe
+        assert _backend_buffers.held_bytes() == before + a.nbytes
+        del jf, exe
+    finally:
+        gc.enable()
+    gc.collect()
+    assert _backend_buffers.held_bytes() == before
+    monkeypatch.setattr(_backend_buffers, "KEPT_BYTES_LIMIT", before + a.nbytes - 1)
+    tight = rl.jit(scaled_update)
+    for _ in range(3):  # over the limit: nothing kept, each call allocates, the same answers
+        got = a.copy()
+        tight(got, b)
+        assert_close(got, a + 2.0 * b, rtol=1e-15)
+    assert not tight.last.compiled._exe._buffers._spare.get("device")
+    assert _backend_buffers.held_bytes() == before
