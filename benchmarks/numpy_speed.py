@@ -993,20 +993,21 @@ CAUSES: dict[str, str] = {
                 "the inverse permutation, one scatter. NumPy's SIMD argsort stays ahead",
     # elementwise with masks and clipping: one fused select / clamp each (no scatter, sort or
     # compaction for a[mask] = ...); what is left is where the result is written
-    "clip_inplace": "NumPy clips the 128 MB array where it lies (one pass over memory it just "
-                    "read); XLA:CPU cannot write into the caller's array (a donated zero-copy "
-                    "buffer over it is not written to), so the new value is computed into a "
-                    "buffer of XLA's and copied back: two passes, each writing a second 128 MB "
-                    "region, ~3-4x NumPy's one here. It was ~2x slower still while that buffer "
-                    "was new memory, faulted in page by page, on every call (32,769 faults); it "
-                    "is now kept between calls (compile.KEPT_RESULT_MIN_BYTES). The jax.jit "
-                    "port, which returns a new array, is as slow. Reproducer: "
-                    "benchmarks/in_place_floor.py (NumPy, XLA into new memory / into a kept "
-                    "buffer, the copy back, and where a donated caller's array lands)",
-    "clip_assign": "`a[:] = np.clip(a, ...)`: NumPy's clip into a temporary, then a copy into a; "
-                   "ours the same two passes (XLA into a kept buffer, the write-back copy), so "
-                   "about level; it was 0.5x while XLA's result was new memory faulted in on "
-                   "every call (benchmarks/in_place_floor.py)",
+    "clip_inplace": "0.19x (was 0.08-0.10x). NumPy clips the 128 MB array where it lies: one "
+                    "pass over memory it has just read. XLA:CPU cannot write into the caller's "
+                    "array (a donated zero-copy buffer over it is not written to), so the new "
+                    "value is computed into a buffer of XLA's and copied back: two passes, each "
+                    "writing a second 128 MB region, each ~2-3x NumPy's in-place pass here. The "
+                    "buffer was new memory, faulted in page by page, on every call (32,769 "
+                    "faults, half the time); it is now kept between calls "
+                    "(compile.KEPT_RESULT_MIN_BYTES). The jax.jit port, which returns a new "
+                    "array (no copy back, but new memory each call), is as slow. Reproducer: "
+                    "benchmarks/in_place_floor.py (NumPy; XLA into new memory, into a kept "
+                    "buffer; the copy back; where a donated caller's array lands)",
+    "clip_assign": "about level (0.96-1.01x; was 0.49x in the same process with the result "
+                   "faulted in anew, benchmarks/kept_buffers.py): NumPy clips into a temporary "
+                   "and copies it into a, two passes; ours are the same two (XLA into a kept "
+                   "buffer, the copy back into a: benchmarks/in_place_floor.py)",
     "winsorize": "was 0.16x: np.percentile sorted each 20,000-row column with the float "
                  "total-order comparator (175 ms); NumPy mode now sorts integer keys of the "
                  "floats (35 ms, NaN last) and takes NumPy's interpolation, one sort for both "
