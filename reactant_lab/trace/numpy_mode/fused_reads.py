@@ -210,7 +210,9 @@ def _keeps_position(eqn: Any, arg: Any) -> bool:
     (row-major) position: an elementwise op on an argument of the result's shape, or a reshape
     that keeps every element (broadcasting, transposing, slicing, gathering and reducing move)."""
     out = eqn.outvars[0].aval
-    shape = getattr(arg.aval, "shape", None)
+    shape: tuple[int, ...] | None = getattr(arg.aval, "shape", None)
+    if shape is None:  # a token
+        return False
     name = eqn.primitive.name
     if name in _RESHAPES or name in ("copy", "copy_p"):
         return len(eqn.outvars) == 1 and arg is eqn.invars[0] and math.prod(shape) == out.size
