@@ -87,9 +87,14 @@ import reactant_lab as rl
 from reactant_lab import backend, timing
 from reactant_lab.bench import numba_baseline
 from reactant_lab.bench.measure import Variant, copies, copy_inputs, plan_rounds, round_robin, warm_up
+from tests import loop_kernels as lk
 from tests import numpy_kernels as nk
 
-KERNELS = {k.name: k for k in nk.KERNELS}
+SCALAR_LOOPS = ("crc32", "csr_matvec", "triangle_max_path", "recursive_filter")
+"""Kernels of the loop suite (tests/loop_kernels.py) timed here: Python loops over array
+elements, where NumPy runs the interpreter per element and numba compiles the loop."""
+KERNELS = {k.name: k for k in (*nk.KERNELS, *(k for k in lk.LOOP_KERNELS
+                                               if k.name in SCALAR_LOOPS))}
 _pair, _sq, _spd, _dominant = nk._pair, nk._sq, nk._spd, nk._dominant  # the suite's input makers
 VARIANTS = ("numpy", "rl.jit", "none", "numba", "jax.jit")
 FIRST_CALL_LIMIT = 3.0
@@ -643,6 +648,44 @@ def jx_mandelbrot(xmin, xmax, ymin, ymax, width, height, maxiter):
     return (Z, jnp.where(N == maxiter - 1, 0, N)), ()  # noqa: SIM300
 
 
+def jx_crc32(data):
+    def byte(i, crc):
+        crc = crc ^ data[i].astype(jnp.uint32)
+        for _ in range(8):  # the eight bit steps, unrolled and branch-free
+            crc = (crc >> 1) ^ (jnp.uint32(0xEDB88320) & -(crc & 1))
+        return crc
+
+    return lax.fori_loop(0, data.shape[0], byte, jnp.uint32(0xFFFFFFFF)) ^ 0xFFFFFFFF, ()
+
+
+def jx_csr_matvec(indptr, indices, data, x, y):
+    rows = jnp.searchsorted(indptr, jnp.arange(data.shape[0]), side="right") - 1
+    return None, (y + jax.ops.segment_sum(data * x[indices], rows, num_segments=y.shape[0]),)
+
+
+def jx_triangle_max_path(T):
+    n = T.shape[0]
+    j = jnp.arange(n)
+
+    def row(k, T):  # row i from row i + 1, all its cells at once
+        i = n - 2 - k
+        below = T[i + 1]
+        best = jnp.maximum(below, jnp.roll(below, -1))
+        return T.at[i].set(jnp.where(j <= i, T[i] + best, T[i]))
+
+    T = lax.fori_loop(0, n - 1, row, T)
+    return T[0, 0], (T,)
+
+
+def jx_recursive_filter(x, y, a):
+    def step(prev, column):
+        out = a * prev + column
+        return out, out
+
+    _, columns = lax.scan(step, x[:, 0], x[:, 1:].T)
+    return None, (jnp.concatenate([x[:, :1], columns.T], axis=1),)
+
+
 # ---------------------------------------------------------------- the cases
 
 
@@ -779,6 +822,15 @@ CASES: dict[str, Case] = {
                            jx_chain_energies),
     "mandelbrot": Case(lambda r: nk._mk_mandelbrot(r, (200, 150)), "200x150 x 50",
                        jx_mandelbrot, (4, 5, 6)),
+    # scalar loops: a Python loop over array elements (tests/loop_kernels.py)
+    "crc32": Case(lambda r: (r.integers(0, 256, 16_384).astype(np.uint8),), "16 KiB x 8 bits",
+                  jx_crc32),
+    "csr_matvec": Case(lambda r: lk.csr_inputs(r, 4000, 4000, 10), "4000^2, ~40k nonzeros",
+                       jx_csr_matvec),
+    "triangle_max_path": Case(lambda r: lk._mk_triangle(r, 250), "250 rows",
+                              jx_triangle_max_path),
+    "recursive_filter": Case(lambda r: lk._mk_filter(r, (100, 400)), "100x400",
+                             jx_recursive_filter, (2,)),
 }
 
 _TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy input is copied "

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from tests.loop_kernels import LOOP_KERNELS
 from tests.numpy_kernels import KERNELS, Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -45,10 +46,11 @@ def test_corpus_is_large_enough():
 
 
 def test_every_benchmarked_kernel_is_in_the_suite():
-    """benchmarks/numpy_speed.py times at least 40 kernels, each one of this suite's (the same
-    function, checked here against NumPy including its in-place effects)."""
+    """benchmarks/numpy_speed.py times at least 40 kernels, each one of this suite's or of the
+    loop suite's (the same function, checked against NumPy including its in-place effects here
+    or in tests/test_loop_kernels.py)."""
     assert len(CASES) >= 40
-    assert set(CASES) <= {k.name for k in KERNELS}
+    assert set(CASES) <= {k.name for k in (*KERNELS, *LOOP_KERNELS)}
     bad = [name for name, case in CASES.items()
            if not (isinstance(case, Case) and callable(case.make) and callable(case.port))]
     assert not bad, f"not a benchmark case (a port and its inputs): {bad}"
