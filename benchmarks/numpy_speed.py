@@ -10,8 +10,9 @@ arguments (copying is not timed):
 - ``rl.jit``  ``reactant_lab.jit(fn)`` (default preset), taking and updating NumPy arrays: the
   transfers and the write-back a NumPy user pays are in its time;
 - ``none``    ``reactant_lab.jit(fn, optimize="none")``: the traced module straight to XLA;
-- ``numba``   ``numba.njit(fn)`` of the unmodified function (its compile timed apart; "-" with
-  numba's one-line reason in the notes where it refuses the code);
+- ``numba``   ``numba.njit(fn)`` of the unmodified function, the helper functions it calls
+  njit-ed too as a numba user decorates them (its compile timed apart; "-" with numba's
+  one-line reason in the notes where it refuses the code);
 - ``jax.jit`` a port written the way a JAX expert would (functional, vectorized,
   ``lax.fori_loop`` / ``lax.scan`` for time loops, library routines where JAX has them), inputs
   already on the device, float64 under x64 where the NumPy kernel is float64. It returns
