@@ -155,6 +155,29 @@ def _moved_elements(traced) -> int:
     return max((int(np.prod([int(d) for d in s.split("x")])) for s in shapes), default=0)
 
 
+def scaled_rows(x, w, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * w[i, 0] + x[x.shape[0] - 1 - i]  # x and w read at (and off) the slot
+
+
+def test_inputs_read_at_the_slot_are_read_from_slabs_not_gathered(rng):
+    """Arrays a batched body reads but does not update, read at the slot (recursive_filter's
+    `x[i, j]` in its loop over j, batched over the rows i; `w[i, 0]`), are cut into slabs as
+    the updated ones are and read there: no gather of index vectors, which XLA:CPU's cost
+    analysis counted as all of x per step (the filter's loop then no longer ran as one native
+    loop). A read off the slot (`x[n - 1 - i]`) still works. NumPy's results."""
+    from tests.loop_kernels import recursive_filter
+
+    rows, cols = int(rng.integers(9, 20)), int(rng.integers(10, 30))
+    traced = _run(recursive_filter, rng.standard_normal((rows, cols)),
+                  rng.standard_normal((rows, cols)), 0.9, tol=1e-12)
+    assert len(_batched(traced)) == 1, traced.loop_notes
+    assert "stablehlo.gather" not in traced.ir
+    traced = _run(scaled_rows, rng.standard_normal((rows, 5)), rng.standard_normal((rows, 3)),
+                  np.zeros((rows, 5)))
+    assert len(_batched(traced)) == 1, traced.loop_notes
+
+
 def read_after_write(T):
     for i in range(T.shape[0] - 2, -1, -1):
         for j in range(i + 1):

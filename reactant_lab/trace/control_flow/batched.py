@@ -271,6 +271,13 @@ def _slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
             and sizes[d] == 1]
 
 
+Source = tuple[str, int]
+"""An input of a loop body: ('carried', position) or ('const', index of the constant)."""
+SlotRead = tuple[str, Source, int, int, int]
+"""('read', the input, its slot axis, coef, const): a read of the input at ``coef * k + const``
+on that axis."""
+
+
 @dataclass
 class _Plan:
     slots: dict[int, _Slot]
@@ -284,6 +291,13 @@ class _Plan:
     land in one window of its slab that is the same for every iteration (``B[i, j]`` in a loop
     over j inside one over i: row i of each column slab): the batched loop puts back those
     windows only, not the whole slabs (see ``_narrow_writes``)."""
+    reads: dict[int, SlotRead] = field(default_factory=dict)
+    """Reads of inputs the body does not update at the slot, on one axis (``x[i, j]`` in a
+    loop over i that updates ``y``): id of the dynamic_slice equation -> what it reads. The
+    batched loop cuts slabs of them, as of the arrays it updates, and reads those at the slot
+    (a window over the batch axis, where JAX's rule for a start that varies along the batch
+    is a gather: recursive_filter's x[i, j] in its loop over j, which XLA:CPU's cost analysis
+    then counted as all of x per iteration, too much for a loop compiled as one kernel)."""
     direct: frozenset[int] = frozenset()
     """Positions of narrowed arrays the body reads element by element before it writes them:
     the batched loop reads those elements from the array as it was before the loop, and cuts
@@ -306,6 +320,9 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
                if out is not v}
     walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())})
+    walk.sources.update({v: ("carried", pos) for pos, v in enumerate(carried)
+                         if pos not in walk.slots})
+    walk.sources.update({v: ("const", i) for i, v in enumerate(jaxpr.constvars)})
     if not walk.eqns(jaxpr.eqns, env, version) or not all(
             slot.settle(lo, hi) for slot in walk.slots.values()):
         return None
@@ -323,7 +340,7 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
     narrow = _narrow_writes(jaxpr, slots)
-    return _Plan(slots, known, ahead, narrow, _read_before_write(jaxpr, narrow))
+    return _Plan(slots, known, ahead, narrow, walk.reads, _read_before_write(jaxpr, narrow))
 
 
 def _read_before_write(jaxpr: Any, narrow: dict[int, int]) -> frozenset[int]:
@@ -423,6 +440,28 @@ class _Walk:
     """Bytes one iteration computes, slabs aside."""
     transient: int = 0
     """Bytes one step of a nested loop computes at most (held while it runs, batched)."""
+    sources: dict[Any, Source] = field(default_factory=dict)
+    """Variables that hold an input of the body it does not update -> which input."""
+    reads: dict[int, SlotRead] = field(default_factory=dict)
+    """Reads of such an input at the slot (see ``_Plan.reads``)."""
+
+    def slot_read(self, eqn: Any, ins: list[Value]) -> None:
+        """Note ``eqn`` when it is a dynamic_slice of an input the body does not update, of size
+        1 on the one axis where its start is ``coef * k + const`` (inside the axis for every k).
+        Its other starts may be anything: they index the slab as they indexed the input."""
+        source = (None if eqn.primitive.name != "dynamic_slice" or
+                  isinstance(eqn.invars[0], jcore.Literal) else self.sources.get(eqn.invars[0]))
+        if source is None:
+            return
+        starts, sizes = ins[1:], eqn.params["slice_sizes"]
+        axes = _slot_axes(starts, sizes)
+        if len(axes) != 1:
+            return
+        at = starts[axes[0]]
+        assert isinstance(at, _Sym)
+        least, most = _span(at, self.indices.lo, self.indices.hi)
+        if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
+            self.reads[id(eqn)] = ("read", source, axes[0], at.coef, at.const)
 
     def eqns(self, eqns: Sequence[Any], env: dict[Any, Value], version: dict[Any, int]) -> bool:
         """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
@@ -450,6 +489,8 @@ class _Walk:
                                             span.lo, span.hi,
                                             eqn.primitive.name == "dynamic_update_slice"):
                     return False
+            if not touched:
+                self.slot_read(eqn, ins)
             env.update(zip(eqn.outvars, self.indices.eqn(eqn, ins), strict=True))
             self.held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
                              if hasattr(v.aval, "shape") and v not in version)
@@ -470,6 +511,10 @@ class _Walk:
                                                                  strict=True)}
         env.update((v, x) for v, x in zip(jaxpr.invars[:n_consts], ins[:n_consts], strict=True))
         inner_version = {jaxpr.invars[t]: version[eqn.invars[t]] for t in touched}
+        for t in range(n_consts):  # the loop's constants that are inputs of the outer body
+            outer = eqn.invars[t]
+            if not isinstance(outer, jcore.Literal) and outer in self.sources:
+                self.sources[jaxpr.invars[t]] = self.sources[outer]
         before = self.held
         if not self.eqns(jaxpr.eqns, env, inner_version):
             return False
@@ -539,6 +584,10 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             continue
         ins = [read(v) for v in eqn.invars]
         touched = _touched(eqn, version)
+        if id(eqn) in the_plan.reads:  # an input's slot: from its slabs
+            axis = the_plan.reads[id(eqn)][2]
+            ins[0] = aheads[the_plan.reads[id(eqn)]]
+            ins[1 + axis] = jnp.zeros((), jnp.asarray(ins[1 + axis]).dtype)
         if touched and eqn.primitive.name == "scan":
             outs = _scan_on_slabs(eqn, ins, touched, version, the_plan, aheads)
             for v, o in zip(eqn.outvars, outs, strict=True):
@@ -635,8 +684,14 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         axes.append(batch)
         places.append(where)
         slabs.append(slab)
-    later = sorted({a for a in the_plan.ahead.values() if a[0] not in the_plan.direct})
+    later: list[Any] = sorted({a for a in the_plan.ahead.values()
+                               if a[0] not in the_plan.direct})
     read_ahead = [_slabs(the_plan, pos, d, lo, hi, flat, front) for pos, d in later]
+    for key in dict.fromkeys(the_plan.reads.values()):  # inputs read at the slot
+        _, (kind, i), axis, coef, const = key
+        value = flat[i] if kind == "carried" else consts[i]
+        read_ahead.append(_input_slabs(value, axis, coef * np.arange(lo, hi) + const))
+        later.append(key)
 
     narrowed = [pos for pos in order if pos in the_plan.narrow]
     same: list[list[Any]] = []  # the windows' starts as values outside the vmap (or None)
@@ -701,6 +756,18 @@ def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
              lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
              if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
     return batch, where, lax.expand_dims(_moved(taken, slot.axis, batch), (slot.axis + 1,))
+
+
+def _input_slabs(x: Any, axis: int, where: np.ndarray) -> tuple[int, np.ndarray, Any]:
+    """``_slabs`` of an input the body does not update, at the slots ``where`` on ``axis``
+    (batched along that axis: windows over the batch axis stay windows)."""
+    x = jnp.asarray(x)
+    step = where[1] - where[0] if len(where) > 1 else 1
+    whole = step == 1 and where[0] == 0 and where[-1] + 1 == x.shape[axis]
+    taken = (x if whole else
+             lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=axis) if step == 1
+             else jnp.take(x, jnp.asarray(where), axis=axis))
+    return axis, where, lax.expand_dims(taken, (axis + 1,))
 
 
 def _moved(x: Any, source: int, target: int) -> Any:
