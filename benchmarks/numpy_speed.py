@@ -38,7 +38,8 @@ Warm medians and ratios to NumPy (> 1: faster than NumPy) are printed, then the 
 rl.jit (trace + stages + XLA compile + run, beside its parts) and of the jax.jit port (trace +
 compile + run), their ratio (flagged above 3x), the geometric means, and every kernel where
 rl.jit is below 1x NumPy with its diagnosed cause (``CAUSES``), then every first call above 3x
-the port's with its own (``FIRST_CALL_CAUSES``). A first call is one sample, and a 0.03 s port's
+the port's with its own (``FIRST_CALL_CAUSES``), then every kernel where rl.jit is more than 2x
+slower than numba with its own (``NUMBA_GAPS``). A first call is one sample, and a 0.03 s port's
 varies by half from run to run here: a kernel at 2x the port's or more in the run has both
 first calls measured again in ``--first-samples`` fresh processes (5; the only way to time
 another first call), and the table gives those medians.
@@ -1013,6 +1014,42 @@ CAUSES: dict[str, str] = {
 IR (``rl.explore(fn, *args).stages[-1].ir``), XLA's optimized HLO (``compiled.hlo_text()``:
 while-body copies, fusions), presets 'none' vs 'all', and parts timed apart."""
 
+NUMBA_LIMIT = 2.0
+"""A kernel where rl.jit is more than this many times slower than numba is listed with its
+cause (``NUMBA_GAPS``)."""
+
+_WHILE_COST = ("benchmarks/while_cost.py measures the loop itself: XLA:CPU's while compiled as "
+               "one native loop costs 1.5-2.5x numba per iteration with scalars carried (each "
+               "iteration loads and stores its carried buffers), 3-5x with an array carried")
+NUMBA_GAPS: dict[str, str] = {
+    "trisolv": "each of the 1,500 iterations computes `L[i, :i] @ x[:i]` over the full row, "
+               "masked (a select, a multiply, and XLA:CPU's tree reduction into 47 and then 2 "
+               "partial sums: three passes over 12 KB), where numba calls BLAS ddot on the first "
+               "i elements: twice the data and three passes. The executable alone, its inputs "
+               "on the device, takes 1.25 ms (numba 0.44 ms); the call adds the hand-over of "
+               "the 18 MB L. The jax.jit port (solve_triangular) is slower still",
+    "csr_matvec": "the loop over a row's nonzeros (traced bounds indptr[i] .. indptr[i + 1], ~10 "
+                  "trips) reads and writes y[i] through the carried y in every iteration: "
+                  "XLA:CPU keeps no value in a register across iterations of its while. The "
+                  "same nested lax.fori_loop in plain JAX takes 0.175 ms, 0.125 ms with y[i] "
+                  "accumulated in a scalar carry (numba 0.067 ms). The call is guarded too (a "
+                  "trip count read from the data may not end: a runner thread and the "
+                  "executable's twin, ~45 us a call). " + _WHILE_COST,
+    "triangle_max_path": "numba vectorizes the loop over j (SIMD over the contiguous rows: 8 us "
+                         "for the 31k cells); here that loop runs batched, each row of the "
+                         "outer while four 249-element gathers and one fused update (~0.8 us an "
+                         "iteration), as fast as the jax.jit port's row-at-a-time loop. It was "
+                         "11 ms while the batched loop cut two transposed copies of T per row "
+                         "(batched._read_before_write)",
+    "recursive_filter": "the loop over columns runs batched over the rows as one native loop "
+                        "(0.065 ms as a bare executable, numba 0.06 ms); the rest is the call: "
+                        "the 320 KB y handed to the executable and the result written back "
+                        "into the caller's array",
+}
+"""Kernel -> why rl.jit is more than NUMBA_LIMIT times slower than numba there (reproduce:
+``benchmarks/numpy_speed.py --only NAME``; the executable alone: ``rl.code_hlo`` of the kernel
+compiled and run on device arrays)."""
+
 
 # ---------------------------------------------------------------- measuring
 
@@ -1268,6 +1305,14 @@ def print_summary(rows: Sequence[Result], quick: bool = False) -> None:
         cause = ("(--quick: the suite's sizes; causes are diagnosed at the benchmark sizes)"
                  if quick else FIRST_CALL_CAUSES.get(r.name, "not diagnosed"))
         print(f"  {'':<19} {cause}")
+    behind = [(r, r.medians["rl.jit"] / r.medians["numba"]) for r in rows
+              if "rl.jit" in r.medians and "numba" in r.medians
+              and r.medians["rl.jit"] > NUMBA_LIMIT * r.medians["numba"]]
+    print(f"\nMore than {NUMBA_LIMIT:g}x slower than numba with rl.jit: {len(behind)}")
+    for r, s in behind:
+        cause = ("(--quick: the suite's sizes; causes are diagnosed at the benchmark sizes)"
+                 if quick else NUMBA_GAPS.get(r.name, "not diagnosed"))
+        print(f"  {r.name:<19} {s:.2f}x  {cause}")
     notes = [(r.name, v, r.notes[v]) for r in rows for v in VARIANTS if v in r.notes]
     if notes:
         print("\nNotes (variants not run or not matching NumPy)")

@@ -16,7 +16,7 @@ from tests.loop_kernels import LOOP_KERNELS
 from tests.numpy_kernels import KERNELS, Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from numpy_speed import CASES, CAUSES, FIRST_CALL_CAUSES, Case
+from numpy_speed import CASES, CAUSES, FIRST_CALL_CAUSES, NUMBA_GAPS, Case
 
 
 def assert_same(got, want, tol: float, what: str) -> None:
@@ -56,6 +56,7 @@ def test_every_benchmarked_kernel_is_in_the_suite():
     assert not bad, f"not a benchmark case (a port and its inputs): {bad}"
     assert set(CAUSES) <= set(CASES), "a diagnosed cause names no benchmarked kernel"
     assert set(FIRST_CALL_CAUSES) <= set(CASES), "a first call's cause names no such kernel"
+    assert set(NUMBA_GAPS) <= set(CASES), "a cause of a gap to numba names no such kernel"
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=[k.name for k in KERNELS])
