@@ -531,9 +531,9 @@ class _Walk:
         return True
 
 
-Aheads = dict[tuple[int, int], Any]
+Aheads = dict[Any, Any]
 """(position, distance d) -> the slabs of a later iteration's slot, as they were before the
-loop (see ``_Slot._read``)."""
+loop (see ``_Slot._read``); a SlotRead -> the slabs of that input at the slots."""
 
 
 Written = dict[int, tuple[Any, list[Any]]]
@@ -670,29 +670,8 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     # Batched along the slot axis where it lies (no transposes in or out): trmm's column loop
     # 1.25x faster than with the slots moved to the front, others alike; but a traced range's
     # masked slots (gramschmidt) were 1.5x slower so, and keep them in front.
-    front = active is not None
-    axes, places, slabs = [], [], []
-    for pos in order:
-        if pos in the_plan.direct:  # no slabs: read where it lies (_read_before_write)
-            slot = the_plan.slots[pos]
-            assert slot.axis is not None and slot.at is not None
-            axes.append(slot.axis)
-            places.append(slot.at.coef * np.arange(lo, hi) + slot.at.const)
-            slabs.append(None)
-            continue
-        batch, where, slab = _slabs(the_plan, pos, 0, lo, hi, flat, front)
-        axes.append(batch)
-        places.append(where)
-        slabs.append(slab)
-    later: list[Any] = sorted({a for a in the_plan.ahead.values()
-                               if a[0] not in the_plan.direct})
-    read_ahead = [_slabs(the_plan, pos, d, lo, hi, flat, front) for pos, d in later]
-    for key in dict.fromkeys(the_plan.reads.values()):  # inputs read at the slot
-        _, (kind, i), axis, coef, const = key
-        value = flat[i] if kind == "carried" else consts[i]
-        read_ahead.append(_input_slabs(value, axis, coef * np.arange(lo, hi) + const))
-        later.append(key)
-
+    axes, places, slabs, later, read_ahead = _loop_slabs(the_plan, order, lo, hi, flat, consts,
+                                                         active is not None)
     narrowed = [pos for pos in order if pos in the_plan.narrow]
     same: list[list[Any]] = []  # the windows' starts as values outside the vmap (or None)
 
@@ -740,6 +719,38 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         result[pos] = _put_back(jnp.asarray(flat[pos]), block, axis, where,
                                 window_at.get(pos))
     return result
+
+
+def _loop_slabs(the_plan: _Plan, order: list[int], lo: int, hi: int, flat: list[Any],
+                consts: Sequence[Any], front: bool
+                ) -> tuple[list[int], list[np.ndarray], list[Any], list[Any], list[Any]]:
+    """The batched loop's slabs: per updated array (in ``order``) its batch axis, slot per
+    iteration and slabs (None: read where it lies, ``_Plan.direct``); then the keys of the
+    slabs read besides (a later iteration's slot, an input read at the slot) and those slabs."""
+    axes: list[int] = []
+    places: list[np.ndarray] = []
+    slabs: list[Any] = []
+    for pos in order:
+        if pos in the_plan.direct:  # no slabs: read where it lies (_read_before_write)
+            slot = the_plan.slots[pos]
+            assert slot.axis is not None and slot.at is not None
+            axes.append(slot.axis)
+            places.append(slot.at.coef * np.arange(lo, hi) + slot.at.const)
+            slabs.append(None)
+            continue
+        batch, where, slab = _slabs(the_plan, pos, 0, lo, hi, flat, front)
+        axes.append(batch)
+        places.append(where)
+        slabs.append(slab)
+    later: list[Any] = sorted({a for a in the_plan.ahead.values()
+                               if a[0] not in the_plan.direct})
+    read_ahead = [_slabs(the_plan, pos, d, lo, hi, flat, front) for pos, d in later]
+    for key in dict.fromkeys(the_plan.reads.values()):  # inputs read at the slot
+        _, (kind, i), on, coef, const = key
+        value = flat[i] if kind == "carried" else consts[i]
+        read_ahead.append(_input_slabs(value, on, coef * np.arange(lo, hi) + const))
+        later.append(key)
+    return axes, places, slabs, later, read_ahead
 
 
 def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
