@@ -80,6 +80,16 @@ def _mk_csr(r):
     return indptr, indices, dense[nz], r.standard_normal(cols), r.standard_normal(rows)
 
 
+def csr_inputs(r, rows, cols, per_row):
+    """csr_matvec's arguments for a random rows x cols matrix of about ``per_row`` nonzeros in
+    each row (sorted column indices), without building it dense."""
+    counts = r.integers(per_row // 2, per_row + per_row // 2 + 1, rows)
+    indices = np.concatenate([np.sort(r.choice(cols, c, replace=False)) for c in counts])
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return (indptr, indices.astype(np.int64), r.standard_normal(indices.shape[0]),
+            r.standard_normal(cols), r.standard_normal(rows))
+
+
 # ---------------------------------------------------------------- convergence
 
 
@@ -207,6 +217,26 @@ def knapsack_ufuncs(weights, values, capacity):
         for c in range(capacity, weights[i] - 1, -1):
             best[c] = np.maximum(best[c], best[c - weights[i]] + values[i])
     return best[capacity], best
+
+
+def larger(a, b):
+    """The larger of two numbers: triangle_max_path's helper, an `if` on traced values."""
+    return a if a > b else b
+
+
+def triangle_max_path(T):
+    """The largest sum along a path from the apex of the triangle ``T[i, :i + 1]`` down to its
+    base, each step straight down or down-right; each cell of ``T`` becomes the best sum from
+    there (in place), bottom row first."""
+    for i in range(T.shape[0] - 2, -1, -1):
+        for j in range(i + 1):
+            T[i, j] += larger(T[i + 1, j], T[i + 1, j + 1])
+    return T[0, 0]
+
+
+def _mk_triangle(r, n=None):
+    n = _n(r, 10, 20) if n is None else n  # 9 rows or more above the base: the loop rolls
+    return (np.tril(r.standard_normal((n, n))),)
 
 
 def _mk_sequences(r):
@@ -395,6 +425,20 @@ def _mk_walk(r):
     return np.cumsum(r.standard_normal(_n(r, 10, 30))), 0.5
 
 
+def recursive_filter(x, y, a):
+    """A first-order recursive (IIR) filter along each row of ``x``, into ``y``:
+    y[i, j] = a * y[i, j - 1] + x[i, j]."""
+    for i in range(x.shape[0]):
+        y[i, 0] = x[i, 0]
+        for j in range(1, x.shape[1]):
+            y[i, j] = a * y[i, j - 1] + x[i, j]
+
+
+def _mk_filter(r, shape=None):
+    rows, cols = (_n(r), _n(r, 10, 30)) if shape is None else shape
+    return r.standard_normal((rows, cols)), r.standard_normal((rows, cols)), 0.9
+
+
 # ---------------------------------------------------------------- graphs
 
 
@@ -437,6 +481,8 @@ LOOP_KERNELS: tuple[LoopKernel, ...] = (
                rolled=("stablehlo.while", "stablehlo.case"), whiles=2),
     LoopKernel("lcs_length", lcs_length, _mk_sequences, tol=0,
                rolled=("stablehlo.while", "stablehlo.case"), whiles=2),
+    LoopKernel("triangle_max_path", triangle_max_path, _mk_triangle, ("args[0]",), tol=1e-12,
+               batched=True),
     LoopKernel("knapsack", knapsack, _mk_knapsack, tol=0, whiles=2),
     LoopKernel("knapsack_ufuncs", knapsack_ufuncs, _mk_knapsack, tol=0, whiles=2),
     LoopKernel("row_histograms", row_histograms, _mk_histograms, ("args[1]",), tol=0),
@@ -455,6 +501,8 @@ LOOP_KERNELS: tuple[LoopKernel, ...] = (
     LoopKernel("prefix_sum", prefix_sum, lambda r: (r.standard_normal(_n(r, 10, 40)),
                                                     r.standard_normal(40)), ("args[1]",),
                tol=1e-12),
+    LoopKernel("recursive_filter", recursive_filter, _mk_filter, ("args[1]",), tol=1e-12,
+               batched=True),
     LoopKernel("bubble_sort", bubble_sort, lambda r: (r.standard_normal(_n(r, 9)),), ("args[0]",),
                tol=0, rolled=("stablehlo.while", "stablehlo.case"), whiles=2),
     LoopKernel("limit_steps", limit_steps, _mk_walk, ("args[0]",), tol=1e-12,

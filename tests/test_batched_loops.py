@@ -130,6 +130,62 @@ def test_a_loop_with_a_traced_start_is_batched_over_the_values_it_can_take(rng):
     assert ("tensor<12x11xf64>", "tensor<12x12xf64>") not in _writes(traced)
 
 
+def test_elements_read_before_the_write_come_from_the_array_not_slabs(rng):
+    """A triangle's row update (`T[i, j] += larger(T[i + 1, j], T[i + 1, j + 1])` over j, inside
+    a loop over i) reads single elements of its column slots before it writes row i of them: the
+    batched loop reads those elements where they lie and cuts no column slabs out of T (no slice
+    of whole columns, no transpose of them), and still puts back row i only. NumPy's results, T
+    updated in place; a read after the write keeps the slabs."""
+    from tests.loop_kernels import triangle_max_path
+
+    n = int(rng.integers(12, 24))
+    traced = _run(triangle_max_path, np.tril(rng.standard_normal((n, n))), tol=1e-12)
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 1, traced.loop_notes
+    assert _moved_elements(traced) <= n, _moved_elements(traced)  # the row it writes, at most
+    assert f"tensor<{n}x{n - 1}xf64>" not in traced.ir  # no slab of whole columns
+    assert (f"tensor<1x{n - 1}xf64>", f"tensor<{n}x{n}xf64>") in _writes(traced)
+    traced = _run(read_after_write, rng.random((n, n)))
+    assert len(_batched(traced)) == 1, traced.loop_notes
+    assert _moved_elements(traced) >= n * (n - 1)  # its column slabs, moved to the front
+
+
+def _moved_elements(traced) -> int:
+    """The most elements one stablehlo.transpose of the module moves."""
+    shapes = re.findall(r"stablehlo\.transpose [^:]*: \(tensor<([0-9x]+)x\w+>\)", traced.ir)
+    return max((int(np.prod([int(d) for d in s.split("x")])) for s in shapes), default=0)
+
+
+def scaled_rows(x, w, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * w[i, 0] + x[x.shape[0] - 1 - i]  # x and w read at (and off) the slot
+
+
+def test_inputs_read_at_the_slot_are_read_from_slabs_not_gathered(rng):
+    """Arrays a batched body reads but does not update, read at the slot (recursive_filter's
+    `x[i, j]` in its loop over j, batched over the rows i; `w[i, 0]`), are cut into slabs as
+    the updated ones are and read there: no gather of index vectors, which XLA:CPU's cost
+    analysis counted as all of x per step (the filter's loop then no longer ran as one native
+    loop). A read off the slot (`x[n - 1 - i]`) still works. NumPy's results."""
+    from tests.loop_kernels import recursive_filter
+
+    rows, cols = int(rng.integers(9, 20)), int(rng.integers(10, 30))
+    traced = _run(recursive_filter, rng.standard_normal((rows, cols)),
+                  rng.standard_normal((rows, cols)), 0.9, tol=1e-12)
+    assert len(_batched(traced)) == 1, traced.loop_notes
+    assert "stablehlo.gather" not in traced.ir
+    traced = _run(scaled_rows, rng.standard_normal((rows, 5)), rng.standard_normal((rows, 3)),
+                  np.zeros((rows, 5)))
+    assert len(_batched(traced)) == 1, traced.loop_notes
+
+
+def read_after_write(T):
+    for i in range(T.shape[0] - 2, -1, -1):
+        for j in range(i + 1):
+            T[i, j] = 0.5 * T[i, j]
+            T[i, j] += T[i + 1, j]  # row i + 1 read after the write of row i
+    return T[0, 0]
+
+
 def strided_slots(x, out, back):
     n = x.shape[0]
     for i in range(n - 1, -1, -1):

@@ -88,6 +88,32 @@ def test_a_kernel_numba_refuses_is_skipped_with_numbas_reason(rng):
     assert f"skipped numba: {why}" in result.table()
 
 
+def larger(a, b):
+    return a if a > b else b
+
+
+def best_path(T):
+    """A kernel calling a helper of the user's code (tests/loop_kernels.py's triangle)."""
+    for i in range(T.shape[0] - 2, -1, -1):
+        for j in range(i + 1):
+            T[i, j] += larger(T[i + 1, j], T[i + 1, j + 1])
+    return T[0, 0]
+
+
+@needs_numba
+def test_the_users_helpers_are_compiled_by_numba_too(rng):
+    """numba calls no plain Python function: the helpers the kernel calls run under numba.njit
+    as a numba user decorates them, and the kernel is timed with its result equal to NumPy's;
+    the caller's module keeps its plain helper."""
+    T = np.tril(rng.standard_normal((12, 12)))
+    before = T.copy()
+    result = bench(best_path, T, baselines=("numpy", "numba"), **FAST)
+    assert [r.name for r in result.rows] == ["numpy", "numba"], result.skipped  # checked equal
+    assert result.row("numba").compile_s is not None and result.row("numba").ratio is not None
+    np.testing.assert_array_equal(T, before)  # every run had its own copy
+    assert type(larger).__name__ == "function"  # the module's helper is left as it was
+
+
 @needs_numba
 def test_a_result_unlike_numpys_is_skipped(rng, monkeypatch):
     from reactant_lab.bench import numba_baseline

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from tests.loop_kernels import LOOP_KERNELS
 from tests.numpy_kernels import KERNELS, Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from numpy_speed import CASES, CAUSES, FIRST_CALL_CAUSES, Case
+from numpy_speed import CASES, CAUSES, FIRST_CALL_CAUSES, NUMBA_GAPS, Case
 
 
 def assert_same(got, want, tol: float, what: str) -> None:
@@ -45,15 +46,17 @@ def test_corpus_is_large_enough():
 
 
 def test_every_benchmarked_kernel_is_in_the_suite():
-    """benchmarks/numpy_speed.py times at least 40 kernels, each one of this suite's (the same
-    function, checked here against NumPy including its in-place effects)."""
+    """benchmarks/numpy_speed.py times at least 40 kernels, each one of this suite's or of the
+    loop suite's (the same function, checked against NumPy including its in-place effects here
+    or in tests/test_loop_kernels.py)."""
     assert len(CASES) >= 40
-    assert set(CASES) <= {k.name for k in KERNELS}
+    assert set(CASES) <= {k.name for k in (*KERNELS, *LOOP_KERNELS)}
     bad = [name for name, case in CASES.items()
            if not (isinstance(case, Case) and callable(case.make) and callable(case.port))]
     assert not bad, f"not a benchmark case (a port and its inputs): {bad}"
     assert set(CAUSES) <= set(CASES), "a diagnosed cause names no benchmarked kernel"
     assert set(FIRST_CALL_CAUSES) <= set(CASES), "a first call's cause names no such kernel"
+    assert set(NUMBA_GAPS) <= set(CASES), "a cause of a gap to numba names no such kernel"
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=[k.name for k in KERNELS])

@@ -73,7 +73,7 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
     assert len(runs) == 3  # optimize+sroa, optimize, optimize (after AD)
     assert listed.added == ("factor_scalars_in_dot_general", "reduce_mul_to_dot_general",
                             "split_reduce_add_mul_to_add_dot_general",
-                            "dot_general_remove_batch_dimensions")
+                            "dot_general_remove_batch_dimensions", "case_to_if")
     for run in runs:
         assert run == [p for p in wanted if p not in missing and p not in excluded] + list(
             listed.added)
@@ -91,7 +91,8 @@ def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_exclude
                                  "measured faster here: factor_scalars_in_dot_general, "
                                  "reduce_mul_to_dot_general, "
                                  "split_reduce_add_mul_to_add_dot_general, "
-                                 "dot_general_remove_batch_dimensions (the evidence") in note
+                                 "dot_general_remove_batch_dimensions, case_to_if (the "
+                                 "evidence") in note
         assert set(note.split("left out: ", 1)[1].split(", ")) == missing
     assert st["batch"].unavailable is None
     assert st.table().count(head) == 1  # shared note
@@ -124,6 +125,24 @@ def test_an_addition_runs_by_default_and_exact_or_exclude_patterns_leave_it_out(
         assert bool(big_multiply.search(jf.last.compiled.as_text())) == scaled, kw
     exact = rl.explore(gesummv, *args, exact=True).stages["optimize"].unavailable or ""
     assert "factor_scalars_in_dot_general" not in exact
+
+
+@needs_enzyme
+def test_a_traced_if_in_a_loop_leaves_no_case_op_by_default(rng):
+    """crc32's `if crc & 1:` is a stablehlo.case as traced (JAX's cond); case_to_if makes it a
+    stablehlo.if, which XLA:CPU runs as a branch (the case dispatched between branch
+    computations: 4x slower); exact=True keeps the case. Both equal zlib's CRC."""
+    import zlib
+
+    from tests.loop_kernels import crc32
+
+    data = rng.integers(0, 256, int(rng.integers(20, 60))).astype(np.uint8)
+    for kw, case in (({}, False), ({"exact": True}, True)):
+        jf = rl.jit(crc32, **kw)
+        assert int(np.asarray(jf(data))) == zlib.crc32(data.tobytes())
+        final = jf.last.stages.final.ir
+        assert ("stablehlo.case" in final) == case, kw
+        assert case or "stablehlo.if" in final or "stablehlo.select" in final
 
 
 def test_every_exclusion_names_a_reactant_pattern_and_its_evidence():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 from reactant_lab.bench.measure import Inputs, Variant, copies, copy_inputs
 from reactant_lab.errors import ReactantLabError
 from reactant_lab.trace import Traced
+from reactant_lab.trace.control_flow.convert import is_user_function
 from reactant_lab.verify import compare, outcome_of, reference_outcome
 
 NOT_INSTALLED = "numba is not installed: pip install reactant-lab[numba]"
@@ -104,7 +106,7 @@ def numba_variant(fn: Callable[..., Any], traced: Traced, args: tuple[Any, ...],
     except ImportError as exc:  # e.g. a NumPy newer than the installed numba supports
         return f"numba cannot be imported: {refusal(exc)}"
     try:
-        jitted = numba.njit(fn)
+        jitted = numba.njit(with_jitted_helpers(fn, numba.njit))
     except Exception as exc:  # e.g. not a Python function
         return f"numba.njit refuses the function: {refusal(exc)}"
     first: Inputs = copy_inputs((args, kwargs), _place)
@@ -123,6 +125,30 @@ def numba_variant(fn: Callable[..., Any], traced: Traced, args: tuple[Any, ...],
     variant = Variant("numba", jitted, copies((args, kwargs), _place),
                       (lambda: copy_inputs((args, kwargs), _place)) if traced.mutated else None)
     return variant, compile_s
+
+
+def with_jitted_helpers(fn: Any, njit: Callable[[Any], Any],
+                        seen: frozenset[int] = frozenset()) -> Any:
+    """``fn`` with the helper functions of the user's code it calls by global name under
+    ``njit`` too, as a numba user decorates them (numba calls no plain Python function: a
+    kernel calling ``larger(a, b)`` was refused, "Untyped global name 'larger'"); ``fn`` itself
+    when it calls none (or is no plain function). The helpers' own helpers likewise; a function
+    already on the way (recursion) is left as it is."""
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    seen = seen | {id(fn)}
+    names = [n for n in fn.__code__.co_names
+             if isinstance(fn.__globals__.get(n), types.FunctionType)
+             and id(fn.__globals__[n]) not in seen and is_user_function(fn.__globals__[n])]
+    if not names:
+        return fn
+    scope = dict(fn.__globals__)
+    for name in names:
+        scope[name] = njit(with_jitted_helpers(scope[name], njit, seen))
+    copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    copy.__module__ = fn.__module__
+    return copy
 
 
 def _compile_seconds(jitted: Any, first_call_s: float) -> float:

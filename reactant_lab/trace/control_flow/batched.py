@@ -271,6 +271,13 @@ def _slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
             and sizes[d] == 1]
 
 
+Source = tuple[str, int]
+"""An input of a loop body: ('carried', position) or ('const', index of the constant)."""
+SlotRead = tuple[str, Source, int, int, int]
+"""('read', the input, its slot axis, coef, const): a read of the input at ``coef * k + const``
+on that axis."""
+
+
 @dataclass
 class _Plan:
     slots: dict[int, _Slot]
@@ -284,6 +291,17 @@ class _Plan:
     land in one window of its slab that is the same for every iteration (``B[i, j]`` in a loop
     over j inside one over i: row i of each column slab): the batched loop puts back those
     windows only, not the whole slabs (see ``_narrow_writes``)."""
+    reads: dict[int, SlotRead] = field(default_factory=dict)
+    """Reads of inputs the body does not update at the slot, on one axis (``x[i, j]`` in a
+    loop over i that updates ``y``): id of the dynamic_slice equation -> what it reads. The
+    batched loop cuts slabs of them, as of the arrays it updates, and reads those at the slot
+    (a window over the batch axis, where JAX's rule for a start that varies along the batch
+    is a gather: recursive_filter's x[i, j] in its loop over j, which XLA:CPU's cost analysis
+    then counted as all of x per iteration, too much for a loop compiled as one kernel)."""
+    direct: frozenset[int] = frozenset()
+    """Positions of narrowed arrays the body reads element by element before it writes them:
+    the batched loop reads those elements from the array as it was before the loop, and cuts
+    no slabs out of it (see ``_read_before_write``)."""
 
 
 _WINDOWS = ("dynamic_slice", "dynamic_update_slice")
@@ -302,6 +320,9 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
                if out is not v}
     walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())})
+    walk.sources.update({v: ("carried", pos) for pos, v in enumerate(carried)
+                         if pos not in walk.slots})
+    walk.sources.update({v: ("const", i) for i, v in enumerate(jaxpr.constvars)})
     if not walk.eqns(jaxpr.eqns, env, version) or not all(
             slot.settle(lo, hi) for slot in walk.slots.values()):
         return None
@@ -318,7 +339,35 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     known = {v: o for v, o in env.items() if getattr(v.aval, "shape", None) == () and (
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
-    return _Plan(slots, known, ahead, _narrow_writes(jaxpr, slots))
+    narrow = _narrow_writes(jaxpr, slots)
+    return _Plan(slots, known, ahead, narrow, walk.reads, _read_before_write(jaxpr, narrow))
+
+
+def _read_before_write(jaxpr: Any, narrow: dict[int, int]) -> frozenset[int]:
+    """The narrowed arrays (``_narrow_writes``) whose every read in the body is of one element
+    and comes before the body's first write of the array, none in a nested loop. What such a
+    read sees is what the array held before the loop (no iteration writes another's slot), so
+    the batched loop takes it from there, one element per iteration (a gather), and needs no
+    slabs of the array: the slab of a column slot is the whole column, and a triangle's row
+    update (``T[i, j] += max(T[i + 1, j], T[i + 1, j + 1])`` over j) cut the 250x250 array into
+    two transposed 250x249 slabs in each of its 249 outer iterations to read 249 elements of
+    one row from them (10 ms; 0.5 ms without the slabs)."""
+    versions = {v: pos for pos, v in enumerate(jaxpr.invars[1:]) if pos in narrow}
+    written: set[int] = set()
+    ok = set(versions.values())
+    for eqn in jaxpr.eqns:
+        touched = _touched(eqn, versions)
+        if not touched:
+            continue
+        name, pos = eqn.primitive.name, versions[eqn.invars[touched[0]]]
+        if touched != [0] or name not in _WINDOWS:
+            ok -= {versions[eqn.invars[i]] for i in touched}
+        elif name == "dynamic_update_slice":
+            written.add(pos)
+            versions[eqn.outvars[0]] = pos
+        elif pos in written or any(size != 1 for size in eqn.params["slice_sizes"]):
+            ok.discard(pos)
+    return frozenset(ok)
 
 
 def _narrow_writes(jaxpr: Any, slots: dict[int, _Slot]) -> dict[int, int]:
@@ -391,6 +440,28 @@ class _Walk:
     """Bytes one iteration computes, slabs aside."""
     transient: int = 0
     """Bytes one step of a nested loop computes at most (held while it runs, batched)."""
+    sources: dict[Any, Source] = field(default_factory=dict)
+    """Variables that hold an input of the body it does not update -> which input."""
+    reads: dict[int, SlotRead] = field(default_factory=dict)
+    """Reads of such an input at the slot (see ``_Plan.reads``)."""
+
+    def slot_read(self, eqn: Any, ins: list[Value]) -> None:
+        """Note ``eqn`` when it is a dynamic_slice of an input the body does not update, of size
+        1 on the one axis where its start is ``coef * k + const`` (inside the axis for every k).
+        Its other starts may be anything: they index the slab as they indexed the input."""
+        source = (None if eqn.primitive.name != "dynamic_slice" or
+                  isinstance(eqn.invars[0], jcore.Literal) else self.sources.get(eqn.invars[0]))
+        if source is None:
+            return
+        starts, sizes = ins[1:], eqn.params["slice_sizes"]
+        axes = _slot_axes(starts, sizes)
+        if len(axes) != 1:
+            return
+        at = starts[axes[0]]
+        assert isinstance(at, _Sym)
+        least, most = _span(at, self.indices.lo, self.indices.hi)
+        if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
+            self.reads[id(eqn)] = ("read", source, axes[0], at.coef, at.const)
 
     def eqns(self, eqns: Sequence[Any], env: dict[Any, Value], version: dict[Any, int]) -> bool:
         """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
@@ -418,6 +489,8 @@ class _Walk:
                                             span.lo, span.hi,
                                             eqn.primitive.name == "dynamic_update_slice"):
                     return False
+            if not touched:
+                self.slot_read(eqn, ins)
             env.update(zip(eqn.outvars, self.indices.eqn(eqn, ins), strict=True))
             self.held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
                              if hasattr(v.aval, "shape") and v not in version)
@@ -438,6 +511,10 @@ class _Walk:
                                                                  strict=True)}
         env.update((v, x) for v, x in zip(jaxpr.invars[:n_consts], ins[:n_consts], strict=True))
         inner_version = {jaxpr.invars[t]: version[eqn.invars[t]] for t in touched}
+        for t in range(n_consts):  # the loop's constants that are inputs of the outer body
+            outer = eqn.invars[t]
+            if not isinstance(outer, jcore.Literal) and outer in self.sources:
+                self.sources[jaxpr.invars[t]] = self.sources[outer]
         before = self.held
         if not self.eqns(jaxpr.eqns, env, inner_version):
             return False
@@ -454,9 +531,9 @@ class _Walk:
         return True
 
 
-Aheads = dict[tuple[int, int], Any]
+Aheads = dict[Any, Any]
 """(position, distance d) -> the slabs of a later iteration's slot, as they were before the
-loop (see ``_Slot._read``)."""
+loop (see ``_Slot._read``); a SlotRead -> the slabs of that input at the slots."""
 
 
 Written = dict[int, tuple[Any, list[Any]]]
@@ -507,33 +584,56 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             continue
         ins = [read(v) for v in eqn.invars]
         touched = _touched(eqn, version)
+        if id(eqn) in the_plan.reads:  # an input's slot: from its slabs
+            axis = the_plan.reads[id(eqn)][2]
+            ins[0] = aheads[the_plan.reads[id(eqn)]]
+            ins[1 + axis] = jnp.zeros((), jnp.asarray(ins[1 + axis]).dtype)
         if touched and eqn.primitive.name == "scan":
             outs = _scan_on_slabs(eqn, ins, touched, version, the_plan, aheads)
             for v, o in zip(eqn.outvars, outs, strict=True):
                 env[v] = o
             continue
         if touched:
-            pos = version[eqn.invars[0]]
-            axis = the_plan.slots[pos].axis
-            assert axis is not None
-            update = eqn.primitive.name == "dynamic_update_slice"
-            if update:
-                version[eqn.outvars[0]] = pos
-                if written is not None and id(eqn) in the_plan.narrow.values():
-                    written[id(eqn)] = (ins[1], list(ins[2:]))
-            elif id(eqn) in the_plan.ahead:  # a later slot: read from before the loop
-                ins[0] = aheads[the_plan.ahead[id(eqn)]]
-            whole = eqn.outvars[0].aval.shape if not update else eqn.invars[1].aval.shape
-            if tuple(whole) == tuple(np.shape(ins[0])):  # the whole slab: no op needed
-                env[eqn.outvars[0]] = ins[1] if update else ins[0]
+            value = _on_window(eqn, ins, version, the_plan, aheads, written)
+            if value is not _BIND:
+                env[eqn.outvars[0]] = value
                 continue
-            skip = 2 if update else 1
-            ins[skip + axis] = jnp.zeros((), jnp.asarray(ins[skip + axis]).dtype)
         ans = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
         outs = ans if eqn.primitive.multiple_results else [ans]
         for v, o in zip(eqn.outvars, outs, strict=True):
             env[v] = o
     return [read(v) for v in jaxpr.outvars]
+
+
+_BIND = object()
+"""``_on_window``'s answer when the op is to be bound on the operands it moved to the slab."""
+
+
+def _on_window(eqn: Any, ins: list[Any], version: dict[Any, int], the_plan: _Plan,
+               aheads: Aheads, written: Written | None) -> Any:
+    """A dynamic_slice / dynamic_update_slice of an updated array, in the body run on slabs: its
+    value, or _BIND once ``ins`` are moved onto the slab (the slot's start 0, a later slot's
+    slab from before the loop). An array of ``the_plan.direct`` has no slab: its reads run as
+    traced, on the array before the loop, and its writes are not made (no read follows them;
+    the narrowed window is what the loop puts back)."""
+    pos = version[eqn.invars[0]]
+    update = eqn.primitive.name == "dynamic_update_slice"
+    if update:
+        version[eqn.outvars[0]] = pos
+        if written is not None and id(eqn) in the_plan.narrow.values():
+            written[id(eqn)] = (ins[1], list(ins[2:]))
+    if pos in the_plan.direct:
+        return ins[0] if update else _BIND
+    if not update and id(eqn) in the_plan.ahead:  # a later slot: read from before the loop
+        ins[0] = aheads[the_plan.ahead[id(eqn)]]
+    whole = eqn.invars[1].aval.shape if update else eqn.outvars[0].aval.shape
+    if tuple(whole) == tuple(np.shape(ins[0])):  # the whole slab: no op needed
+        return ins[1] if update else ins[0]
+    axis = the_plan.slots[pos].axis
+    assert axis is not None
+    skip = 2 if update else 1
+    ins[skip + axis] = jnp.zeros((), jnp.asarray(ins[skip + axis]).dtype)
+    return _BIND
 
 
 def _scan_on_slabs(eqn: Any, ins: list[Any], touched: list[int], version: dict[Any, int],
@@ -570,39 +670,16 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     # Batched along the slot axis where it lies (no transposes in or out): trmm's column loop
     # 1.25x faster than with the slots moved to the front, others alike; but a traced range's
     # masked slots (gramschmidt) were 1.5x slower so, and keep them in front.
-    axes: list[int] = []
-    places: list[np.ndarray] = []
-    slabs: list[Any] = []
-
-    def slabs_of(pos: int, d: int) -> tuple[int, np.ndarray, Any]:
-        """(batch axis, slot per iteration, batched slabs) of the slots ``d`` past each
-        iteration's own in the array at ``pos`` before the loop."""
-        slot = the_plan.slots[pos]
-        assert slot.axis is not None and slot.at is not None
-        batch = 0 if active is not None else slot.axis
-        where = slot.at.coef * np.arange(lo, hi) + slot.at.const + d
-        x = jnp.asarray(flat[pos])
-        whole = slot.at.coef == 1 and where[0] == 0 and where[-1] + 1 == x.shape[slot.axis]
-        taken = (x if whole else
-                 lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
-                 if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
-        return batch, where, lax.expand_dims(_moved(taken, slot.axis, batch), (slot.axis + 1,))
-
-    for pos in order:
-        batch, where, slab = slabs_of(pos, 0)
-        axes.append(batch)
-        places.append(where)
-        slabs.append(slab)
-    later = sorted(set(the_plan.ahead.values()))
-    read_ahead = [slabs_of(pos, d) for pos, d in later]
-
+    axes, places, slabs, later, read_ahead = _loop_slabs(the_plan, order, lo, hi, flat, consts,
+                                                         active is not None)
     narrowed = [pos for pos in order if pos in the_plan.narrow]
     same: list[list[Any]] = []  # the windows' starts as values outside the vmap (or None)
 
     def one(k: Any, own: list[Any], ahead: list[Any]) -> tuple[list[Any], list[list[Any]]]:
         values = list(flat)
         for pos, slab in zip(order, own, strict=True):
-            values[pos] = slab
+            if pos not in the_plan.direct:
+                values[pos] = slab
         outs, starts = _slot_run(jaxpr, consts, the_plan, k, values,
                                  dict(zip(later, ahead, strict=True)))
         same.extend([backend.unbatched(s) for s in st] for st in starts)
@@ -612,7 +689,9 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         keep = active(k)
         kept = dict(zip(narrowed, starts, strict=True))
         for i, pos in enumerate(order):  # a narrowed slab keeps its window's old values
-            if pos in kept:
+            if pos in the_plan.direct:  # read where it lies, at the slot's own index
+                own[i] = lax.dynamic_slice(jnp.asarray(flat[pos]), kept[pos], outs[i].shape)
+            elif pos in kept:
                 axis = the_plan.slots[pos].axis
                 at = [jnp.zeros((), ks.dtype) if d == axis else s
                       for d, s in enumerate(kept[pos])]
@@ -622,7 +701,9 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
 
     # No transposes around column slabs; windows at an enclosing loop's index stay windows.
     with backend.batch_axis_kept_by_unit_reshapes(), backend.batch_rules_in_place():
-        outs, starts = jax.vmap(one, in_axes=(0, axes, [b for b, _, _ in read_ahead]),
+        own_axes = [None if pos in the_plan.direct else b for pos, b in zip(order, axes,
+                                                                              strict=True)]
+        outs, starts = jax.vmap(one, in_axes=(0, own_axes, [b for b, _, _ in read_ahead]),
                                 out_axes=(axes, 0))(ks, slabs,
                                                     [slab for _, _, slab in read_ahead])
     # The same in every iteration (_narrow_writes): made of unbatched values, as they are (an
@@ -638,6 +719,66 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         result[pos] = _put_back(jnp.asarray(flat[pos]), block, axis, where,
                                 window_at.get(pos))
     return result
+
+
+def _loop_slabs(the_plan: _Plan, order: list[int], lo: int, hi: int, flat: list[Any],
+                consts: Sequence[Any], front: bool
+                ) -> tuple[list[int], list[np.ndarray], list[Any], list[Any], list[Any]]:
+    """The batched loop's slabs: per updated array (in ``order``) its batch axis, slot per
+    iteration and slabs (None: read where it lies, ``_Plan.direct``); then the keys of the
+    slabs read besides (a later iteration's slot, an input read at the slot) and those slabs."""
+    axes: list[int] = []
+    places: list[np.ndarray] = []
+    slabs: list[Any] = []
+    for pos in order:
+        if pos in the_plan.direct:  # no slabs: read where it lies (_read_before_write)
+            slot = the_plan.slots[pos]
+            assert slot.axis is not None and slot.at is not None
+            axes.append(slot.axis)
+            places.append(slot.at.coef * np.arange(lo, hi) + slot.at.const)
+            slabs.append(None)
+            continue
+        batch, where, slab = _slabs(the_plan, pos, 0, lo, hi, flat, front)
+        axes.append(batch)
+        places.append(where)
+        slabs.append(slab)
+    later: list[Any] = sorted({a for a in the_plan.ahead.values()
+                               if a[0] not in the_plan.direct})
+    read_ahead = [_slabs(the_plan, pos, d, lo, hi, flat, front) for pos, d in later]
+    for key in dict.fromkeys(the_plan.reads.values()):  # inputs read at the slot
+        _, (kind, i), on, coef, const = key
+        value = flat[i] if kind == "carried" else consts[i]
+        read_ahead.append(_input_slabs(value, on, coef * np.arange(lo, hi) + const))
+        later.append(key)
+    return axes, places, slabs, later, read_ahead
+
+
+def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
+           front: bool) -> tuple[int, np.ndarray, Any]:
+    """(batch axis, slot per iteration, batched slabs) of the slots ``d`` past each iteration's
+    own in the array at ``pos`` before the loop; ``front``: batched along a new first axis."""
+    slot = the_plan.slots[pos]
+    assert slot.axis is not None and slot.at is not None
+    batch = 0 if front else slot.axis
+    where = slot.at.coef * np.arange(lo, hi) + slot.at.const + d
+    x = jnp.asarray(flat[pos])
+    whole = slot.at.coef == 1 and where[0] == 0 and where[-1] + 1 == x.shape[slot.axis]
+    taken = (x if whole else
+             lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
+             if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
+    return batch, where, lax.expand_dims(_moved(taken, slot.axis, batch), (slot.axis + 1,))
+
+
+def _input_slabs(x: Any, axis: int, where: np.ndarray) -> tuple[int, np.ndarray, Any]:
+    """``_slabs`` of an input the body does not update, at the slots ``where`` on ``axis``
+    (batched along that axis: windows over the batch axis stay windows)."""
+    x = jnp.asarray(x)
+    step = where[1] - where[0] if len(where) > 1 else 1
+    whole = step == 1 and where[0] == 0 and where[-1] + 1 == x.shape[axis]
+    taken = (x if whole else
+             lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=axis) if step == 1
+             else jnp.take(x, jnp.asarray(where), axis=axis))
+    return axis, where, lax.expand_dims(taken, (axis + 1,))
 
 
 def _moved(x: Any, source: int, target: int) -> Any:
