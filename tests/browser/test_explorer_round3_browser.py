@@ -231,7 +231,7 @@ def _check_summary(explorer: Any, saved: bool) -> None:
     assert f"{BIG_OPS + 1:,} ops" in graph.locator(".rl-graph-note").inner_text()
     if saved:
         expect(graph.locator(".rl-graph-summary")).to_contain_text(
-            "Run the cell again for a live explorer")
+            "A live explorer (run the cell again, with its kernel) draws the whole graph")
         assert graph.locator(".rl-draw-anyway").count() == 0
     else:
         expect(graph.locator(".rl-draw-anyway")).to_be_visible()

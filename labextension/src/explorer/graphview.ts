@@ -421,7 +421,7 @@ export class GraphView {
     if (how === 'saved') {
       wrap.append(
         el('span', '', `${what} `),
-        el('span', 'rl-graph-offer', 'Run the cell again for a live explorer: it draws the whole graph, or one result’s slice, on request.')
+        el('span', 'rl-graph-offer', 'A live explorer (run the cell again, with its kernel) draws the whole graph, or one result’s slice, on request.')
       );
       return wrap;
     }
