@@ -12,6 +12,7 @@ import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab.bisect import BisectResult, bisect, ddmin, first_bad, rerun
 from reactant_lab.errors import ReactantLabError, TraceError
+from reactant_lab.render.bisect_view import bisect_entry, bisect_html
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(),
                                   reason="the enzyme-hlo pattern passes need enzyme-ad")
@@ -127,7 +128,16 @@ def test_a_correct_program_has_no_culprit(rng):
     assert "not bad" in result.why and "Nothing to bisect" in result.why
     assert "exact=True" in result.why  # the exclusion table left patterns out
     assert result.pass_name is None and result.patterns == () and result.reproducer is None
-    assert "no culprit" in str(result) and repr(result) == str(result)
+    # nothing regressed, and every view says so (not "no single culprit")
+    assert result.regressed is False
+    assert "no regression" in str(result) and repr(result) == str(result)
+    assert bisect_entry(result)["regressed"] is False
+    html = bisect_html(result)
+    assert "No regression in the result" in html and "No single culprit" not in html
+    left_out = re.search(r"\(([^()]*)\); exact=True", result.why)
+    assert left_out is not None
+    names = left_out.group(1).split(", ")
+    assert len(names) == len(set(names))  # each left-out pattern named once
 
 
 # -- bad arguments -----------------------------------------------------------------------------

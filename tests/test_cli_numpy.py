@@ -209,7 +209,7 @@ def test_bad_command_lines(name, ran):
 def test_bisect_on_a_correct_numpy_kernel(ran):
     proc = ran["bisect jacobi_2d"].proc
     assert proc.returncode == 0, proc.stderr
-    assert "bisect jacobi_2d, metric=result: no culprit" in proc.stdout
+    assert "bisect jacobi_2d, metric=result: no regression" in proc.stdout
     assert "The final module is not bad: ok" in proc.stdout and "NumPy eager" in proc.stdout
 
 

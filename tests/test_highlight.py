@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +101,69 @@ def test_a_line_cut_inside_an_attribute_tokenizes_at_once():
             "             'loc(' + 'callsite at ' * 40, 'tensor<4x' + 'f32, ' * 40):\n"
             "    assert ''.join(t for _, t in tokenize(text)) == text\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env=child_env())
+
+
+HEAD_LINES = (
+    "    %0:4 = stablehlo.while(%iterArg = %c, %iterArg_0 = %c_1, %iterArg_1 = %arg0)",
+    "  %cst = stablehlo.constant dense<2.000000e-01> : tensor<18x18xf64>",
+    '    %3 = "stablehlo.add"(%1, %2) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>',
+    "    %a, %b = stablehlo.custom_call @k(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<f32>)",
+    "    stablehlo.return %1 : tensor<i1>",
+    "  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {",
+    "module @reactant_f attributes {mhlo.num_partitions = 1 : i64} {",
+    "    } do {",
+    "    return %2 : tensor<4xf32>",
+    "  %add.3 = f32[4]{0} add(f32[4]{0} %x, f32[4]{0} %y)",
+    "  ROOT %tuple.7 = (f32[4]{0}, f32[]) tuple(f32[4]{0} %add.3, f32[] %c)",
+    "  fusion.2 = f32[20,20]{1,0} fusion(p0, p1), kind=kLoop, calls=%fused_computation",
+    "#map = affine_map<(d0) -> (d0)>",
+    "",
+)
+HEAD_FIXTURE = (Path(__file__).parents[1] / "labextension" / "test" / "fixtures"
+                / "line_heads.json")
+
+
+def test_line_head_names_results_and_op():
+    from reactant_lab.render.highlight import line_head
+
+    def parts(line: str) -> list[str]:
+        h = line_head(line)
+        return [line[h[k]:h[k + 1]] for k in range(0, len(h), 2)]
+
+    assert parts(HEAD_LINES[0]) == ["%0:4 = stablehlo.while"]
+    assert parts(HEAD_LINES[2]) == ['%3 = "stablehlo.add"']
+    assert parts(HEAD_LINES[3]) == ["%a, %b = stablehlo.custom_call"]
+    assert parts(HEAD_LINES[4]) == ["stablehlo.return"]
+    assert parts(HEAD_LINES[5]) == ["func.func"]
+    assert parts(HEAD_LINES[6]) == parts(HEAD_LINES[7]) == parts(HEAD_LINES[12]) == []
+    assert parts(HEAD_LINES[9]) == ["%add.3 =", "add"]
+    assert parts(HEAD_LINES[10]) == ["ROOT %tuple.7 =", "tuple"]
+    assert parts(HEAD_LINES[11]) == ["fusion.2 =", "fusion"]
+
+
+def test_front_end_line_head_fixture_matches_python():
+    """labextension/test/linefit.test.ts checks the front end's lineHead against this fixture;
+    regenerate it with REACTANT_LAB_REGEN_GOLDEN=1 after a deliberate change of the rule."""
+    import json
+
+    from reactant_lab.render.highlight import line_head
+
+    want = [{"line": line, "head": list(line_head(line))} for line in HEAD_LINES]
+    if os.environ.get("REACTANT_LAB_REGEN_GOLDEN"):
+        HEAD_FIXTURE.write_text(json.dumps(want, indent=1) + "\n")
+    assert json.loads(HEAD_FIXTURE.read_text()) == want
+
+
+def test_a_long_line_elided_keeps_its_results_op_and_change():
+    """A 5,000-character while line changed near its end: the script-free diff shows the result
+    names and the op name, then the text around the change; the unchanged middle is elided."""
+    operands = ", ".join(f"%iterArg_{k} = %c_{k}" for k in range(300))
+    line = f"    %0:300 = stablehlo.while({operands}, %last = %arg0) : tensor<i64>"
+    assert len(line) > 5_000
+    at = line.index("%arg0")
+    html = highlight_line(line, ((at, at + 5),), elide=True)
+    text = re.sub(r"<[^>]+>", "", html)
+    assert text.startswith("    %0:300 = stablehlo.while")
+    assert "%arg0" in text and '<span class="v x">%arg0</span>' in html
+    assert "characters]" in text and len(text) < 1_000
+    assert "%iterArg_150 " not in text  # the middle is elided

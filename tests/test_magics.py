@@ -718,3 +718,17 @@ def test_every_wrong_option_is_reported_at_once_with_its_close_spelling(shell, l
     assert type(error).__name__ == "UsageError", repr(error)
     for part in says:
         assert part in str(error), str(error)
+
+
+def test_a_cell_ending_with_an_exploration_shows_the_explorer(shell, rng):
+    """``ex = rl.explore(..., verify=True)`` then ``ex``: the live explorer (widget view) with the
+    explorer's payload and its fallbacks, as ``%%reactant_jit`` shows it; not a static table."""
+    shell.push({"x": rng.random(16)})
+    assert run(shell, "def g(v):\n    return np.sin(v) * 2 + 1\n")[0].success
+    result, _, _ = run(shell, "import reactant_lab as rl\nex = rl.explore(g, x, verify=True)\nex")
+    assert result.success, result.error_in_exec
+    data, _ = shell.display_formatter.format(result.result)
+    assert {WIDGET_MIME, MIME_TYPE, "text/html", "text/plain"} <= set(data)
+    payload = data[MIME_TYPE]
+    assert payload["meta"]["function"] == "g" and payload["verification"]["first_wrong"] is None
+    assert [s["name"] for s in payload["stages"]] == [s.name for s in result.result.stages.stages]

@@ -496,3 +496,15 @@ def test_the_tpu_lowering_stages_run_here():
         text = rl.run_pipeline(text, pipeline)
     # strip-debuginfo: the argument's path and the ops' source lines are gone
     assert "stablehlo.sine" in text and 'loc("' not in text
+
+
+def test_the_note_names_each_left_out_pattern_once():
+    """Reactant's list names scatter_update_computation_const_prop twice; the note (and the list
+    of patterns left out) names it once, and no pattern is both left out and missing."""
+    listed = patterns.pattern_list(no_nan=False)
+    assert len(listed.excluded) == len(set(listed.excluded))
+    assert not set(listed.excluded) & set(listed.missing)
+    named = re.findall(r"[a-z_][a-z_0-9]*(?:<\d+>)?", listed.note or "")
+    listed_names = set(listed.excluded) | set(listed.missing) | set(listed.added)
+    found = [n for n in named if n in listed_names]
+    assert found and len(found) == len(set(found))

@@ -284,3 +284,19 @@ def test_op_table_marks_where_counts_change(fold):
     html = rl.op_table_html(t)
     assert html.count('class="down"') == 1 and 'class="up"' not in html
     assert "0 (-1)" in t.table()
+
+
+def test_a_note_shared_by_stages_is_one_footnote_in_the_static_rendering():
+    """The left-out patterns of three optimize stages: one footnote under the stage table, each
+    stage's passes cell marked with a link to it (not the note under each of them)."""
+    from dataclasses import replace
+
+    note = "left out as measured wrong here: a<1>, b<16> (exact=True runs them)"
+    st = big_stage_trace(5, 20)
+    stages = tuple(replace(s, unavailable=note if s.index in (1, 3, 4) else None)
+                   for s in st.stages)
+    payload = build_payload(replace(st, stages=stages), options=PayloadOptions(svg=False))
+    html = report_html(payload, script=False)
+    assert html.count("a&lt;1&gt;, b&lt;16&gt;") == 1
+    assert html.count('href="#pass-note-1"') == 3 and 'id="pass-note-1"' in html
+    assert re.search(r"stages 1 s1, 3 s3, 4 s4:</span> left out as measured", html)

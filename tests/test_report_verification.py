@@ -1,6 +1,6 @@
 """Verification in every view: the payload's ``verification`` (against the schema), the report's
-stage table (XLA compile, run, error columns, the first stage that went wrong marked), the
-notebook's HTML view of an Exploration, and a bisection's views."""
+stage table (XLA compile, run, error columns, the first stage that went wrong marked), how a
+notebook shows an Exploration (the explorer, with its HTML fallback), and a bisection's views."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
-from reactant_lab.notebook.formatters import HTML_VIEWS
+from reactant_lab.notebook.formatters import BUNDLE_VIEWS, HTML_VIEWS
+from reactant_lab.notebook.widget import WIDGET_MIME
 from reactant_lab.render.bisect_view import bisect_entry, bisect_html
-from reactant_lab.render.explorer import exploration_summary_html
-from reactant_lab.render.payload import check_entry
+from reactant_lab.render.payload import MIME_TYPE, check_entry
 from reactant_lab.render.report import report_html
 from reactant_lab.verify import StageCheck
 from tests.test_payload_schema import problems
@@ -57,8 +57,9 @@ def test_a_verified_payload_carries_every_stage_check_and_validates(verified):
 
 def test_a_payload_without_verification_has_none():
     ex = rl.explore(lambda a: a + 1, np.ones(3))
-    assert "verification" not in rl.exploration_payload(ex)
-    assert "XLA compile</th>" not in exploration_summary_html(ex)
+    payload = rl.exploration_payload(ex)
+    assert "verification" not in payload
+    assert "XLA compile</th><th>run" not in report_html(payload, script=False)
 
 
 @needs_enzyme
@@ -86,8 +87,15 @@ def test_non_finite_figures_become_null():
     assert problems(c, "StageCheckEntry") == []
 
 
-def test_the_notebook_shows_an_exploration_with_its_columns(verified):
-    html = HTML_VIEWS[rl.Exploration](verified)
+def test_the_notebook_shows_an_exploration_as_the_explorer(verified):
+    """A cell ending with ``ex`` shows the live explorer; its output carries the payload (with
+    the verification) and a script-free fallback with the verification's columns."""
+    shown = BUNDLE_VIEWS[rl.Exploration](verified)
+    data = shown[0] if isinstance(shown, tuple) else shown
+    assert {WIDGET_MIME, MIME_TYPE, "text/html", "text/plain"} <= set(data)
+    payload = json.loads(json.dumps(data[MIME_TYPE]))
+    assert problems(payload) == [] and payload["verification"]["first_wrong"] is None
+    html = data["text/html"]
     page = Page(html)
     assert "script" not in page.tags
     assert "XLA compile" in html and "Verified against NumPy eager" in html

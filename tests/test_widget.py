@@ -96,7 +96,31 @@ def test_slice_answers_with_the_graph_of_one_result(exploration):
     assert data["svg"].lstrip().startswith("<svg") and "depends on" in data["svg"]
 
 
+@pytest.mark.slow("a module past the graph cap: 10,000 ops")
+def test_graph_answers_with_the_whole_model_of_a_stage_past_the_payload_cap():
+    """A module over the payload's graph cap: the live explorer asks for the stage's model, to
+    draw it whole or one result's slice of it in the page."""
+    from reactant_lab.analysis.graph_model import MODEL_MAX_OPS
+    from tests.test_payload_schema import problems
+
+    n = MODEL_MAX_OPS + 10
+    body = "".join(f"    %{i} = stablehlo.add %{i - 1}, %arg0 : tensor<4xf32>\n" for i in range(1, n))
+    text = ("module {\n  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>, "
+            "tensor<4xf32>) {\n    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>\n" + body
+            + f"    return %{n - 1}, %{n // 2} : tensor<4xf32>, tensor<4xf32>\n  }}\n}}\n")
+    w = ExplorerWidget(build_from_text(text, ExploreOptions(optimize="none")))
+    assert all("model" not in g for g in w.payload["graphs"])  # over the cap: the summary only
+    send(w, {"command": "graph", "id": 8, "stage": 0})
+    assert w.result["id"] == 8 and w.result["kind"] == "graph"
+    data = json.loads(json.dumps(w.result["data"]))
+    assert problems(data, "GraphData") == []
+    model = data["model"]
+    assert model["ops"] == n and data["stage"] == 0
+    assert len([x for x in model["nodes"] if x["kind"] == "result"]) == 2
+
+
 @pytest.mark.parametrize(("content", "message"), [
+    ({"command": "graph", "id": 7, "stage": 12}, "no stage 12"),
     ({"command": "diff", "id": 4, "before": 0, "after": 99}, "no stage 99"),
     ({"command": "slice", "id": 5, "stage": 0, "result": "result[7]"}, "no result 'result[7]'"),
     ({"command": "explode", "id": 6}, "unknown explorer command 'explode'"),

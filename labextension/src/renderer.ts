@@ -15,6 +15,7 @@ import {
   type ShownDetail
 } from './explorer';
 import { shownData } from './shown';
+import { hasWidgetModel } from './widgetmodel';
 
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 /** How long a saved explorer waits for the notebook's widget manager (kernel start included). */
@@ -129,6 +130,13 @@ export class NotebookExplorerRenderer extends Panel implements IRenderMime.IRend
       return false;
     }
     const renderer = factory.createRenderer({ ...this.options, mimeType: WIDGET_MIME });
+    // Ask the manager first: the widget renderer logs an error ("widget model not found") for
+    // each output whose model the kernel lacks (a saved notebook opened with a new kernel).
+    const id = (model.data[WIDGET_MIME] as { model_id?: string } | undefined)?.model_id ?? '';
+    if ((await hasWidgetModel(renderer, id)) === false || this.isDisposed) {
+      renderer.dispose();
+      return false;
+    }
     // The widget renderer adds the view as a child once the model is found (possibly later,
     // when the widget manager has restored the kernel's models); otherwise it only writes a
     // message ("model not found") into its node.

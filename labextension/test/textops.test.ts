@@ -1,30 +1,7 @@
-// Long lines shown around their changes, find, HLO's source tables, file names.
+// Find, HLO's source tables, file names.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compactWindows, fileName, findMatches, hloTableRuns, mergeRanges } from '../src/explorer/textops';
-
-test('a change past a column edge is brought into view, with the line start kept', () => {
-  // A 300-character line changed at 250-260, in a 60-character column, then a 36-character one.
-  for (const width of [60, 36, 120]) {
-    const w = compactWindows(300, [250, 260], width);
-    assert.equal(w.length, 2);
-    assert.equal(w[0][0], 0);
-    assert.equal(w[1][1], 300);
-    // the start, a marker of ~7 characters, the text before the change and the change fit
-    const shown = w[0][1] + 7 + (250 - w[1][0]) + 10;
-    assert.ok(shown <= width, `${width}: ${JSON.stringify(w)}`);
-  }
-});
-
-test('changes that fit are shown whole; close changes share one window', () => {
-  assert.deepEqual(compactWindows(300, [10, 20], 60), [[0, 300]]);
-  assert.deepEqual(compactWindows(300, [], 60), [[0, 300]]);
-  assert.deepEqual(compactWindows(400, [100, 105, 120, 125, 350, 351], 120), [
-    [0, 18],
-    [80, 145],
-    [330, 400]
-  ]);
-});
+import { fileName, findMatches, hloTableRuns, mergeRanges } from '../src/explorer/textops';
 
 test('ranges merge sorted', () => {
   assert.deepEqual(mergeRanges([30, 40], [5, 6, 50, 52]), [5, 6, 30, 40, 50, 52]);

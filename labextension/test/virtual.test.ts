@@ -1,7 +1,7 @@
 // The virtualized list draws only the rows in view, with a margin.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { visibleWindow } from '../src/explorer/virtual';
+import { visibleRange, visibleWindow } from '../src/explorer/virtual';
 
 test('only the rows around the viewport are drawn', () => {
   assert.deepEqual(visibleWindow(0, 540, 18, 20_000, 20), [0, 50]);
@@ -14,4 +14,18 @@ test('only the rows around the viewport are drawn', () => {
 test('short lists are drawn whole', () => {
   assert.deepEqual(visibleWindow(0, 540, 18, 7), [0, 7]);
   assert.deepEqual(visibleWindow(0, 540, 18, 0), [0, 0]);
+});
+
+test('rows of several lines: the rows around the viewport by their offsets', () => {
+  // 1,000 rows, every tenth three lines tall
+  const offsets = [0];
+  for (let i = 0; i < 1000; i++) {
+    offsets.push(offsets[i] + (i % 10 === 0 ? 54 : 18));
+  }
+  assert.deepEqual(visibleRange(0, 540, offsets, 0), [0, 25]);
+  const [first, last] = visibleRange(offsets[500], 540, offsets, 5);
+  assert.equal(first, 495);
+  assert.ok(offsets[last] >= offsets[500] + 540 && last < 540);
+  assert.deepEqual(visibleRange(0, 540, [0], 20), [0, 0]);
+  assert.equal(visibleRange(offsets[1000], 540, offsets, 0)[1], 1000);
 });

@@ -390,10 +390,9 @@ class _Graph:
                 args.append(Node(gid, "arg", (pattern, f"{len(members)} args",
                                               types.pop() if len(types) == 1 else "mixed types"),
                                  tuple(sorted(marks)) + (() if gid in used else ("unused",))))
-        note = (f"{len(self.func.ops):,} ops is over max_ops={max_ops}: this summary shows which "
-                "results depend on which arguments; each edge counts the ops of the result's "
-                "backward slice that depend on the argument. Ask for one result's slice with "
-                "result=PATH, or raise max_ops.")
+        note = (f"{len(self.func.ops):,} ops, more than the {max_ops:,} drawn in full: this "
+                "summary shows which results depend on which arguments; each edge counts the ops "
+                "of the result's backward slice that depend on the argument.")
         return Dataflow(title, "summary", tuple(args + res_nodes), tuple(edges), (),
                         self.skipped, len(self.func.ops), note)
 

@@ -74,8 +74,8 @@ def bisect(fn: Callable[..., Any], *args: Any, optimize: str = "all",
                        exclude_patterns=exclude_patterns, patterns=patterns, exact=exact)
     final, final_bad = judge.judge(st.final.ir, len(st) - 1, "final module")
     if not final_bad:
-        return done(found=False, why=_not_bad(judge, final, st, exact=exact,
-                                              custom=pipeline is not None))
+        return done(found=False, regressed=False,
+                    why=_not_bad(judge, final, st, exact=exact, custom=pipeline is not None))
     changed = [s.index for s in st.stages[1:] if s.changed]
     say(f"passes: the first bad one of the {len(changed)} that changed the module")
     culprit = st[changed[first_bad(len(changed), lambda i: judge.judge(
@@ -91,7 +91,7 @@ def bisect(fn: Callable[..., Any], *args: Any, optimize: str = "all",
         if minimal is not None:
             chosen, after, bad = minimal
             alone = trio(split_passes(culprit.pipeline), chosen)
-    result = done(found=True, why=_found(judge, culprit.index, culprit.name, culprit.group,
+    result = done(found=True, regressed=True, why=_found(judge, culprit.index, culprit.name, culprit.group,
                                          chosen, good, bad),
                   stage=culprit.group, pass_index=culprit.index, pass_name=culprit.name,
                   pass_pipeline=culprit.pipeline, patterns=chosen, before_ir=before,

@@ -25,6 +25,9 @@ class BisectResult:
     """Whether a culprit was found (False when the final module is not bad: ``why`` says so)."""
     why: str
     """One paragraph for the user: what was found, or why nothing."""
+    regressed: bool | None = None
+    """Whether the final module is bad (True: a culprit is looked for; False: nothing regressed,
+    nothing to bisect); None when the traced module itself could not be judged."""
     stage: str | None = None
     """The preset stage holding the culprit pass (its group name)."""
     pass_index: int | None = None
@@ -55,7 +58,7 @@ class BisectResult:
     def summary(self) -> str:
         """Plain text: the verdict, the culprit, the figures with and without it."""
         lines = [f"bisect {self.fn_name}, metric={self.metric}: "
-                 f"{'culprit found' if self.found else 'no culprit'}", self.why]
+                 f"{_verdict(self)}", self.why]
         if self.found:
             lines.append(f"culprit: pass {self.pass_index} {self.pass_name!r} of stage "
                          f"{self.stage!r}")
@@ -69,6 +72,13 @@ class BisectResult:
 
     __str__ = summary
     __repr__ = summary
+
+
+def _verdict(result: BisectResult) -> str:
+    """The outcome in a few words: culprit found, no regression, or no culprit."""
+    if result.found:
+        return "culprit found"
+    return "no regression" if result.regressed is False else "no culprit"
 
 
 def _figures(check: StageCheck | None) -> str:

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 __all__ = ["BUNDLE", "ExplorerWidget", "Rerun", "front_end_bundle"]
 SLICE_MAX_OPS = 2_000
 """The most ops of a result's slice the kernel lays out with Graphviz for the live widget."""
+GRAPH_MAX_OPS = 100_000
+"""The most ops of a stage whose whole graph model the live widget sends on request (past the
+payload's cap; about 2 MB and 3 s per 13,000 ops), for the page to draw whole or sliced."""
 
 BUNDLE = Path(__file__).with_name("static") / "widget.js"
 """The built front end (labextension/src/widget.ts bundled by the package build)."""
@@ -153,12 +156,13 @@ class ExplorerWidget(anywidget.AnyWidget):
         ``error`` result (requests), never an exception in the kernel."""
         command = content.get("command") if isinstance(content, dict) else None
         handler = {"rerun": self._cmd_rerun, "diff": self._cmd_diff, "slice": self._cmd_slice,
-                   "verify": self._cmd_verify, "bisect": self._cmd_bisect}.get(str(command))
+                   "graph": self._cmd_graph, "verify": self._cmd_verify,
+                   "bisect": self._cmd_bisect}.get(str(command))
         request = content.get("id", 0) if isinstance(content, dict) else 0
         try:
             if handler is None:
                 raise ReactantLabError(f"unknown explorer command {command!r}; known: rerun, "
-                                       "diff, slice, verify, bisect")
+                                       "diff, slice, graph, verify, bisect")
             if command in _RUNS:
                 # The front end takes silence after a run command for a missing kernel: answer
                 # at once, also when the handler fails before it reports progress.
@@ -209,10 +213,23 @@ class ExplorerWidget(anywidget.AnyWidget):
         except GraphTooLargeError as exc:
             raise ReactantLabError(
                 f"the slice of {result} has more than {SLICE_MAX_OPS:,} ops, too many to lay out "
-                f"here; in a cell, rl.graph_svg(ex, {stage}, result={result!r}, max_ops=...) "
-                "draws it (slowly)") from exc
+                "as a picture: draw the slice from the whole graph instead (the graph tab's "
+                "“draw a slice”)") from exc
         self.result = {"id": content.get("id", 0), "kind": "slice",
                        "data": {"stage": stage, "result": result, "svg": svg}}
+
+    def _cmd_graph(self, content: dict[str, Any]) -> None:
+        from reactant_lab.render.explorer import stage_model
+
+        stage = self._stage_index(content.get("stage"))
+        model = stage_model(self.exploration, stage, max_ops=GRAPH_MAX_OPS)
+        if model is None:
+            ops = self.exploration.stages[stage].ops
+            raise ReactantLabError(
+                f"stage {stage} has {ops:,} ops, more than the {GRAPH_MAX_OPS:,} the explorer "
+                "draws: the summary above shows which results depend on which arguments")
+        self.result = {"id": content.get("id", 0), "kind": "graph",
+                       "data": {"stage": stage, "model": model}}
 
     def _cmd_rerun(self, content: dict[str, Any]) -> None:
         optimize = str(content.get("optimize") or "all")
@@ -306,6 +323,7 @@ class ExplorerWidget(anywidget.AnyWidget):
                         patterns=o.patterns, exact=o.exact, reference=o.reference,
                         progress=progress, **kwargs)
         self.bisect = bisect_entry(result)
-        verdict = f"culprit {result.pass_name}" if result.found else "no single culprit"
+        verdict = (f"culprit {result.pass_name}" if result.found else
+                   "no regression" if result.regressed is False else "no single culprit")
         self.status = _status("idle", f"find culprit ({metric}): {verdict} after {result.tests} "
                                       f"tests in {result.seconds:.1f} s")

@@ -22,6 +22,9 @@ td.up{background:var(--add)}td.down{background:var(--del)}
 tr.unchanged td{color:var(--mute)}.chg{color:#9a6700;font-weight:600}.same{color:var(--mute)}
 tr.first-wrong td{background:#ffebe9}tr.first-slower td{background:#fff8c5}
 .bad{color:#cf222e;font-weight:600}.slow{color:#9a6700;font-weight:600}
+.note-mark{text-decoration:none;color:#9c3a00;white-space:nowrap}.note-mark sup{font-size:.7em}
+.stage-notes{list-style:none;padding:0;margin:.3em 0;color:var(--mute);font-size:.9em}
+.stage-notes li{margin:.2em 0}.note-where{color:var(--fg);font-weight:600}
 .verify-note{margin:.4em 0;padding:.3em .6em;border:1px solid var(--line);background:var(--bg2)}
 .mark{font-size:.8em;padding:0 .4em;border-radius:.6em;background:var(--bg2);border:1px solid var(--line)}
 .mark.mutated{background:#fed7aa}.mark.donated{border-style:dashed}.mark.preserved{background:#f3f4f6}

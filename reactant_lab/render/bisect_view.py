@@ -49,6 +49,7 @@ def bisect_entry(result: BisectResult) -> dict[str, Any]:
         text = text[:DIFF_TEXT_MAX] + "\n… (cut: the reproducer holds both modules)\n"
     return {"fn_name": result.fn_name, "metric": result.metric, "threshold": result.threshold,
             "reference": _reference(result.reference), "found": bool(result.found),
+            **({} if result.regressed is None else {"regressed": bool(result.regressed)}),
             "why": result.why, "stage": result.stage, "pass_index": result.pass_index,
             "pass_name": result.pass_name, "pass_pipeline": result.pass_pipeline,
             "patterns": list(result.patterns),
@@ -84,7 +85,7 @@ def bisect_html(result: BisectResult) -> str:
     """A script-free panel of ``result`` (inline styles: it shows the same anywhere)."""
     what = "the result" if result.metric == "result" else (
         result.metric.replace("_", " ") + (f" (×{result.threshold:g})" if result.threshold else ""))
-    color = "#cf222e" if result.found else "#656d76"
+    color = "#cf222e" if result.found else "#1a7f37" if result.regressed is False else "#656d76"
     scope = "rl-" + uuid.uuid4().hex[:10]  # the diff's CSS applies inside this panel only
     out = [f'<div class="reactant-lab-bisect" id="{scope}" style="{_PANEL.format(color=color)}">'
            f"<style>{scoped_css(scope, prefix_ids=False)}</style>"]
@@ -93,6 +94,9 @@ def bisect_html(result: BisectResult) -> str:
                                            else "")
         out.append(f"<div><strong>Culprit for {esc(what)}:</strong> <code>{esc(culprit)}</code>"
                    f" (stage {esc(str(result.stage))}, pass {result.pass_index})</div>")
+    elif result.regressed is False:
+        out.append(f"<div><strong>No regression in {esc(what)}</strong>: the final module is "
+                   "not bad, so there is no pass to blame</div>")
     else:
         out.append(f"<div><strong>No single culprit for {esc(what)}</strong></div>")
     out.append(f"<p>{esc(result.why)}</p>")

@@ -5,18 +5,16 @@ rendering."""
 from __future__ import annotations
 
 import os
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from reactant_lab import checks
-from reactant_lab.analysis.graph import MAX_OPS, Dataflow, dataflow, signature_of
+from reactant_lab.analysis.graph import MAX_OPS, Dataflow, Signature, dataflow, signature_of
+from reactant_lab.analysis.graph_model import MODEL_MAX_OPS, graph_model
 from reactant_lab.explore import Exploration
 from reactant_lab.render.graph_dot import to_dot
-from reactant_lab.render.highlight import esc
-from reactant_lab.render.payload import PayloadOptions, build_payload, verification_entry
-from reactant_lab.render.report import report_html, scoped_css
+from reactant_lab.render.payload import PayloadOptions, build_payload
+from reactant_lab.render.report import report_html
 from reactant_lab.render.svg import render_svg
-from reactant_lab.render.tables import stage_table_html
 
 if TYPE_CHECKING:
     from reactant_lab.trace import Traced
@@ -41,6 +39,15 @@ def _traced(ex: Exploration) -> Traced | None:
     return None if ex.from_text else ex.traced_call
 
 
+def _signature(ex: Exploration) -> Signature | None:
+    """The call's signature; None for module text (the module itself says it)."""
+    if ex.from_text:
+        return None
+    compiled = ex.compiled
+    return signature_of(ex.traced, donated=compiled.donated_args if compiled is not None
+                        else False)
+
+
 def stage_graph(ex: Exploration, stage: int | str = -1, max_ops: int = MAX_OPS,
                 result: str | int | None = None) -> Dataflow:
     """Dataflow graph of one stage's ``main`` of an Exploration."""
@@ -48,19 +55,27 @@ def stage_graph(ex: Exploration, stage: int | str = -1, max_ops: int = MAX_OPS,
     checks.count("max_ops", max_ops, minimum=1)
     s = ex.stages[stage]
     title = f"{ex.traced.fn_name} · stage {s.index}: {s.name}"
-    if ex.from_text:  # the signature comes from the module itself
-        return dataflow(s.ir, max_ops=max_ops, result=result, title=title)
-    compiled = ex.compiled
-    sig = signature_of(ex.traced, donated=compiled.donated_args if compiled is not None
-                       else False)
-    return dataflow(s.ir, sig, max_ops=max_ops, result=result, title=title)
+    return dataflow(s.ir, _signature(ex), max_ops=max_ops, result=result, title=title)
+
+
+def stage_model(ex: Exploration, stage: int | str = -1, *,
+                max_ops: int = MODEL_MAX_OPS) -> dict[str, Any] | None:
+    """The explorer's graph model of one stage's ``main`` (every argument, op and result; see
+    ``GraphModel`` in the explorer's schema), or None past ``max_ops`` ops."""
+    _exploration(ex)
+    checks.count("max_ops", max_ops, minimum=1)
+    return graph_model(ex.stages[stage].ir, _signature(ex), max_ops=max_ops,
+                       platform=ex.stages.target)
 
 
 def graph_dot(ex: Exploration, stage: int | str = -1, *, max_ops: int = 300,
               result: str | int | None = None) -> str:
     """DOT source of the dataflow graph of a stage's ``main``: a summary of which results
     depend on which arguments past ``max_ops`` ops; ``result=PATH`` draws one result's slice."""
-    return to_dot(stage_graph(ex, stage, max_ops, result))
+    g = stage_graph(ex, stage, max_ops, result)
+    hint = (f"max_ops={g.ops} draws it in full; result=PATH draws one result's slice"
+            if g.kind == "summary" else "")
+    return to_dot(g, hint=hint)
 
 
 def graph_svg(ex: Exploration, stage: int | str = -1, *, max_ops: int = 300,
@@ -101,25 +116,3 @@ def save_html(ex: Exploration, path: str, run: dict[str, Any] | None = None) -> 
     with open(path, "w", encoding="utf-8") as f:
         f.write(html)
     return path
-
-
-def exploration_summary_html(ex: Exploration) -> str:
-    """An Exploration as a notebook shows the value: what was explored, and the stage table (with
-    XLA compile, run time and error per stage when it was verified); the explorer shows more."""
-    scope = "rl-" + uuid.uuid4().hex[:10]
-    st = ex.stages
-    stages = [{"index": s.index, "name": s.name, "pipeline": s.pipeline,
-               "unavailable": s.unavailable, "changed": bool(s.changed), "ops": s.ops,
-               "seconds": s.seconds} for s in st.stages]
-    v = None if ex.verification is None else verification_entry(ex.verification)
-    facts = [f"optimize={st.optimize}", f"granularity={st.granularity}", f"target={st.target}"]
-    if ex.compiled is not None:
-        facts.append(f"XLA compile {ex.compiled.compile_seconds * 1e3:.1f} ms on "
-                     f"{ex.compiled.device}")
-        facts += ex.compiled.notes
-    if ex.run_seconds is not None:
-        facts.append(f"first run {ex.run_seconds * 1e3:.2f} ms")
-    return (f'<div class="reactant-lab-report" id="{scope}"><style>{scoped_css(scope)}</style>'
-            f"<p><strong>{esc(ex.traced.fn_name)}</strong> "
-            f'<span class="meta">{esc(" · ".join(facts))}</span></p>'
-            f"{stage_table_html(stages, v)}</div>")

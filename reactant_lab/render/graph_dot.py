@@ -59,11 +59,18 @@ def _attrs(node: Node) -> dict[str, str]:
     return attrs
 
 
-def to_dot(g: Dataflow) -> str:
-    """DOT source of a dataflow graph."""
+def _classes(node: Node) -> str:
+    """The SVG classes of a node (its kind and marks): the explorer colours the picture by them
+    in the page's theme."""
+    return " ".join([node.kind, *(f"m-{m}" for m in node.marks)])
+
+
+def to_dot(g: Dataflow, *, note: bool = True, hint: str = "") -> str:
+    """DOT source of a dataflow graph; the graph's note (why a summary) under its title unless
+    ``note=False`` (the explorer says it in its caption), then ``hint``."""
+    caption = [g.title, *([g.note] if note and g.note else []), *([hint] if hint else [])]
     dot = graphviz.Digraph("dataflow", graph_attr={"rankdir": "TB", "labelloc": "t",
-                                                    "label": label([g.title, g.note] if g.note
-                                                                   else [g.title]),
+                                                    "label": label(caption),
                                                     "newrank": "true", **_FONT},
                            node_attr=dict(_FONT), edge_attr={"fontsize": "9",
                                                              "fontname": "Helvetica"})
@@ -77,12 +84,14 @@ def to_dot(g: Dataflow) -> str:
     for e in g.edges:
         style = {"alias": {"style": "dashed", "color": "#6b7280"},
                  "depends": {"color": "#2563eb"}}.get(e.kind, {})
+        if e.kind:
+            style["class"] = e.kind
         dot.edge(e.src, e.dst, label=label([e.label]) if e.label else None, **style)
     _legend(dot, g)
     if g.skipped:
         dot.node("static_args", label([f"static (skipped) args, {len(g.skipped)}:",
                                        *g.skipped[:20]] + (["…"] if len(g.skipped) > 20 else [])),
-                 shape="note", color="#9ca3af", fontsize="9")
+                 shape="note", color="#9ca3af", fontsize="9", **{"class": "static"})
     source: str = dot.source
     return source
 
@@ -90,11 +99,11 @@ def to_dot(g: Dataflow) -> str:
 def _fill(dot: graphviz.Digraph, cluster: str | None, by_cluster: dict[str | None, list[Node]],
           children: dict[str | None, list[Cluster]]) -> None:
     for node in by_cluster.get(cluster, ()):
-        dot.node(node.id, label(node.label), **_attrs(node))
+        dot.node(node.id, label(node.label), **_attrs(node), **{"class": _classes(node)})
     for c in children.get(cluster, ()):
         with dot.subgraph(name=c.id) as sub:
             sub.attr(label=label([c.label]), style="rounded,dashed", color="#9ca3af",
-                     fontsize="9")
+                     fontsize="9", **{"class": "region"})
             _fill(sub, c.id, by_cluster, children)
 
 
@@ -102,9 +111,11 @@ def _legend(dot: graphviz.Digraph, g: Dataflow) -> None:
     """A legend with the kinds of node this graph has (plain arguments and results always)."""
     present = {(n.kind, m) for n in g.nodes for m in n.marks}
     with dot.subgraph(name="cluster_legend") as leg:
-        leg.attr(label="legend", style="rounded", color="#d1d5db", fontsize="9")
+        leg.attr(label="legend", style="rounded", color="#d1d5db", fontsize="9",
+                 **{"class": "legend"})
         for k, (kind, marks, text) in enumerate(_LEGEND):
             if marks and (kind, marks[0]) not in present:
                 continue
-            attrs = _attrs(Node("", kind, (), marks))
-            leg.node(f"legend_{k}", label([text]), **attrs, fontsize="9")
+            node = Node("", kind, (), marks)
+            leg.node(f"legend_{k}", label([text]), **_attrs(node), fontsize="9",
+                     **{"class": _classes(node)})

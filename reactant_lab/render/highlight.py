@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 from reactant_lab.analysis.lexer import tokenize
 
@@ -17,34 +18,65 @@ def esc(text: str) -> str:
 
 
 LONG_LINE = 2_000
-"""Lines longer than this are shown elided in diffs: around the changes, or just their start."""
+"""Lines longer than this are shown elided in diffs: their head and the text around their
+changes (or just their start)."""
 _AROUND = 120
 
+_SSA = r"%[A-Za-z0-9$._-]+(?::\d+)?"
+_OP = r"[A-Za-z_][\w$]*(?:\.[\w$]+)+"
+_MLIR_HEAD = re.compile(rf'\s*({_SSA}(?:\s*,\s*{_SSA})*\s*=\s*)?("{_OP}"|{_OP})(?=[\s(<{{"]|$)(?!\s*=)',
+                        re.ASCII)
+_HLO_HEAD = re.compile(r"\s*((?:ROOT\s+)?%?[\w.-]+\s*=)\s*(\([^()]*\)|[^\s(]+)\s+([a-z][\w-]*)(?=\()",
+                       re.ASCII)
 
-def _windows(n: int, spans: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
-    """Character ranges of a long line worth showing: around each changed span, else its start."""
+
+def line_head(line: str) -> tuple[int, ...]:
+    """Flat (start, end, ...) character ranges of a line's head, which an elided line always
+    shows: its result names with the ``=`` and its op name, in MLIR (``%0:4 = stablehlo.while``)
+    or XLA's HLO (``ROOT %add.3 =`` ... ``add``). The explorer's front end has the same rule
+    (labextension/src/explorer/linefit.ts, kept in step by a shared fixture)."""
+    m = _MLIR_HEAD.match(line)
+    if m:
+        return (m.end() - len(m.group(2)) - len(m.group(1) or ""), m.end())
+    h = _HLO_HEAD.match(line)
+    if h:
+        start = len(line) - len(line.lstrip())
+        return (start, start + len(h.group(1)), h.end() - len(h.group(3)), h.end())
+    return ()
+
+
+def _windows(line: str, spans: tuple[tuple[int, int], ...]) -> list[tuple[int, int]]:
+    """Character ranges of a long line worth showing: its head (results and op name), and
+    around each changed span, else its start."""
+    n = len(line)
+    head = line_head(line)
+    out: list[tuple[int, int]] = [(0, head[1] if head else 0)]
+    if len(head) > 2:
+        out.append((head[2], head[3]))
     if not spans:
-        return [(0, _AROUND * 2)]
-    out: list[tuple[int, int]] = []
+        out.append((0, _AROUND * 2))
     shown = 0
     for start, end in spans:
         if shown > LONG_LINE:  # the first changes are enough to see what a pass did here
             break
         lo, hi = max(0, start - _AROUND), min(n, end + _AROUND, start + LONG_LINE)
-        if out and lo <= out[-1][1]:
-            shown += max(0, hi - out[-1][1])
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        shown += hi - lo
+        out.append((lo, hi))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(w for w in out if w[1] > w[0]):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
         else:
-            shown += hi - lo
-            out.append((lo, hi))
-    return out
+            merged.append((lo, hi))
+    return merged
 
 
 def highlight_line(line: str, spans: tuple[tuple[int, int], ...] = (),
                    elide: bool = False) -> str:
     """One line as HTML; tokens inside ``spans`` (character ranges) also get class ``x``. With
-    ``elide``, a line over ``LONG_LINE`` characters keeps only the text around its spans."""
-    windows = _windows(len(line), spans) if elide and len(line) > LONG_LINE else [(0, len(line))]
+    ``elide``, a line over ``LONG_LINE`` characters keeps only its head (``line_head``) and the
+    text around its spans."""
+    windows = _windows(line, spans) if elide and len(line) > LONG_LINE else [(0, len(line))]
     out: list[str] = []
     pos = 0
     k = 0

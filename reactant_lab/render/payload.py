@@ -26,6 +26,7 @@ from reactant_lab.analysis.metrics import op_table
 from reactant_lab.analysis.mlir_func import parse_function
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.errors import AnalysisError, RenderError
+from reactant_lab.render.cost_names import cost_names
 from reactant_lab.render.diff_html import diff_html, diff_rows
 from reactant_lab.render.graph_dot import to_dot
 from reactant_lab.render.source_map import provenance_entry
@@ -326,7 +327,9 @@ def _graphs(st: list[Stage], structure: list[int], sig: Signature, name: str,
         except AnalysisError as exc:
             out.append({**entry, "kind": None, "error": str(exc)})
             continue
-        entry.update(kind=g.kind, ops=g.ops, note=g.note, dot=to_dot(g), svg=None, error=None)
+        # the note goes beside the picture (the explorer's caption, the report's paragraph)
+        entry.update(kind=g.kind, ops=g.ops, note=g.note, dot=to_dot(g, note=False), svg=None,
+                     error=None)
         model = graph_model(st[i].ir, sig, platform=platform)
         if model is not None:
             if report is not None and compiled_stage in entry["stages"]:
@@ -399,11 +402,12 @@ def _xla(compiled: Compiled | None, texts: TextStore, report: CollectiveReport |
     HLO (with its metadata) is stored as a delta from."""
     if compiled is None:
         return None
+    cost = {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
+            if isinstance(v, int | float)}
     entry = {"stage": compiled.stage, "device": compiled.placement,
             "compile_seconds": compiled.compile_seconds, "donate": any(compiled.donated_args),
             "hlo": texts.add(compiled.hlo_text(), final),
-            "cost": {k: float(v) for k, v in (compiled.cost_analysis() or {}).items()
-                     if isinstance(v, int | float)},
+            "cost": cost, "cost_names": cost_names(cost),
             "memory": {k: int(v) for k, v in (compiled.memory_analysis() or {}).items()
                        if isinstance(v, int | float)}}
     if report is not None:

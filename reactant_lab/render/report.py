@@ -16,6 +16,7 @@ from typing import Any
 
 from reactant_lab.errors import RenderError
 from reactant_lab.render.assets import CSS, PAGE_CSS
+from reactant_lab.render.cost_names import cost_name, ordered_cost
 from reactant_lab.render.custom_calls_html import custom_calls_section
 from reactant_lab.render.highlight import esc, highlight, plain
 from reactant_lab.render.payload import DIFF_ROWS
@@ -194,6 +195,11 @@ def _brief_body(payload: dict[str, Any], r: _Report) -> list[str]:
         r.custom_calls(), r.xla(), r.timing()]
 
 
+def _figure(v: float) -> str:
+    """A cost figure: a count with thousands separators, a fraction with 3 digits."""
+    return f"{v:,.0f}" if v == int(v) or abs(v) >= 100 else f"{v:.3g}"
+
+
 def _json(obj: Any) -> str:
     """JSON safe inside a <script> element."""
     return (json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c")
@@ -363,7 +369,8 @@ class _Report:
         x = self.p.get("xla")
         if not x:
             return '<section id="xla"><h2>XLA</h2><p class="note">Not compiled.</p></section>'
-        cost = "".join(f"<tr><th>{esc(k)}</th><td>{v:,.0f}</td></tr>" for k, v in x["cost"].items())
+        cost = "".join(f'<tr><th title="{esc(k)}">{esc(cost_name(k))}</th><td>{_figure(v)}</td>'
+                       "</tr>" for k, v in ordered_cost(x["cost"]).items())
         mem = "".join(f"<tr><th>{esc(k)}</th><td>{v:,}</td></tr>" for k, v in x["memory"].items())
         return (f'<section id="xla"><h2>XLA optimized HLO</h2><p class="meta">stage '
                 f'{esc(x["stage"])} compiled for {esc(x["device"])} in '

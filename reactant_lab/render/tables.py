@@ -35,6 +35,8 @@ def stage_table_html(stages: list[dict[str, Any]],
     the payload's ``verification``, XLA compile, run time and error per stage too, the first
     stage that went wrong (or got slower) marked, and a note saying why."""
     checks = {c["index"]: c for c in (verification or {}).get("checks", [])}
+    notes = stage_notes(stages)
+    mark_of = {i: k + 1 for k, (_, where) in enumerate(notes) for i in where}
     rows = []
     prev_ops = None
     for s in stages:
@@ -44,7 +46,9 @@ def stage_table_html(stages: list[dict[str, Any]],
                 '<span class="same">unchanged</span>')
         passes = (f"<details><summary>{esc(_short(s['pipeline']))}</summary><code>"
                   f"{esc(s['pipeline'])}</code></details>" if s["pipeline"] else "")
-        note = f'<div class="note">{esc(s["unavailable"])}</div>' if s["unavailable"] else ""
+        k = mark_of.get(s["index"])
+        note = (f' <a class="note-mark" href="#pass-note-{k}" title="{_NOTE_TITLE}">&#9888;'
+                f"<sup>{k}</sup></a>" if k else "")
         cls = "changed" if s["changed"] else "unchanged"
         cells = (_verify_cells(verification, checks.get(s["index"]))
                  if verification is not None else "")
@@ -58,8 +62,33 @@ def stage_table_html(stages: list[dict[str, Any]],
              else "")
     return ('<table class="stages"><thead><tr><th>#</th><th>stage</th><th>passes</th>'
             f'<th>IR</th><th>ops</th><th>&Delta;ops</th><th>ms</th>{extra}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>"
+            f"<tbody>{''.join(rows)}</tbody></table>" + _notes_html(notes, stages)
             + (verification_note_html(verification) if verification is not None else ""))
+
+
+_NOTE_TITLE = "some of this stage&#39;s passes or patterns did not run as listed: see the note"
+
+
+def stage_notes(stages: list[dict[str, Any]]) -> list[tuple[str, list[int]]]:
+    """Each distinct note of the stages (``unavailable``: passes or patterns left out or run
+    another way) once, with the stages it applies to, in order."""
+    shared: dict[str, list[int]] = {}
+    for s in stages:
+        if s.get("unavailable"):
+            shared.setdefault(s["unavailable"], []).append(s["index"])
+    return list(shared.items())
+
+
+def _notes_html(notes: list[tuple[str, list[int]]], stages: list[dict[str, Any]]) -> str:
+    """The stages' notes as footnotes under the table, one per distinct note."""
+    if not notes:
+        return ""
+    names = {s["index"]: s["name"] for s in stages}
+    items = "".join(
+        f'<li id="pass-note-{k}"><span class="note-where">&#9888;<sup>{k}</sup> stage'
+        f"{'s' if len(where) > 1 else ''} {', '.join(f'{i} {esc(names[i])}' for i in where)}:"
+        f"</span> {esc(note)}</li>" for k, (note, where) in enumerate(notes, start=1))
+    return f'<ol class="stage-notes">{items}</ol>'
 
 
 def _first_marks(v: dict[str, Any], index: int) -> str:

@@ -133,9 +133,8 @@ class PatternList:
         if self.source == "user":
             notes.append(f"the call's own list of {len(self.patterns)} patterns (patterns=)")
         if self.excluded:
-            named = ", ".join(dict.fromkeys(self.excluded))  # a name listed twice, once
             notes.append(f"left out as measured wrong, crashing, never finishing or slow here: "
-                         f"{named} "
+                         f"{', '.join(self.excluded)} "
                          "(the evidence is in reactant_lab/stages/pattern_exclusions.json; "
                          "exact=True runs them)")
         if self.added:
@@ -219,7 +218,9 @@ def pattern_list(*, no_nan: bool, target: str = "cpu",
     return PatternList(
         tuple(p for p in listed if p not in missing and p not in left_out and p not in asked),
         tuple(dict.fromkeys(p for p in wanted if p in missing)), len(wanted), source,
-        tuple(p for p in wanted if p in left_out and p not in asked),
+        # each name once (Reactant's list names one twice), and not when it is missing anyway
+        tuple(dict.fromkeys(p for p in wanted if p in left_out and p not in asked
+                            and p not in missing)),
         tuple(p for p in listed if p in asked),
         tuple(p for p in extra if p not in missing and p not in asked))
 

@@ -90,8 +90,8 @@ def start_lab(tmp: Path, extra_args: tuple[str, ...] = ()) -> tuple[subprocess.P
         target = settings / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(value))
-    env = child_env(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
-                    JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+    env = child_env(**_checkout_front_end(tmp), JUPYTER_CONFIG_DIR=str(home / "config"),
+                    JUPYTER_DATA_DIR=str(home / "data"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
                     JUPYTERLAB_SETTINGS_DIR=str(settings),
                     JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
     port = _free_port()
@@ -115,6 +115,21 @@ def start_lab(tmp: Path, extra_args: tuple[str, ...] = ()) -> tuple[subprocess.P
                 stop_lab(proc)
                 pytest.fail(f"JupyterLab did not start; its output:\n{log.read_text()[-4000:]}")
             time.sleep(0.25)
+
+
+def _checkout_front_end(tmp: Path) -> dict[str, str]:
+    """``JUPYTER_PATH`` naming this checkout's built extension first, when it has one: the
+    server then loads the front end under test, not a copy an earlier install left in the
+    environment (the first extension of a name found wins)."""
+    built = REPO / "reactant_lab" / "labextension"
+    if not (built / "package.json").is_file():
+        return {}
+    link = tmp / "jupyter-path" / "labextensions" / "reactant-lab"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.exists():
+        link.symlink_to(built, target_is_directory=True)
+    paths = [str(tmp / "jupyter-path"), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+    return {"JUPYTER_PATH": os.pathsep.join(paths)}
 
 
 def stop_lab(proc: subprocess.Popen) -> None:

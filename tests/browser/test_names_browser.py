@@ -107,7 +107,7 @@ def test_names_and_the_graph_diff_of_a_saved_numpy_kernel(jupyterlab_server, lab
         "removed: in stage 0, not in stage 1")
     expect(explorer.locator(".rl-gpanel .rl-gp-ir")).to_contain_text("of stage 0")
     explorer.locator(".rl-gp-close").click()
-    _shoot(explorer, "graph-diff-light")
+    _shoot(explorer.locator(".rl-graph"), "graph-diff-light")
 
     # Compared with a stage of the same structure: said, and the stage drawn alone.
     explorer.locator(".rl-gdiff-base").select_option("2")
@@ -130,7 +130,7 @@ def test_names_and_the_graph_diff_of_a_saved_numpy_kernel(jupyterlab_server, lab
             assert _stroke(added.first) == DARK["green"]
         text = svg.locator(".rl-gn.d-changed .rl-gt").first.evaluate("t => getComputedStyle(t).fill")
         assert text != "rgb(0, 0, 0)", text
-        _shoot(explorer, "graph-diff-dark")
+        _shoot(explorer.locator(".rl-graph"), "graph-diff-dark")
         explorer.locator(".rl-gdiff-toggle input").uncheck()
         expect(legend).to_be_hidden()
         _shoot(explorer, "names-graph-dark")

@@ -53,9 +53,12 @@ def test_xla_stages_in_a_saved_explorer(jupyterlab_server, browser, stencil):
         expect(summary).to_contain_text(f"Stage {first} is XLA's HLO and stage {first - 1} "
                                         "StableHLO: two IRs, no line diff")
 
-        # The fusion pass: the fused computation and the fusion instruction appear.
+        # The fusion pass: the fused computation and the fusion instruction appear (found: the
+        # wrapped lines above it put the instruction below the rows drawn at first).
         rows.nth(fusion).click()
         expect(summary).to_contain_text(f"stage {fusion - 1} → stage {fusion}: +")
+        explorer.locator(".rl-diff .rl-find-input").fill(" fusion(")
+        expect(explorer.locator(".rl-diff .rl-find-count")).to_have_text(re.compile(r"^1 of \d+$"))
         expect(explorer.locator(".rl-diff", has_text=re.compile(r"fusion\("))).to_have_count(1)
         _shoot(explorer, "xla-fusion-diff-light")
 

@@ -1,19 +1,22 @@
 // The diff pane: what the selected stage is compared with, side by side or unified, and the
-// diff itself drawn from the payload's compact rows in a virtualized list. Long lines are shown
-// around their changes (the unchanged text between is elided; a click shows the whole line);
+// diff itself drawn from the payload's compact rows in a virtualized list. A long changed line
+// keeps its result names, op name and every changed token in view: it wraps to a few rows, and
+// past that the unchanged runs between those parts are elided (a click shows the whole line,
+// wrapped; linefit.ts);
 // "changed lines only", next / previous change (n / p, Alt+Down / Alt+Up), find, copy and
 // download work on the diff shown.
 
 import { changeStarts, changedOnly, diffText, viewRows, reverseRows, type Cell, type ViewRow } from './diffrows';
-import { button, codeLine, el, markMatches } from './dom';
+import { button, codeLine, el, LONG_LINE, markMatches } from './dom';
 import { FileTools } from './files';
+import { fitLine, type Fitted } from './linefit';
 import { Finder } from './find';
 import type { ExplorerViewState, Layout } from './state';
 import { markLineNumber, markPicked, type LineSources } from './provenance';
 import { fileName } from './textops';
 import type { TextStore } from './texts';
 import type { DiffEntry, DiffRow, ExplorerPayload } from './types';
-import { VirtualList } from './virtual';
+import { ROW_HEIGHT, VirtualList } from './virtual';
 
 export interface DiffViewEvents {
   onBase(base: number | null): void;
@@ -27,8 +30,15 @@ export interface ShownDiff {
   reversed: boolean;
 }
 
-/** Width of a monospace character at the diff's 12px, in pixels (to size elisions). */
-const CHAR_PX = 7.5;
+/** Rows a changed line may wrap to before its unchanged runs are elided (in a column of at
+ * least WRAP_MIN characters; a narrower one elides to one row). */
+export const WRAP_ROWS = 3;
+const WRAP_MIN = 40;
+/** A line opened whole wraps up to this many rows; a longer one scrolls sideways instead. */
+const WHOLE_ROWS = 200;
+/** The diff rows' fixed parts (style.ts): line numbers 4.5em, the unified mark 1.2em, the
+ * code's right padding (.3em side by side, 1em unified), at 12px. */
+const LN_PX = 54;
 const KEYS = 'n / Alt+↓ next change, p / Alt+↑ previous change (with the diff focused)';
 
 interface Drawn {
@@ -61,6 +71,10 @@ export class DiffView {
   private change = -1;
   private fileBase = 'diff';
   private sourcesOf: ((stage: number) => LineSources | null) | null = null;
+  /** How each long changed line fits its column, by side, line, width and hits. */
+  private fits = new Map<string, Fitted | null>();
+  private width = 0;
+  private readonly resize: ResizeObserver | null;
   private sources: [LineSources | null, LineSources | null] = [null, null];
 
   constructor(events: DiffViewEvents) {
@@ -111,6 +125,17 @@ export class DiffView {
     this.list.node.setAttribute('aria-label', `diff: ${KEYS}`);
     this.node.addEventListener('keydown', ev => this.onKey(ev));
     this.node.append(bar, this.tools, this.files.note, this.summary, this.list.node);
+    // Lines are fitted to the columns' width: again when it changes (laid out after the first
+    // draw, the window resized, the stage list narrowed or widened).
+    this.resize =
+      typeof ResizeObserver === 'undefined'
+        ? null
+        : new ResizeObserver(() => {
+            if (this.drawn && this.list.node.clientWidth && this.columnChars(this.drawn.layout) !== this.width) {
+              this.render(false);
+            }
+          });
+    this.resize?.observe(this.list.node);
   }
 
   /** Fill the toolbar for the selected stage. */
@@ -192,6 +217,7 @@ export class DiffView {
     };
     this.expanded = new Set();
     this.whole = new Set();
+    this.fits.clear();
     this.tools.hidden = false;
     this.draw(true);
   }
@@ -211,6 +237,7 @@ export class DiffView {
 
   dispose(): void {
     this.token++;
+    this.resize?.disconnect();
     this.list.dispose();
     this.node.remove();
   }
@@ -241,7 +268,12 @@ export class DiffView {
       return;
     }
     const current = this.change >= 0 ? this.starts[this.change] : -1;
-    this.list.setRows(this.shown.length, i => this.row(i, d, i === current), top);
+    const width = this.columnChars(d.layout);
+    if (width !== this.width) {
+      this.fits.clear();
+      this.width = width;
+    }
+    this.list.setRows(this.shown.length, i => this.row(i, i === current), top, i => this.rowLines(i));
   }
 
   private cellText(cell: Cell): string {
@@ -261,11 +293,46 @@ export class DiffView {
     return d ? diffText(d.rows, d.a, d.b, d.names) : '';
   }
 
-  /** Characters a code column holds now (side by side: half the list's width). */
+  /** Characters a code column holds now (side by side: half the list's width less the line
+   * numbers), measured in the diff's own font. */
   private columnChars(layout: Layout): number {
     const width = this.list.node.clientWidth || 1000;
-    const code = layout === 'side-by-side' ? (width - 2 * 60) / 2 : width - 120;
-    return Math.max(24, Math.floor(code / CHAR_PX) - 2);
+    const code = layout === 'side-by-side' ? (width - 2 * LN_PX) / 2 - 4 : width - 2 * LN_PX - 15 - 12;
+    return Math.max(16, Math.floor(code / this.charWidth()));
+  }
+
+  /** Width of one character of the diff's monospace font (px). */
+  private charWidth(): number {
+    const px = this.list.charWidth('cd');
+    return px > 2 ? px : 7.2;
+  }
+
+  /** How cell `k` of row `index` fits its column; null: as it is (one row, cut by the column). */
+  private fit(index: number, c: Cell, k: number): Fitted | null {
+    const line = this.cellText(c);
+    const focus = this.finder.focus(index, k);
+    const whole = this.whole.has(`${c.side}:${c.line}`);
+    if (line.length <= this.width || (c.kind === '' && !focus.length && !whole)) {
+      return null;
+    }
+    const key = `${c.side}:${c.line}:${whole}:${focus.join(',')}`;
+    let fitted = this.fits.get(key);
+    if (fitted === undefined) {
+      const maxRows = this.width >= WRAP_MIN ? WRAP_ROWS : 1;
+      fitted = fitLine(line, this.width, { keep: [...c.spans, ...focus], maxRows, whole });
+      if (whole && (fitted.rows > WHOLE_ROWS || line.length > LONG_LINE * 4)) {
+        fitted = null; // a constant of megabytes: the whole line scrolls sideways
+      }
+      this.fits.set(key, fitted);
+    }
+    return fitted;
+  }
+
+  /** Lines (18px) row `index` takes. */
+  private rowLines(index: number): number {
+    const r = this.shown[index];
+    const cells = r.type === 'pair' ? [r.left, r.right] : r.type === 'uni' ? [r.cell] : [];
+    return Math.max(1, ...cells.map((c, k) => this.fit(index, c, k)?.rows ?? 1));
   }
 
   private step(delta: 1 | -1): void {
@@ -307,7 +374,7 @@ export class DiffView {
     ev.stopPropagation();
   }
 
-  private row(index: number, d: Drawn, current: boolean): HTMLElement {
+  private row(index: number, current: boolean): HTMLElement {
     const r = this.shown[index];
     const num = (n: number | null, side?: Cell['side']) => {
       const ln = el('span', 'ln', n === null ? '' : String(n));
@@ -329,19 +396,19 @@ export class DiffView {
     if (r.type === 'gap') {
       return el('div', 'fold rl-gap', r.label);
     }
-    const width = this.columnChars(d.layout);
     const cell = (c: Cell, k: number) => {
       const line = this.cellText(c);
       const key = `${c.side}:${c.line}`;
-      const whole = this.whole.has(key);
+      const fitted = this.fit(index, c, k);
+      const whole = this.whole.has(key) && !fitted;
       const node = codeLine(line, c.spans, {
         className: `cd ${c.kind}${whole ? ' rl-whole' : ''}`.trim(),
         focus: this.finder.focus(index, k),
-        width: whole ? undefined : width
+        fitted: fitted ?? undefined
       });
       const hits = this.finder.hits(index, k);
       markMatches(node, hits.ranges, hits.current);
-      if (line.length > width) {
+      if (line.length > this.width && !(fitted && this.whole.has(key))) {
         node.title = line.length > 4000 ? `${line.slice(0, 4000)}…` : line;
       }
       const src = this.sources[c.side === 'before' ? 0 : 1];
@@ -368,6 +435,10 @@ export class DiffView {
       return node;
     };
     const row = el('div', current ? 'r rl-current' : 'r');
+    const lines = this.rowLines(index);
+    if (lines > 1) {
+      row.style.height = `${lines * ROW_HEIGHT}px`;
+    }
     if (r.type === 'pair') {
       const [left, right] = [cell(r.left, 0), cell(r.right, 1)];
       syncSideways(left, right);

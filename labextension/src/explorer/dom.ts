@@ -2,7 +2,8 @@
 // string from the payload is ever parsed as HTML.
 
 import { TOKEN_CLASSES, tokenizeLine } from '../mlir/tokens';
-import { compactWindows, mergeRanges } from './textops';
+import { gapLabel, type Fitted } from './linefit';
+import { mergeRanges } from './textops';
 
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
@@ -56,9 +57,9 @@ export function lineWindows(length: number, spans: readonly number[]): [number, 
 
 /** An elided part of a line; `data-n` holds how many characters it stands for (search hits
  * are placed by it). */
-function elided(count: number, compact: boolean): HTMLElement {
+function elided(count: number, compact: string | null): HTMLElement {
   const n = count.toLocaleString('en-US');
-  const node = el('span', 'el', compact ? `…${n}…` : `[${n} characters]`);
+  const node = el('span', 'el', compact ?? `[${n} characters]`);
   node.dataset.n = String(count);
   if (compact) {
     node.title = `${n} unchanged characters: click to show the whole line`;
@@ -105,30 +106,44 @@ export interface LineOptions {
   className?: string;
   /** Flat [start, end, ...] ranges to keep in view besides `spans` (search hits). */
   focus?: readonly number[];
-  /** Width of the column in characters: unchanged text is elided so that every change and
-   * hit shows in it (`compactWindows`). Without it only lines over LONG_LINE are cut. */
-  width?: number;
+  /** How the line fits its column (`fitLine`): shown parts, elided runs and row breaks.
+   * Without it only lines over LONG_LINE are cut. */
+  fitted?: Fitted;
 }
 
-/** One line of code as an element; long lines are shown around their changes and hits. */
+/** One line of code as an element: laid out as `fitted` says (rows after the first indented),
+ * else whole, or around its changes and hits when over LONG_LINE characters. */
 export function codeLine(line: string, spans: readonly number[] = [], options: LineOptions = {}): HTMLElement {
-  const { highlight = true, className = 'cd', focus = [], width } = options;
+  const { highlight = true, className = 'cd', focus = [], fitted } = options;
   const node = el('span', className);
+  if (fitted) {
+    for (const s of fitted.segments) {
+      if (s.kind === 'break') {
+        node.appendChild(el('br', 'rl-wrap'));
+      } else if (s.kind === 'gap') {
+        node.appendChild(elided(s.hi - s.lo, gapLabel(s.lo, s.hi, line.length)));
+      } else {
+        appendTokens(node, line.slice(s.lo, s.hi), s.lo, spans, highlight);
+      }
+    }
+    if (fitted.rows > 1) {
+      node.classList.add('rl-wrapped');
+      node.style.paddingLeft = `${fitted.indent}ch`;
+      node.style.textIndent = `-${fitted.indent}ch`;
+    }
+    return node;
+  }
   const keep = focus.length ? mergeRanges(spans, focus) : spans;
-  const compact = width !== undefined && line.length <= LONG_LINE;
-  const windows = compact
-    ? compactWindows(line.length, keep, width, line.length - line.trimStart().length)
-    : lineWindows(line.length, keep);
   let pos = 0;
-  for (const [lo, hi] of windows) {
+  for (const [lo, hi] of lineWindows(line.length, keep)) {
     if (lo > pos) {
-      node.appendChild(elided(lo - pos, compact));
+      node.appendChild(elided(lo - pos, null));
     }
     appendTokens(node, line.slice(lo, hi), lo, spans, highlight);
     pos = hi;
   }
   if (pos < line.length) {
-    node.appendChild(elided(line.length - pos, compact));
+    node.appendChild(elided(line.length - pos, null));
   }
   return node;
 }

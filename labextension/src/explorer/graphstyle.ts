@@ -1,5 +1,6 @@
 // The interactive graph's stylesheet (part of the explorer's, see style.ts): JupyterLab's theme
-// colours through the explorer's --rl-* variables, so that the graph follows a dark theme.
+// colours through the explorer's --rl-* variables, so that the graph follows a dark theme; and
+// the same colours for a Graphviz summary picture (themedSvg).
 
 /** The tints of shardings (a box's fill, mixed with the page's background so that it reads in light
  * and dark themes): class `rl-sh-K` is colour K. */
@@ -79,3 +80,39 @@ background:var(--rl-bg);color:var(--rl-fg)}
 .rl-graph-progress{margin:4px 0;display:flex;gap:.5em;align-items:center}
 .rl-graph-bar-progress{width:16em}
 `;
+
+/** The theme's colours a summary picture is drawn in (CSS colour values). */
+export interface Palette {
+  bg: string;
+  fg: string;
+  mute: string;
+  line: string;
+  accent: string;
+  green: string;
+  orange: string;
+}
+
+/** A Graphviz SVG of reactant_lab.render.graph_dot (its nodes and edges carry their kind and
+ * marks as classes) recoloured with `p`: a stylesheet inside the picture, whose rules win over
+ * Graphviz's colour attributes, so that an <img> of it reads in a dark theme too. */
+export function themedSvg(svg: string, p: Palette): string {
+  const c = Object.fromEntries(
+    Object.entries(p).map(([k, v]) => [k, /^[#\w\s(),.%-]+$/.test(v) ? v : '#888'])
+  ) as unknown as Palette;
+  const mix = (colour: string, pct: number) => `color-mix(in srgb,${colour} ${pct}%,${c.bg})`;
+  const shape = (sel: string) => ['path', 'polygon', 'ellipse'].map(t => `${sel}>${t}`).join(',');
+  const css = [
+    `.graph>polygon{fill:${c.bg}}text{fill:${c.fg}}`,
+    `${shape('.node')}{fill:${c.bg};stroke:${c.mute}}`,
+    `${shape('.node.arg')}{fill:${mix(c.accent, 18)};stroke:${c.accent}}`,
+    `${shape('.node.result')}{fill:${mix(c.green, 20)};stroke:${c.green}}`,
+    `${shape('.node.m-mutated')},${shape('.node.m-writes-back')}{fill:${mix(c.orange, 22)};stroke:${c.orange}}`,
+    `${shape('.node.m-preserved')}{fill:${mix(c.fg, 7)}}`,
+    `${shape('.node.return')},${shape('.node.region-args')}{fill:none}`,
+    `.node.m-unused>text{fill:${c.mute}}${shape('.node.m-unused')}{stroke:${c.line}}`,
+    `.edge>path{stroke:${c.mute}}.edge>polygon{fill:${c.mute};stroke:${c.mute}}`,
+    `.edge.depends>path{stroke:${c.accent}}.edge.depends>polygon{fill:${c.accent};stroke:${c.accent}}`,
+    `${shape('.cluster')}{fill:none;stroke:${c.line}}.cluster>text{fill:${c.mute}}`
+  ].join('');
+  return svg.replace(/<svg\b[^>]*>/, open => `${open}<style>${css}</style>`);
+}

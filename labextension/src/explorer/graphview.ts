@@ -3,8 +3,10 @@
 // scrolls; constants fold into their users; regions open and close; any node is clickable for its
 // panel (SSA name, op, attributes, types, Python source line, links to its IR line) and its slice
 // (producers / consumers); search by op name or SSA value; past DEFAULT_CAP boxes, "draw anyway"
-// with a progress bar. Without a model (old payloads, huge modules) the Graphviz SVG is shown as
-// an image, whose result nodes ask a live kernel for their slice. A sharded module's nodes are
+// with a progress bar, or "draw a slice" of one result. Without a model (old payloads, modules
+// past the payload's cap) the Graphviz summary is shown as an image in the theme's colours; live,
+// "draw anyway" and "draw a slice" ask the kernel for the stage's model and draw it here; saved,
+// the summary says how to get them. A sharded module's nodes are
 // tinted by sharding (a legend above names the colours and the mesh), and the ops XLA's
 // partitioner inserted collectives for are outlined and labelled ⇄.
 
@@ -20,11 +22,11 @@ import {
   type Layout,
   type ViewOptions
 } from './graphlayout';
-import { SHARD_COLOURS } from './graphstyle';
+import { SHARD_COLOURS, themedSvg, type Palette } from './graphstyle';
 import { GraphDiffControls, type FoundDiff } from './graphdiffview';
 import { edgeStatus, graphUnion, matchNowToOld, type GraphUnion } from './graphdiff';
 import { carriedText, pyName } from './names';
-import type { ExplorerPayload, GraphEntry, SliceData } from './types';
+import type { ExplorerPayload, GraphEntry, GraphModel } from './types';
 
 let svgNamespace = '';
 /** SVG's namespace, as the HTML parser assigns it (the bundle names no URL). */
@@ -224,11 +226,18 @@ export class GraphView {
   private union: GraphUnion | null = null;
   private readonly unions = new WeakMap<object, GraphUnion[]>();
   private compare: number | null = null;
+  /** Models the kernel sent for graphs the payload holds only as a summary. */
+  private readonly fetched = new WeakMap<GraphEntry, GraphModel>();
+  /** What to draw once the asked-for model arrives: everything, or one result's slice. */
+  private wanted: { stage: number; result: string | null } | null = null;
+  private shownSvg: { svg: string; alt: string; hotspots: Hotspot[] } | null = null;
+  private readonly themeWatch: MutationObserver | null;
 
-  /** `onSlice` is set live only: without a model, clicking a result asks the kernel for its
-   * slice. `onReveal` opens the IR (or diff) at an op's line. */
+  /** `onModel` is set live only: for a graph the payload holds only as a summary, it asks the
+   * kernel for the stage's model (`showModel` gets it). `onReveal` opens the IR (or diff) at an
+   * op's line. */
   constructor(
-    private readonly onSlice?: (stage: number, result: string) => void,
+    private readonly onModel?: (stage: number) => void,
     private readonly onReveal?: (where: RevealRequest) => void,
     onBase?: (base: number | null) => void
   ) {
@@ -318,6 +327,15 @@ export class GraphView {
       }
     });
     this.svgBox.addEventListener('pointerup', () => (drag = null));
+    // The summary picture takes the theme's colours when it is drawn: again when they change.
+    const body = typeof document !== 'undefined' ? document.body : null;
+    this.themeWatch = body && typeof MutationObserver !== 'undefined' ? new MutationObserver(() => this.retheme()) : null;
+    this.themeWatch?.observe(body as HTMLElement, { attributes: true, attributeFilter: ['data-jp-theme-light', 'data-jp-theme-name'] });
+  }
+
+  dispose(): void {
+    this.themeWatch?.disconnect();
+    this.token++;
   }
 
   /** The graph drawn for `stage`'s structure; with "changes from" on, merged with the graph of
@@ -338,13 +356,7 @@ export class GraphView {
       this.forced = false;
       this.selected = -1;
       this.slice = null;
-      const model = union ? union.model : g?.model;
-      this.ix = model ? (this.indexes.get(model) ?? new GraphIndex(model)) : null;
-      if (model && this.ix) {
-        this.indexes.set(model, this.ix);
-        this.opts = { fold: this.foldBox.checked, expanded: this.ix.defaultExpanded(), only: null };
-      }
-      this.fillLegend();
+      this.useModel(union ? union.model : g ? (g.model ?? this.fetched.get(g)) : undefined);
     }
     this.showGraph(start);
   }
@@ -369,22 +381,41 @@ export class GraphView {
     }
   }
 
-  showSlice(data: SliceData): void {
-    if (data.stage !== this.stageIndex) {
+  /** The model the kernel sent for stage `stage` (asked for by "draw anyway" or "draw a
+   * slice"): drawn whole, or the asked-for result's slice of it. */
+  showModel(stage: number, model: GraphModel): void {
+    const g = this.graph;
+    if (!g || !g.stages.includes(stage)) {
       return;
     }
-    this.caption.textContent = `Backward slice of ${data.result} at stage ${data.stage}: the ops it depends on.`;
-    this.setImage(data.svg, `slice of ${data.result}`, []);
-    this.footer.replaceChildren(button('back to the whole graph', () => this.showGraph(), 'rl-unslice'));
-  }
-
-  showPending(result: string): void {
-    this.caption.textContent = `Drawing the slice of ${result}…`;
+    this.fetched.set(g, model);
+    this.useModel(model);
+    const wanted = this.wanted;
+    this.wanted = null;
+    this.pane.hidden = this.tools.hidden = false;
+    this.legacy.node.hidden = true;
+    if (wanted?.result) {
+      this.drawSliceOf(wanted.result);
+    } else {
+      this.forced = true;
+      this.showGraph();
+    }
   }
 
   showError(message: string): void {
+    this.wanted = null;
     this.caption.textContent = message;
     this.caption.classList.add('rl-error-text');
+    this.progress.querySelectorAll('button').forEach(b => (b.disabled = false));
+  }
+
+  private useModel(model: GraphModel | undefined): void {
+    this.ix = model ? (this.indexes.get(model) ?? new GraphIndex(model)) : null;
+    if (model && this.ix) {
+      this.indexes.set(model, this.ix);
+      this.opts = { fold: this.foldBox.checked, expanded: this.ix.defaultExpanded(), only: null };
+    }
+    this.fillLegend();
   }
 
   private showGraph(start = performance.now()): void {
@@ -407,18 +438,99 @@ export class GraphView {
       this.draw(start);
       return;
     }
-    this.caption.textContent = [same, g.note ?? '', g.error ?? ''].filter(Boolean).join(' ');
-    const hotspots = g.svg && this.onSlice ? resultHotspots(g.svg, this.results) : [];
-    this.setImage(g.svg ?? null, `dataflow graph of stage ${g.stage}`, hotspots);
-    if (this.onSlice && this.results.length) {
-      const onSlice = this.onSlice;
-      this.footer.append(el('span', '', 'Slice of one result: '));
-      for (const r of this.results.slice(0, 50)) {
-        const b = button(r.name, () => onSlice(this.stageIndex, r.path), 'rl-slice');
-        b.title = r.path;
-        this.footer.append(b);
-      }
+    const ops = g.ops ? `${g.ops.toLocaleString('en-US')} ops` : 'This stage';
+    const size = g.kind === 'summary' ? `${ops}: too many for the explorer to keep op by op.` : '';
+    this.caption.textContent = [same, size, g.error ?? ''].filter(Boolean).join(' ');
+    const live = this.onModel !== undefined && g.kind === 'summary';
+    const hotspots = g.svg && live ? resultHotspots(g.svg, this.results) : [];
+    this.setImage(g.svg ?? null, `${g.kind === 'summary' ? 'summary' : 'dataflow'} graph of stage ${g.stage}`, hotspots);
+    if (g.kind === 'summary') {
+      this.progress.hidden = false;
+      this.progress.replaceChildren(this.summaryOffer(live ? 'live' : 'saved', g.ops ?? 0));
+    } else {
+      this.progress.hidden = true;
     }
+  }
+
+  /** What the summary picture shows, and how to get more: "draw anyway" (the whole graph) and
+   * "draw a slice" (one result's), here from the model (`model`), live by asking the kernel for
+   * it (`live`); saved without a model, how a live explorer draws them (`saved`). */
+  private summaryOffer(how: 'model' | 'live' | 'saved', count: number): HTMLElement {
+    const wrap = el('div', 'rl-graph-summary');
+    const what =
+      'The picture is a summary: which results depend on which arguments; each edge counts the ops of ' +
+      "the result's backward slice that depend on the argument.";
+    if (how === 'saved') {
+      wrap.append(
+        el('span', '', `${what} `),
+        el('span', 'rl-graph-offer', 'A live explorer (run the cell again, with its kernel) draws the whole graph, or one result’s slice, on request.')
+      );
+      return wrap;
+    }
+    const many = count.toLocaleString('en-US');
+    const slow = how === 'live' ? `the kernel sends all ${many} ops, and laying them out takes a while` : 'laying them out takes a few seconds';
+    const anyway = button('draw anyway', () => this.drawAnyway(), 'rl-draw-anyway');
+    anyway.title = `draw every box (${slow})`;
+    const offer = el('span', 'rl-graph-offer');
+    offer.append(anyway);
+    if (this.results.length) {
+      const pick = el('select', 'rl-slice-result');
+      pick.setAttribute('aria-label', 'result whose slice to draw');
+      for (const r of this.results) {
+        pick.appendChild(new Option(r.name, r.path));
+      }
+      const slice = button('draw its slice', () => this.drawSliceOf(pick.value), 'rl-draw-slice');
+      slice.title = 'draw only the ops this result depends on';
+      offer.append(el('span', '', ' or the slice of '), pick, slice);
+    }
+    wrap.append(el('span', '', `${what} `), offer);
+    return wrap;
+  }
+
+  private drawAnyway(): void {
+    if (this.ix) {
+      this.forced = true;
+      this.draw();
+    } else {
+      this.askModel(null);
+    }
+  }
+
+  /** Draw only what result `path` depends on (its producers slice). */
+  private drawSliceOf(path: string): void {
+    const ix = this.ix;
+    if (!ix) {
+      this.askModel(path);
+      return;
+    }
+    const results = ix.nodes.map((n, i) => [n, i] as const).filter(([n]) => n.kind === 'result');
+    const at = results.find(([n]) => (n.path ?? n.name) === path) ?? results[this.results.findIndex(r => r.path === path)];
+    if (!at) {
+      this.showError(`no result ${this.resultName(path)} in this stage's graph`);
+      return;
+    }
+    this.selected = at[1];
+    this.setSlice(at[1], 'producers');
+    this.drawOnlySlice(at[1]);
+    this.showPanel(at[1]);
+  }
+
+  /** The name the user wrote for result `path` (its path where none). */
+  private resultName(path: string): string {
+    return this.results.find(r => r.path === path)?.name ?? path;
+  }
+
+  /** Live: ask the kernel for this stage's model; `result` is the slice to draw once it comes
+   * (null: everything). */
+  private askModel(result: string | null): void {
+    if (!this.onModel || this.wanted) {
+      return;
+    }
+    this.wanted = { stage: this.stageIndex, result };
+    this.caption.classList.remove('rl-error-text');
+    this.caption.textContent = `Asking the kernel for every op of stage ${this.stageIndex}${result ? ` (to draw the slice of ${this.resultName(result)})` : ''}…`;
+    this.progress.querySelectorAll('button').forEach(b => (b.disabled = true));
+    this.onModel(this.stageIndex);
   }
 
   /** The legend of a sharded graph: the mesh, each sharding's colour, the collectives' mark;
@@ -474,27 +586,25 @@ export class GraphView {
     if (count > DEFAULT_CAP && !this.forced) {
       this.clearDrawing();
       const wrap = el('div', 'rl-graph-cap');
+      const picture = this.graph?.kind === 'summary' && !!this.graph.svg;
+      const offer = this.summaryOffer('model', count);
+      if (!picture) {
+        offer.firstChild?.remove(); // no summary picture to explain
+      }
       wrap.append(
         el(
           'span',
           '',
           `${count.toLocaleString('en-US')} boxes is over the default cap of ${DEFAULT_CAP.toLocaleString('en-US')}: ` +
-            'laying them out takes a few seconds. Search for a node and draw its slice, close regions, or '
+            'laying them out takes a few seconds. Search for a node and draw its slice, close regions, '
         ),
-        button(
-          'draw anyway',
-          () => {
-            this.forced = true;
-            this.draw();
-          },
-          'rl-draw-anyway'
-        )
+        offer
       );
       this.progress.hidden = false;
       this.progress.replaceChildren(wrap);
-      if (this.graph?.svg) {
+      if (picture && this.graph?.svg) {
         this.legacy.node.hidden = false;
-        this.setImage(this.graph.svg, `summary graph of stage ${this.graph.stage}`, []);
+        this.setImage(this.graph.svg, `summary graph of stage ${this.graph.stage}`, resultHotspots(this.graph.svg, this.results));
       }
       return;
     }
@@ -957,25 +1067,50 @@ export class GraphView {
     this.searchCount.textContent = `${this.hit + 1} of ${this.hits.length}`;
   }
 
+  /** The theme's colours, as the explorer's stylesheet resolves them here. */
+  private palette(): Palette {
+    const css = this.node.isConnected ? getComputedStyle(this.node) : null;
+    const v = (name: string, fallback: string) => css?.getPropertyValue(name).trim() || fallback;
+    return {
+      bg: v('--rl-bg', '#fff'),
+      fg: v('--rl-fg', '#1f2328'),
+      mute: v('--rl-mute', '#575757'),
+      line: v('--rl-line', '#d0d7de'),
+      accent: v('--rl-accent', '#0969da'),
+      green: v('--rl-green', '#17622b'),
+      orange: v('--rl-orange', '#9c3a00')
+    };
+  }
+
+  /** The summary picture again, in the theme's colours now (the theme changed). */
+  private retheme(): void {
+    const shown = this.shownSvg;
+    if (shown && !this.legacy.node.hidden && this.node.isConnected) {
+      this.setImage(shown.svg, shown.alt, shown.hotspots);
+    }
+  }
+
   private setImage(svg: string | null, alt: string, hotspots: Hotspot[]): void {
     if (!svg) {
+      this.shownSvg = null;
       this.legacy.stage.replaceChildren();
       return;
     }
+    this.shownSvg = { svg, alt, hotspots };
     const img = el('img', 'rl-graph-img');
     img.alt = alt;
     img.draggable = false;
     img.addEventListener('load', () => this.legacy.fit(img.naturalWidth));
-    img.src = svgDataUri(svg);
+    img.src = svgDataUri(themedSvg(svg, this.palette()));
     const layer = el('div', 'rl-hotspots');
     for (const h of hotspots) {
       const spot = el('button', 'rl-hotspot');
       spot.type = 'button';
-      spot.title = `slice of ${h.label}`;
-      spot.setAttribute('aria-label', `slice of ${h.label}`);
+      spot.title = `draw the slice of ${h.label}`;
+      spot.setAttribute('aria-label', `draw the slice of ${h.label}`);
       const [l, t, w, ht] = h.box;
       Object.assign(spot.style, { left: `${l}%`, top: `${t}%`, width: `${w}%`, height: `${ht}%` });
-      spot.addEventListener('click', () => this.onSlice?.(this.stageIndex, h.result));
+      spot.addEventListener('click', () => this.drawSliceOf(h.result));
       layer.appendChild(spot);
     }
     this.legacy.stage.replaceChildren(img, layer);

@@ -16,6 +16,7 @@ import {
   compareWith,
   findDiff,
   initialState,
+  narrowStages,
   payloadProblem,
   setHideUnchanged,
   step,
@@ -52,9 +53,7 @@ const TABS: [Tab, string][] = [
 
 let explorers = 0;
 
-type Pending =
-  | { kind: 'diff'; before: number; after: number }
-  | { kind: 'slice'; stage: number; result: string };
+type Pending = { kind: 'diff'; before: number; after: number } | { kind: 'graph'; stage: number };
 
 /** Render the explorer for `payload` into `host`. With `options.onCommand` it is live. */
 export function renderExplorer(
@@ -95,7 +94,7 @@ class Explorer implements ExplorerHandle {
   private liveDiffs: DiffEntry[] = [];
   private pending = new Map<number, Pending>();
   private nextId = 1;
-  private sliceRequest = 0;
+  private graphRequest = 0;
 
   constructor(
     host: HTMLElement,
@@ -119,15 +118,16 @@ class Explorer implements ExplorerHandle {
     this.stageList = new StageList({
       onSelect: i => this.select(i),
       onHideUnchanged: hide => this.state && this.payload && this.change(setHideUnchanged(this.payload.stages, this.state, hide)),
-      onStep: d => this.state && this.payload && this.select(step(this.payload.stages, this.state, d))
-    });
+      onStep: d => this.state && this.payload && this.select(step(this.payload.stages, this.state, d)),
+      onColumns: all => this.change({ allStageColumns: all })
+    }, live);
     this.diffView = new DiffView({
       onBase: base => this.change({ base }),
       onLayout: layout => this.change({ layout })
     });
     this.diffView.setSources(stage => this.lineSources(stage));
     this.graphView = new GraphView(
-      live ? (stage, result) => this.requestSlice(stage, result) : undefined,
+      live ? stage => this.requestGraph(stage) : undefined,
       where => this.reveal(where),
       base => this.change({ base })
     );
@@ -232,11 +232,11 @@ class Explorer implements ExplorerHandle {
     if (result.kind === 'diff' && asked.kind === 'diff') {
       this.liveDiffs.push(result.data);
       void this.render();
-    } else if (result.kind === 'slice' && asked.kind === 'slice' && result.id === this.sliceRequest) {
-      this.graphView.showSlice(result.data);
+    } else if (result.kind === 'graph' && asked.kind === 'graph' && result.id === this.graphRequest) {
+      this.graphView.showModel(result.data.stage, result.data.model);
     } else if (result.kind === 'error') {
       const message = String(result.data?.message ?? result.data);
-      if (asked.kind === 'slice') {
+      if (asked.kind === 'graph') {
         this.graphView.showError(message);
       } else {
         this.diffView.showNote(message, 'rl-note rl-error-text');
@@ -249,6 +249,7 @@ class Explorer implements ExplorerHandle {
     this.diffView.dispose();
     this.irView.dispose();
     this.hloView.dispose();
+    this.graphView.dispose();
     this.root.remove();
   }
 
@@ -283,6 +284,10 @@ class Explorer implements ExplorerHandle {
       return;
     }
     this.stageList.render(payload.stages, state.stage, state.hideUnchanged, payload.verification, compareWith(state));
+    const narrow = narrowStages(state);
+    this.stageList.setNarrow(narrow);
+    this.body.classList.toggle('rl-narrow-stages', narrow === true);
+    this.body.classList.toggle('rl-sbs-diff', narrow !== null);
     for (const b of Array.from(this.tabBar.children) as HTMLElement[]) {
       const on = b.dataset.tab === state.tab;
       b.classList.toggle('active', on);
@@ -419,11 +424,11 @@ class Explorer implements ExplorerHandle {
     });
   }
 
-  private requestSlice(stage: number, result: string): void {
+  /** Ask the kernel for stage `stage`'s whole graph model (a module past the payload's cap). */
+  private requestGraph(stage: number): void {
     const id = this.nextId++;
-    this.sliceRequest = id;
-    this.pending.set(id, { kind: 'slice', stage, result });
-    this.graphView.showPending(result);
-    this.send({ command: 'slice', id, stage, result });
+    this.graphRequest = id;
+    this.pending.set(id, { kind: 'graph', stage });
+    this.send({ command: 'graph', id, stage });
   }
 }

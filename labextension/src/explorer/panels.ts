@@ -104,12 +104,22 @@ export function xlaFacts(payload: ExplorerPayload): HTMLElement {
     node.append(...shardingFacts(x.sharding));
   }
   // A partitioned executable's memory is per device, in the table above.
+  // The cost keys in words and reading order (the payload's; XLA's own key on hover).
+  const named: string[][] = x.cost_names ?? Object.keys(x.cost).map(k => [k, k]);
+  const costKeys = named.map(([k]) => k).filter(k => k in x.cost);
+  const nameOf = new Map(named.map(([k, n]) => [k, n]));
   const rows: (string | number)[][] = [
-    ...Object.entries(x.cost).map(([k, v]) => [k, Math.round(v).toLocaleString('en-US')]),
+    ...costKeys.map(k => [nameOf.get(k) ?? k, figure(x.cost[k])]),
     ...(x.sharding ? [] : Object.entries(x.memory).map(([k, v]) => [k, `${v.toLocaleString('en-US')} bytes`]))
   ];
   if (rows.length) {
-    node.appendChild(table(['XLA estimate', 'value'], rows, 'rl-kv rl-xla-estimate'));
+    const t = table(['XLA estimate', 'value'], rows, 'rl-kv rl-xla-estimate');
+    t.tBodies[0]?.querySelectorAll('tr').forEach((tr, i) => {
+      if (i < costKeys.length) {
+        tr.title = `XLA's cost analysis: ${costKeys[i]}`;
+      }
+    });
+    node.appendChild(t);
   }
   if (x.passes) {
     node.append(...xlaPasses(x.passes, payload.stages.length - 1));
@@ -147,6 +157,11 @@ function xlaPasses(p: XlaPasses, last: number): HTMLElement[] {
     out.push(el('p', 'rl-note rl-xla-kernels', `Kernels XLA:CPU emitted: ${p.kernels.join(', ')}.`));
   }
   return out;
+}
+
+/** A cost figure: a count with thousands separators, a fraction with 3 digits. */
+function figure(v: number): string {
+  return Number.isInteger(v) || Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : v.toPrecision(3);
 }
 
 function runRows(payload: ExplorerPayload): (string | number)[][] {

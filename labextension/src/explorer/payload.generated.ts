@@ -54,14 +54,14 @@ export type Spans = number[];
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
  * via the `definition` "ExplorerResult".
  */
-export type ExplorerResult = DiffResult | SliceResult | ErrorResult;
+export type ExplorerResult = DiffResult | SliceResult | GraphResult | ErrorResult;
 /**
  * A message from the live explorer to the kernel.
  *
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
  * via the `definition` "ExplorerCommand".
  */
-export type ExplorerCommand = RerunCommand | DiffCommand | SliceCommand | VerifyCommand | BisectCommand;
+export type ExplorerCommand = RerunCommand | DiffCommand | GraphCommand | SliceCommand | VerifyCommand | BisectCommand;
 
 /**
  * The explorer payload, schema version 1: everything the explorer shows of one exploration (reactant_lab.render.payload.build_payload). Indices are 0-based, times are seconds, text is plain text unless a field name says html or svg. The meaning of each part: docs/explorer-schema.md.
@@ -679,6 +679,10 @@ export interface XlaEntry {
     [k: string]: number;
   };
   /**
+   * The cost keys in reading order (totals, then per output and operand; a notebook file sorts an object's keys), each with its name in words: [key, name] (bytes accessed1{} -> bytes read from operand 1).
+   */
+  cost_names?: [string, string][];
+  /**
    * XLA's memory analysis: name -> bytes (per device for a partitioned executable).
    */
   memory: {
@@ -1201,6 +1205,10 @@ export interface BisectEntry {
    */
   found: boolean;
   /**
+   * The final module was bad (false: nothing regressed, nothing to bisect); absent from older entries.
+   */
+  regressed?: boolean;
+  /**
    * What the bisection concluded, in words.
    */
   why: string;
@@ -1283,6 +1291,21 @@ export interface SliceData {
   result: string | number;
   svg: string;
 }
+export interface GraphResult {
+  id: number;
+  kind: 'graph';
+  data: GraphData;
+}
+/**
+ * Every node of one stage's main, for a module past the payload's graph cap: the explorer draws it whole, or one result's slice of it.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "GraphData".
+ */
+export interface GraphData {
+  stage: number;
+  model: GraphModel;
+}
 export interface ErrorResult {
   id: number;
   kind: 'error';
@@ -1306,6 +1329,11 @@ export interface DiffCommand {
   id: number;
   before: number;
   after: number;
+}
+export interface GraphCommand {
+  command: 'graph';
+  id: number;
+  stage: number;
 }
 export interface SliceCommand {
   command: 'slice';

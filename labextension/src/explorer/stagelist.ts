@@ -4,11 +4,28 @@
 // A listbox for assistive technology: one tab stop (the table) whose active option is the
 // selected stage; Up / Down (or k / j), Home and End move the selection.
 
-import { el, formatSeconds } from './dom';
+import { button, el, formatSeconds } from './dom';
 import { hasModifier, stageKeyMove } from './keys';
 import { visibleStages } from './state';
 import type { StageEntry, VerificationEntry } from './types';
-import { VERIFY_HEADS, checkReason, verifyCells, verifyClasses } from './verify';
+import { VERIFY_HEADS, checkReason, forLiveExplorer, verifyCells, verifyClasses } from './verify';
+
+/** Each distinct note of the stages (`unavailable`: passes or patterns left out or run another
+ * way) once, with the stages it applies to, in order. */
+export function stageNotes(stages: readonly StageEntry[]): [string, number[]][] {
+  const shared = new Map<string, number[]>();
+  for (const s of stages) {
+    if (s.unavailable) {
+      const where = shared.get(s.unavailable);
+      if (where) {
+        where.push(s.index);
+      } else {
+        shared.set(s.unavailable, [s.index]);
+      }
+    }
+  }
+  return [...shared];
+}
 
 const HEADS: [string, string][] = [
   ['#', 'stage index'],
@@ -22,6 +39,9 @@ export interface StageListEvents {
   onSelect(stage: number): void;
   onHideUnchanged(hide: boolean): void;
   onStep(delta: 1 | -1): void;
+  /** Show all the list's columns (true), or only the stage (false: a side-by-side diff gets the
+   * width). */
+  onColumns?(all: boolean): void;
 }
 
 let lists = 0;
@@ -35,8 +55,15 @@ export class StageList {
   private readonly count: HTMLSpanElement;
   private readonly head: HTMLTableRowElement;
   private readonly body: HTMLTableSectionElement;
+  private readonly columns: HTMLButtonElement;
 
-  constructor(private readonly events: StageListEvents) {
+  private readonly notes: HTMLDetailsElement;
+
+  /** `live`: the notes say what the live explorer's controls do (`forLiveExplorer`). */
+  constructor(
+    private readonly events: StageListEvents,
+    private readonly live = false
+  ) {
     this.node = el('div', 'rl-stages');
     const bar = el('label', 'rl-toolbar rl-hide-unchanged');
     this.toggle = el('input');
@@ -44,6 +71,8 @@ export class StageList {
     this.toggle.addEventListener('change', () => events.onHideUnchanged(this.toggle.checked));
     this.count = el('span', 'rl-note');
     bar.append(this.toggle, document.createTextNode(' hide unchanged '), this.count);
+    this.columns = button('', () => events.onColumns?.(this.node.dataset.narrow === 'true'), 'rl-stage-columns');
+    this.columns.hidden = true;
     const t = el('table', 'rl-stage-table');
     this.table = t;
     this.head = el('tr');
@@ -71,7 +100,44 @@ export class StageList {
         }
       }
     });
-    this.node.append(bar, t);
+    this.notes = el('details', 'rl-stage-notes');
+    this.notes.hidden = true;
+    this.node.append(el('div', 'rl-stages-bar'), t, this.notes);
+    this.node.firstElementChild?.append(bar, this.columns);
+  }
+
+  /** The stages' notes, each distinct one once, with the stages it applies to (collapsed under
+   * the list; a stage's ⚠ names its note). */
+  private showNotes(notes: [string, number[]][], stages: readonly StageEntry[]): void {
+    this.notes.hidden = !notes.length;
+    if (!notes.length) {
+      return;
+    }
+    const open = this.notes.open;
+    const all = [...new Set(notes.flatMap(([, where]) => where))];
+    const summary = el('summary', '', `⚠ passes or patterns not run as listed, in stage${all.length > 1 ? 's' : ''} ${all.join(', ')}`);
+    summary.title = 'what these stages left out or ran another way (click to read)';
+    const list = el('ul');
+    notes.forEach(([note, where], k) => {
+      const item = el('li');
+      const names = where.map(i => `${i} ${stages[i]?.name ?? ''}`.trim()).join(', ');
+      item.append(el('span', 'rl-note-where', `⚠${k + 1} stage${where.length > 1 ? 's' : ''} ${names}: `), this.live ? forLiveExplorer(note) : note);
+      list.appendChild(item);
+    });
+    this.notes.replaceChildren(summary, list);
+    this.notes.open = open;
+  }
+
+  /** Narrow (only the stages' index, name and change: the side-by-side diff gets the width),
+   * all columns, or null: the toggle is not offered. */
+  setNarrow(narrow: boolean | null): void {
+    this.columns.hidden = narrow === null;
+    this.node.dataset.narrow = String(narrow === true);
+    this.columns.textContent = narrow ? '▸ all columns' : '◂ fewer columns';
+    this.columns.title = narrow
+      ? 'show every column of the stage list (ops, time and, when verified, XLA compile, run and error)'
+      : 'show only the stages, so that the side-by-side diff gets the width';
+    this.columns.setAttribute('aria-pressed', String(narrow !== true));
   }
 
   render(
@@ -89,6 +155,9 @@ export class StageList {
         return th;
       })
     );
+    const notes = stageNotes(stages);
+    const noteOf = new Map(notes.flatMap(([, where], k) => where.map((i): [number, number] => [i, k + 1])));
+    this.showNotes(notes, stages);
     const shown = visibleStages(stages, hideUnchanged, selected);
     this.shown = shown;
     const changed = stages.filter(s => s.index > 0 && s.changed).length;
@@ -118,9 +187,12 @@ export class StageList {
       if (s.group && s.group !== s.name) {
         name.appendChild(el('span', 'rl-group', ` ${s.group}`));
       }
-      if (s.unavailable) {
+      const note = noteOf.get(s.index);
+      if (note !== undefined) {
         const warn = el('span', 'rl-unavailable', ' ⚠');
-        warn.title = s.unavailable;
+        warn.appendChild(el('sup', '', String(note)));
+        warn.title = `some of this stage's passes or patterns did not run as listed: note ${note} under the stage list`;
+        warn.setAttribute('aria-label', `note ${note}`);
         name.appendChild(warn);
       }
       if (s.pipeline && s.pipeline !== s.name) {
@@ -152,7 +224,7 @@ export class StageList {
           `${s.ops} ops${delta ? ` (${delta > 0 ? '+' : ''}${delta})` : ''}`,
           formatSeconds(s.seconds),
           ...(s.index === base ? ['compared with the selected stage'] : []),
-          ...(s.unavailable ? [s.unavailable] : []),
+          ...(note !== undefined ? [`see note ${note} under the stage list`] : []),
           ...Array.from(tr.querySelectorAll<HTMLElement>('.rl-verify-mark, .rl-verdict'), e => e.title || e.textContent || '')
         ]
           .filter(Boolean)

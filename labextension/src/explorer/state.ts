@@ -14,6 +14,18 @@ export interface ExplorerViewState {
   layout: Layout;
   hideUnchanged: boolean;
   tab: Tab;
+  /** Every column of the stage list beside a side-by-side diff (by default only the stages,
+   * so that the diff gets the width). */
+  allStageColumns?: boolean;
+}
+
+/** Whether the stage list is narrow (the side-by-side diff gets the width); null where the
+ * choice does not apply (other tabs, the unified diff: the list keeps its columns). */
+export function narrowStages(state: ExplorerViewState): boolean | null {
+  if (state.tab !== 'diff' || state.layout !== 'side-by-side') {
+    return null;
+  }
+  return !state.allStageColumns;
 }
 
 /** Start on the first stage that changed the module (stage 0 when none did). */

@@ -51,7 +51,18 @@ font-size:.8em;line-height:1.3;color:var(--rl-fg)}
 .rl-mark-changed{color:var(--rl-amber)}.rl-mark-same{color:var(--rl-mute)}.rl-group{color:var(--rl-mute);font-size:.85em}
 .rl-unavailable{color:var(--rl-orange)}.rl-num{text-align:right;font-variant-numeric:tabular-nums}
 td.up{background:var(--rl-add)}td.down{background:var(--rl-del)}
-.rl-hide-unchanged{padding:2px 4px;margin:0;background:var(--rl-bg2)}
+.rl-hide-unchanged{padding:2px 4px;margin:0}
+.rl-stages-bar{display:flex;align-items:center;justify-content:space-between;gap:4px;flex-wrap:wrap;
+background:var(--rl-bg2);padding-right:2px}.rl-stage-columns{font-size:11px;padding:0 5px}
+.rl-body.rl-narrow-stages{grid-template-columns:minmax(0,max-content) minmax(0,1fr)}
+.rl-body.rl-sbs-diff{display:flex;flex-wrap:wrap}.rl-sbs-diff>.rl-stages{flex:0 0 auto}
+.rl-sbs-diff>.rl-main{flex:1 1 0;min-width:min(100%,40em)}
+.rl-narrow-stages .rl-stages{max-width:17em}
+.rl-narrow-stages .rl-stage-table :is(th,td):nth-child(3),
+.rl-narrow-stages .rl-stage-table :is(th,td):nth-child(n+5){display:none}
+.rl-narrow-stages .rl-stage-table td.rl-stage-name{min-width:0;max-width:12em;white-space:nowrap;
+overflow:hidden;text-overflow:ellipsis}
+.rl-narrow-stages .rl-hide-unchanged .rl-note{display:none}
 .rl-tabs{display:flex;gap:2px;border-bottom:1px solid var(--rl-line);flex-wrap:wrap}
 .rl-tab{border-radius:3px 3px 0 0;border-bottom:none}.rl-tab.active{background:var(--rl-bg);
 border-color:var(--rl-accent);font-weight:600}
@@ -68,6 +79,7 @@ font:12px/18px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Conso
 .rl-diff:not(.rl-uni) .rl-vsizer,.rl-diff:not(.rl-uni) .rl-vrows{width:100%}
 .rl-diff:not(.rl-uni) .rl-vrows .r{display:grid;grid-template-columns:4.5em minmax(0,1fr) 4.5em minmax(0,1fr)}
 .rl-diff:not(.rl-uni) .rl-vrows .cd{overflow:hidden;text-overflow:ellipsis;padding-right:.3em}
+.rl-vrows .cd.rl-wrapped{line-height:18px}
 .rl-vrows .cd.add{background:var(--rl-add)}.rl-vrows .cd.del{background:var(--rl-del)}
 .rl-vrows .cd.add .x{background:var(--rl-addx)}.rl-vrows .cd.del .x{background:var(--rl-delx)}
 .rl-vrows .fold{background:var(--rl-bg2);color:var(--rl-mute);padding-left:1em;cursor:pointer;font-size:11px}
@@ -91,7 +103,10 @@ font:12px/18px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Conso
 .rl-explorer .l{color:var(--rl-tk-c)}
 .rl-explorer .el{color:var(--rl-mute);font-style:italic}
 .rl-panzoom{position:relative;height:480px;overflow:hidden;border:1px solid var(--rl-line);
-background:#fff;cursor:grab;touch-action:none}
+background:var(--rl-bg);cursor:grab;touch-action:none}
+.rl-graph-cap,.rl-graph-summary{display:flex;flex-wrap:wrap;gap:.3em .5em;align-items:center}
+.rl-graph-offer{display:inline-flex;flex-wrap:wrap;gap:.3em;align-items:center}
+.rl-slice-result{font:inherit;max-width:18em;background:var(--rl-bg);color:var(--rl-fg);border:1px solid var(--rl-line)}
 .rl-pz-stage{position:absolute;left:0;top:0;transform-origin:0 0}
 .rl-graph-img{display:block;max-width:none;user-select:none}
 .rl-hotspots{position:absolute;inset:0}
@@ -134,7 +149,11 @@ background:rgba(212,167,44,.15)}
 .rl-verify-mark{font-size:.85em;font-weight:600;color:var(--rl-red)}
 .rl-first-slower:not(.rl-first-wrong) .rl-verify-mark{color:var(--rl-amber)}
 .rl-bisect{padding:4px 6px;margin-bottom:4px;border:1px solid var(--rl-line);border-left:4px solid #cf222e}
-.rl-bisect-none{border-left-color:var(--rl-mute)}.rl-culprit{font-weight:600}
+.rl-bisect-none{border-left-color:var(--rl-mute)}.rl-bisect-fine{border-left-color:var(--rl-green)}
+.rl-stage-notes{margin:2px 0;padding:2px 4px;font-size:12px;border:1px solid var(--rl-line);background:var(--rl-bg2)}
+.rl-stage-notes summary{cursor:pointer}.rl-stage-notes li{margin:2px 0;overflow-wrap:anywhere}
+.rl-stage-notes ul{margin:2px 0;padding-left:.2em;list-style:none}.rl-note-where{font-weight:600}
+.rl-unavailable sup{font-size:.7em}.rl-culprit{font-weight:600}
 .rl-bisect table{border-collapse:collapse;margin:4px 0}.rl-bisect td,.rl-bisect th{border:1px solid var(--rl-line);
 padding:1px 6px;text-align:left}
 .rl-bisect pre{max-height:320px;overflow:auto;margin:2px 0;

@@ -1,5 +1,4 @@
-// Pure operations on the lines a text view shows: which parts of a long line to show around its
-// changes and search hits, finding a query, folding the source tables of XLA's HLO, and the
+// Pure operations on the lines a text view shows: finding a query, folding the source tables of XLA's HLO, and the
 // names of downloaded files. No DOM: the node tests run these.
 
 /** One search hit: row `row`, cell `cell` of that row (side by side has two), [start, end). */
@@ -32,45 +31,6 @@ export function findMatches(rows: readonly (readonly string[])[], query: string)
       }
     }
   }
-  return out;
-}
-
-/** Characters shown before the first elision (the result's name and op, usually). */
-const HEAD = 18;
-/** Characters of unchanged text kept before each change. */
-const BEFORE = 20;
-/** Gaps shorter than this are shown rather than elided (the marker would be as long). */
-const MIN_GAP = 12;
-
-/** Character ranges of a line to show in a column `width` characters wide so that every range
- * of `focus` (flat [start, end, ...], sorted) is in view: the line's start, then each range
- * with some text before it; the unchanged text between is elided. `indent`: leading spaces,
- * shown besides the start. The last window runs to the
- * line's end (the column cuts it). A line whose ranges all fit is shown whole. */
-export function compactWindows(
-  length: number,
-  focus: readonly number[],
-  width: number,
-  indent = 0
-): [number, number][] {
-  if (focus.length < 2 || focus[focus.length - 1] + 4 <= width) {
-    return [[0, length]];
-  }
-  // In a narrow column the head and the context before a change shrink, so the change fits.
-  const head = Math.min(HEAD, Math.floor(width / 6));
-  const before = Math.min(BEFORE, Math.floor(width / 6));
-  const out: [number, number][] = [[0, Math.min(length, Math.min(indent, 8) + head)]];
-  for (let k = 0; k + 1 < focus.length; k += 2) {
-    const lo = Math.max(0, focus[k] - before);
-    const hi = Math.min(length, focus[k + 1] + before);
-    const prev = out[out.length - 1];
-    if (lo - prev[1] < MIN_GAP) {
-      prev[1] = Math.max(prev[1], hi);
-    } else {
-      out.push([lo, hi]);
-    }
-  }
-  out[out.length - 1][1] = length;
   return out;
 }
 

@@ -3,6 +3,12 @@
 // culprit a bisection found (live widget).
 
 import { el, formatSeconds } from './dom';
+
+/** A note written for the Python API (`exact=True`) as the live explorer says it: its
+ * "Reactant exact" box does what the argument does. */
+export function forLiveExplorer(text: string): string {
+  return text.replace(/\bexact=True\b/g, 'ticking “Reactant exact” above');
+}
 import type { BisectEntry, StageCheckEntry, VerificationEntry } from './types';
 
 export const VERIFY_HEADS: [string, string][] = [
@@ -97,16 +103,19 @@ function figures(label: string, c: StageCheckEntry | null): (string | number)[] 
 
 /** What a bisection found: the culprit, the figures without and with it, its diff, the
  * reproducer and the log (collapsed). */
-export function bisectPanel(b: BisectEntry): HTMLElement {
-  const node = el('div', `rl-bisect ${b.found ? 'rl-bisect-found' : 'rl-bisect-none'}`);
+export function bisectPanel(b: BisectEntry, live = true): HTMLElement {
+  const fine = !b.found && b.regressed === false;
+  const node = el('div', `rl-bisect ${b.found ? 'rl-bisect-found' : fine ? 'rl-bisect-fine' : 'rl-bisect-none'}`);
   const what = b.metric === 'result' ? 'the result' : `${b.metric.replace('_', ' ')}${b.threshold ? ` (×${b.threshold})` : ''}`;
   const head = el('div', 'rl-bisect-head');
-  head.append(el('strong', '', b.found ? `Culprit for ${what}: ` : `No single culprit for ${what}: `));
+  head.append(
+    el('strong', '', b.found ? `Culprit for ${what}: ` : fine ? `No regression in ${what}: ` : `No single culprit for ${what}: `)
+  );
   if (b.found) {
     const culprit = b.patterns.length ? `${b.pass_name ?? '?'}: ${b.patterns.join(', ')}` : (b.pass_name ?? '?');
     head.append(el('code', 'rl-culprit', culprit), document.createTextNode(` (stage ${b.stage ?? '?'}, pass ${b.pass_index ?? '?'})`));
   }
-  head.append(el('div', 'rl-note', b.why));
+  head.append(el('div', 'rl-note', live ? forLiveExplorer(b.why) : b.why));
   node.appendChild(head);
   if (b.pass_pipeline) {
     const passes = el('details', 'rl-bisect-pipeline');
