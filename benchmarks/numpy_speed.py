@@ -286,6 +286,22 @@ def jx_mvt(x1, x2, y_1, y_2, A):
     return None, (x1 + A @ y_1, x2 + y_2 @ A)
 
 
+def jx_atax(A, x):
+    return (A @ x) @ A, ()  # A.T @ v as v @ A: jax.numpy's A.T would be a copy (matvec_options.py)
+
+
+def jx_bicg(A, p, r):
+    return (A @ p, r @ A), ()
+
+
+def jx_mvt_t(x1, x2, y_1, y_2, A):
+    return None, (x1 + A @ y_1, x2 + y_2 @ A)
+
+
+def jx_mlp_small(x, W1, b1, W2, b2, steps):
+    return lax.fori_loop(0, steps, lambda _, x: jnp.maximum(x @ W1 + b1, 0.0) @ W2 + b2, x), ()
+
+
 def _lower(n):
     return jnp.tril(jnp.ones((n, n), bool))
 
@@ -726,6 +742,9 @@ CASES: dict[str, Case] = {
     "atax_bicg": Case(lambda r: (r.random((2000, 2000)), *_vecs(r, 3, 2000)), "2000^2",
                       jx_atax_bicg),
     "mvt": Case(lambda r: (*_vecs(r, 4, 2000), _sq(r, 2000)), "2000^2", jx_mvt),
+    "atax": Case(lambda r: nk._mk_matvec(r, (4000, 4000))[:2], "4000^2", jx_atax),
+    "bicg": Case(lambda r: nk._mk_matvec(r, (4000, 4000)), "4000^2", jx_bicg),
+    "mvt_t": Case(lambda r: nk._mk_mvt_t(r, 4000), "4000^2", jx_mvt_t),
     "power_iteration": Case(lambda r: (_spd(r, 2000), r.random(2000), 20), "2000^2 x 20",
                             jx_power_iteration, (2,)),
     "conjugate_gradient": Case(lambda r: (_spd(r, 2000), r.random(2000), r.random(2000) * 0.1,
@@ -778,6 +797,8 @@ CASES: dict[str, Case] = {
                                    r.standard_normal((1024, 1024)) / 32, r.standard_normal(1024),
                                    r.standard_normal((1024, 10)), r.standard_normal(10)),
                         "256x1024", jx_mlp_forward),
+    "mlp_small": Case(lambda r: nk._mk_mlp_small(r, (64, 256, 100)), "64x256 x 100",
+                      jx_mlp_small, (5,)),
     "attention": Case(lambda r: tuple(r.standard_normal((4, 8, 256, 64)) for _ in range(3)),
                       "4x8x256x64", jx_attention),
     "kmeans_step": Case(lambda r: (r.standard_normal((50_000, 8)), r.standard_normal((16, 8))),
