@@ -3,8 +3,9 @@ with NumPy (OpenBLAS), as ratios measured in one run (issue 39, family 1).
 
 Each workload is written in JAX the ways XLA can be handed it, each form compiled under each
 XLA:CPU option on its own (per compile, through ``compiler_options``: nothing is left in
-XLA_FLAGS), all timed round-robin beside NumPy's own code on the same data, inputs already on
-the device (the copy of a NumPy array that is not 64-byte aligned is another matter:
+XLA_FLAGS) and timed round-robin beside NumPy's own code on the same data (each form in a round
+of its own, so that a slow form's traffic does not evict A before a fast one's sample), inputs
+already on the device (the copy of a NumPy array that is not 64-byte aligned is another matter:
 ``numpy_speed.py --allocator numpy``):
 
 - ``A.T @ y`` three ways: ``transpose`` (A.T, as jax.numpy traces it: XLA:CPU copies A.T and
@@ -215,39 +216,40 @@ def _check(got: Any, want: Any) -> None:
         np.testing.assert_allclose(np.asarray(g), w, rtol=1e-9, atol=1e-9 * np.abs(w).max())
 
 
-def workload_rows(workload: str, n: int, rounds: int) -> list[dict[str, Any]]:
-    """One workload's rows: per form, NumPy's ms (all threads, one) and each option's ms (or
-    why it did not compile), all sampled round-robin."""
-    host = inputs(workload, n, np.random.default_rng(0))
+def form_row(form: Form, n: int, rounds: int) -> dict[str, Any]:
+    """One form's row: NumPy's ms (all threads, one) and the form's ms under each option (or
+    why it did not compile), sampled round-robin together. Each form is sampled apart from the
+    others: a 50 ms transposing copy of a 32 MB matrix between two samples of a 1 ms dot would
+    leave A out of cache for the second."""
+    host = inputs(form.workload, n, np.random.default_rng(0))
     dev = tuple(jax.device_put(a) for a in host)
-    want = NUMPY[workload](*host)
-    variants = [Variant("numpy", NUMPY[workload], [(host, {})])]
-    single = BLAS.single(NUMPY[workload])
+    numpy_fn = NUMPY[form.workload]
+    want = numpy_fn(*host)
+    variants = [Variant("numpy", numpy_fn, [(host, {})])]
+    single = BLAS.single(numpy_fn)
     if single is not None:
         variants.append(Variant("numpy 1 thread", single, [(host, {})]))
-    forms = [f for f in FORMS if f.workload == workload]
-    cells: dict[tuple[str, str], int | str] = {}
-    for form in forms:
-        for opt, options in OPTIONS.items():
-            exe = compiled(form, dev, options)
-            if isinstance(exe, str):
-                cells[form.form, opt] = exe
-                continue
-            _check(exe(*dev), want)
-            cells[form.form, opt] = len(variants)
-            variants.append(Variant(f"{form.form}/{opt}", exe, [(dev, {})]))
+    cells: dict[str, int | str] = {}
+    for opt, options in OPTIONS.items():
+        exe = compiled(form, dev, options)
+        if isinstance(exe, str):
+            cells[opt] = exe
+            continue
+        _check(exe(*dev), want)
+        cells[opt] = len(variants)
+        variants.append(Variant(opt, exe, [(dev, {})]))
     for v in variants:
         warm_up(v, 3)
     ms = [float(np.median(s)) * 1e3 for s in round_robin(variants, rounds)]
-    return [{"workload": workload, "form": form.form, "numpy": ms[0],
-             "numpy1": ms[1] if single is not None else None,
-             "options": {opt: ms[c] if isinstance(c := cells[form.form, opt], int) else c
-                         for opt in OPTIONS}} for form in forms]
+    return {"workload": form.workload, "form": form.form, "numpy": ms[0],
+            "numpy1": ms[1] if single is not None else None,
+            "options": {opt: ms[c] if isinstance(c := cells[opt], int) else c
+                        for opt in OPTIONS}}
 
 
 def table(n: int, rounds: int, only: list[str]) -> list[dict[str, Any]]:
-    return [row for workload in NUMPY if not only or any(o in workload for o in only)
-            for row in workload_rows(workload, n, rounds)]
+    return [form_row(form, n, rounds) for form in FORMS
+            if not only or any(o in form.workload for o in only)]
 
 
 def show(rows: list[dict[str, Any]], title: str) -> None:
