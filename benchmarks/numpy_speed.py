@@ -797,7 +797,7 @@ CASES: dict[str, Case] = {
                                    r.standard_normal((1024, 1024)) / 32, r.standard_normal(1024),
                                    r.standard_normal((1024, 10)), r.standard_normal(10)),
                         "256x1024", jx_mlp_forward),
-    "mlp_small": Case(lambda r: nk._mk_mlp_small(r, (64, 256, 100)), "64x256 x 100",
+    "mlp_small": Case(lambda r: nk._mk_mlp_small(r, (8, 128, 1000)), "8x128 x 1000",
                       jx_mlp_small, (5,)),
     "attention": Case(lambda r: tuple(r.standard_normal((4, 8, 256, 64)) for _ in range(3)),
                       "4x8x256x64", jx_attention),
@@ -847,6 +847,13 @@ _TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy in
              "into an XLA buffer on every call (~6 ms per 32 MB here); with reactant_lab's "
              "aligned one (rl.use_aligned_arrays, this run's default) XLA reads them in place "
              "and only an updated array is copied back")
+
+_MATVEC = ("No XLA:CPU option beats OpenBLAS here (reproducer: benchmarks/matvec_options.py --n "
+           "4000 --only 'A @' 'A.T': Eigen on one thread, products on Eigen instead of YNNPACK, "
+           "XNNPACK, oneDNN, fast math, fusion emitters off, one core, each 0.7-1.2x NumPy, "
+           "within the noise of XLA's defaults), nor did reading A once for both products of a "
+           "pair (a loop over blocks of rows: 19 ms at best against 17.5 ms for two dots, "
+           "medians 24 against 30 on a loaded machine); " + _TRANSFER)
 
 CAUSES: dict[str, str] = {
     # in-place updates in rolled time loops
@@ -923,6 +930,7 @@ CAUSES: dict[str, str] = {
                "OpenBLAS's; " + _TRANSFER,
     "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, level "
            "with the jax.jit port (with the matrix in cache NumPy's two gemv calls take ~2 ms); "
+           "no XLA:CPU option changes that (benchmarks/matvec_options.py --only 'A @'); "
            + _TRANSFER,
     "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: 1.1x, the "
                           "jax.jit port alike; 0.9-1.3x from run to run while OpenBLAS's threads "
@@ -945,7 +953,16 @@ CAUSES: dict[str, str] = {
                    "(0.55-0.64x), the jax.jit port alike",
     "atax_bicg": "four f64 matvecs over one 2000x2000 A (~3 ms, the matrix in cache): XLA:CPU's "
                  "matvec is slower than OpenBLAS's gemv there (0.77-0.85x, the jax.jit port "
-                 "0.88-0.91x); " + _TRANSFER,
+                 "0.88-0.91x); benchmarks/matvec_options.py times each product alone: 1.0-1.35x "
+                 "NumPy under every XLA:CPU option; " + _TRANSFER,
+    "atax": "two f64 matrix-vector products over a 4000x4000 A (128 MB, read from memory twice, "
+            "the second contracting A's rows): XLA:CPU's dot streams A about as fast as "
+            "OpenBLAS's gemv, so 0.8-1.3x from run to run, the port alike. " + _MATVEC,
+    "bicg": "A @ p and r @ A over a 4000x4000 A, as atax: " + _MATVEC,
+    "mvt_t": "x1 += A @ y_1; x2 += A.T @ y_2 over a 4000x4000 A, as atax; under optimize='none' "
+             "A.T @ y_2 was a transpose and a dot, which XLA:CPU runs as a copy of A.T fused "
+             "into an element-by-element dot (0.11-0.18x): NumPy mode now traces it as one "
+             "dot_general over A (0.84-1.0x). " + _MATVEC,
     "gemver": "f64 matvecs on 2000x2000 (no faster than OpenBLAS) after NumPy's (alpha * A) @ x "
               "order; 1.2x while the 32 MB A was copied in and donated (2.9x with aligned "
               "arrays, A not donated); " + _TRANSFER,
