@@ -849,11 +849,13 @@ _TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy in
              "and only an updated array is copied back")
 
 _MATVEC = ("No XLA:CPU option beats OpenBLAS here (reproducer: benchmarks/matvec_options.py --n "
-           "4000 --only 'A @' 'A.T': Eigen on one thread, products on Eigen instead of YNNPACK, "
-           "XNNPACK, oneDNN, fast math, fusion emitters off, one core, each 0.7-1.2x NumPy, "
-           "within the noise of XLA's defaults), nor did reading A once for both products of a "
-           "pair (a loop over blocks of rows: 19 ms at best against 17.5 ms for two dots, "
-           "medians 24 against 30 on a loaded machine); " + _TRANSFER)
+           "4000 --only 'A @' 'A.T'; on a quiet moment of this machine XLA's defaults ran each "
+           "product at 1.0-1.25x NumPy's best, and Eigen on one thread, products on Eigen "
+           "instead of YNNPACK, XNNPACK, oneDNN, fast math or fusion emitters off within 10% of "
+           "that), nor did reading A once for both products of a pair (a loop over blocks of "
+           "rows: 0.7x, two dots 1.1-1.3x); from run to run of this script on the loaded 2-core "
+           "machine these kernels land anywhere in 0.6-1.6x, NumPy and the ports alike; "
+           + _TRANSFER)
 
 CAUSES: dict[str, str] = {
     # in-place updates in rolled time loops
