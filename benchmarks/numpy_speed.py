@@ -297,6 +297,22 @@ def jx_mvt(x1, x2, y_1, y_2, A):
     return None, (x1 + A @ y_1, x2 + y_2 @ A)
 
 
+def jx_atax(A, x):
+    return (A @ x) @ A, ()  # A.T @ v as v @ A: jax.numpy's A.T would be a copy (matvec_options.py)
+
+
+def jx_bicg(A, p, r):
+    return (A @ p, r @ A), ()
+
+
+def jx_mvt_t(x1, x2, y_1, y_2, A):
+    return None, (x1 + A @ y_1, x2 + y_2 @ A)
+
+
+def jx_mlp_small(x, W1, b1, W2, b2, steps):
+    return lax.fori_loop(0, steps, lambda _, x: jnp.maximum(x @ W1 + b1, 0.0) @ W2 + b2, x), ()
+
+
 def _lower(n):
     return jnp.tril(jnp.ones((n, n), bool))
 
@@ -775,6 +791,9 @@ CASES: dict[str, Case] = {
     "atax_bicg": Case(lambda r: (r.random((2000, 2000)), *_vecs(r, 3, 2000)), "2000^2",
                       jx_atax_bicg),
     "mvt": Case(lambda r: (*_vecs(r, 4, 2000), _sq(r, 2000)), "2000^2", jx_mvt),
+    "atax": Case(lambda r: nk._mk_matvec(r, (4000, 4000))[:2], "4000^2", jx_atax),
+    "bicg": Case(lambda r: nk._mk_matvec(r, (4000, 4000)), "4000^2", jx_bicg),
+    "mvt_t": Case(lambda r: nk._mk_mvt_t(r, 4000), "4000^2", jx_mvt_t),
     "power_iteration": Case(lambda r: (_spd(r, 2000), r.random(2000), 20), "2000^2 x 20",
                             jx_power_iteration, (2,)),
     "conjugate_gradient": Case(lambda r: (_spd(r, 2000), r.random(2000), r.random(2000) * 0.1,
@@ -827,6 +846,8 @@ CASES: dict[str, Case] = {
                                    r.standard_normal((1024, 1024)) / 32, r.standard_normal(1024),
                                    r.standard_normal((1024, 10)), r.standard_normal(10)),
                         "256x1024", jx_mlp_forward),
+    "mlp_small": Case(lambda r: nk._mk_mlp_small(r, (8, 128, 1000)), "8x128 x 1000",
+                      jx_mlp_small, (5,)),
     "attention": Case(lambda r: tuple(r.standard_normal((4, 8, 256, 64)) for _ in range(3)),
                       "4x8x256x64", jx_attention),
     "kmeans_step": Case(lambda r: (r.standard_normal((50_000, 8)), r.standard_normal((16, 8))),
@@ -884,6 +905,15 @@ _TRANSFER = ("with NumPy's own allocator (--allocator numpy) each large NumPy in
              "into an XLA buffer on every call (~6 ms per 32 MB here); with reactant_lab's "
              "aligned one (rl.use_aligned_arrays, this run's default) XLA reads them in place "
              "and only an updated array is copied back")
+
+_MATVEC = ("No XLA:CPU option beats OpenBLAS here (reproducer: benchmarks/matvec_options.py --n "
+           "4000 --only 'A @' 'A.T'; on a quiet moment of this machine XLA's defaults ran each "
+           "product at 1.0-1.25x NumPy's best, and Eigen on one thread, products on Eigen "
+           "instead of YNNPACK, XNNPACK, oneDNN, fast math or fusion emitters off within 10% of "
+           "that), nor did reading A once for both products of a pair (a loop over blocks of "
+           "rows: 0.7x, two dots 1.1-1.3x); from run to run of this script on the loaded 2-core "
+           "machine these kernels land anywhere in 0.6-1.6x, NumPy and the ports alike; "
+           + _TRANSFER)
 
 CAUSES: dict[str, str] = {
     # in-place updates in rolled time loops
@@ -960,6 +990,7 @@ CAUSES: dict[str, str] = {
                "OpenBLAS's; " + _TRANSFER,
     "mvt": "two f64 matvecs on 2000x2000: XLA:CPU's dot is no faster than OpenBLAS's gemv, level "
            "with the jax.jit port (with the matrix in cache NumPy's two gemv calls take ~2 ms); "
+           "no XLA:CPU option changes that (benchmarks/matvec_options.py --only 'A @'); "
            + _TRANSFER,
     "conjugate_gradient": "20 iterations of a 2000x2000 f64 matvec in a while loop: 1.1x, the "
                           "jax.jit port alike; 0.9-1.3x from run to run while OpenBLAS's threads "
@@ -982,7 +1013,16 @@ CAUSES: dict[str, str] = {
                    "(0.55-0.64x), the jax.jit port alike",
     "atax_bicg": "four f64 matvecs over one 2000x2000 A (~3 ms, the matrix in cache): XLA:CPU's "
                  "matvec is slower than OpenBLAS's gemv there (0.77-0.85x, the jax.jit port "
-                 "0.88-0.91x); " + _TRANSFER,
+                 "0.88-0.91x); benchmarks/matvec_options.py times each product alone: 1.0-1.35x "
+                 "NumPy under every XLA:CPU option; " + _TRANSFER,
+    "atax": "two f64 matrix-vector products over a 4000x4000 A (128 MB, read from memory twice, "
+            "the second contracting A's rows): XLA:CPU's dot streams A about as fast as "
+            "OpenBLAS's gemv, so 0.8-1.3x from run to run, the port alike. " + _MATVEC,
+    "bicg": "A @ p and r @ A over a 4000x4000 A, as atax: " + _MATVEC,
+    "mvt_t": "x1 += A @ y_1; x2 += A.T @ y_2 over a 4000x4000 A, as atax; under optimize='none' "
+             "A.T @ y_2 was a transpose and a dot, which XLA:CPU runs as a copy of A.T fused "
+             "into an element-by-element dot (0.11-0.18x): NumPy mode now traces it as one "
+             "dot_general over A (0.84-1.0x). " + _MATVEC,
     "gemver": "f64 matvecs on 2000x2000 (no faster than OpenBLAS) after NumPy's (alpha * A) @ x "
               "order; 1.2x while the 32 MB A was copied in and donated (2.9x with aligned "
               "arrays, A not donated); " + _TRANSFER,

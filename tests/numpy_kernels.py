@@ -589,6 +589,31 @@ def compute(array_1, array_2, a, b, c):
     return np.clip(array_1, 2, 10) * a + array_2 * b + c
 
 
+# ------------------------------------- matrix-vector pairs and small dense layers (float64)
+
+
+def atax(A, x):
+    return A.T @ (A @ x)
+
+
+def bicg(A, p, r):
+    q = A @ p
+    s = r @ A
+    return q, s
+
+
+def mvt_t(x1, x2, y_1, y_2, A):
+    # mvt as written with the transpose (the corpus's mvt has y_2 @ A)
+    x1 += A @ y_1
+    x2 += A.T @ y_2
+
+
+def mlp_small(x, W1, b1, W2, b2, steps):
+    for _ in range(steps):
+        x = np.maximum(x @ W1 + b1, 0.0) @ W2 + b2
+    return x
+
+
 # ------------------------------------- helpers, uninitialized arrays, all-scalar arguments
 
 
@@ -904,6 +929,25 @@ def _mk_chains(r, shape=None):
     return r.standard_normal((n, m)), r.random(n)
 
 
+def _mk_matvec(r, shape=None):
+    n, m = (_n(r), _n(r)) if shape is None else shape
+    return r.standard_normal((n, m)), r.random(m), r.random(n)
+
+
+def _mk_mvt_t(r, n=None):
+    n = _n(r) if n is None else n
+    return (*_vectors(r, 4, n), r.standard_normal((n, n)))
+
+
+def _mk_mlp_small(r, shape=None):
+    # Weights scaled by 1 / sqrt(width): the repeated layers neither blow up nor vanish.
+    (batch, width, steps) = (_n(r, 2, 6), _n(r), int(r.integers(2, 6))) if shape is None else shape
+    w = 1 / np.sqrt(width)
+    return (r.standard_normal((batch, width)), r.standard_normal((width, width)) * w,
+            r.standard_normal(width) * 0.1, r.standard_normal((width, width)) * w,
+            r.standard_normal(width) * 0.1, steps)
+
+
 def _mk_mandelbrot(r, size=None):
     width, height = (_n(r, 8, 20), _n(r, 8, 20)) if size is None else size
     x0, y0 = -2.0 - r.random() * 0.2, -1.2 - r.random() * 0.2
@@ -1020,4 +1064,8 @@ KERNELS: tuple[Kernel, ...] = (
            tol=0),
     Kernel("mask_copy", mask_copy, lambda r: _mk_masked(r, count=2), ("args[0]",), tol=0),
     Kernel("mask_increment", mask_increment, _mk_masked, ("args[0]",), tol=0),
+    Kernel("atax", atax, lambda r: _mk_matvec(r)[:2], tol=1e-9),
+    Kernel("bicg", bicg, _mk_matvec, tol=1e-9),
+    Kernel("mvt_t", mvt_t, _mk_mvt_t, ("args[0]", "args[1]"), tol=1e-9),
+    Kernel("mlp_small", mlp_small, _mk_mlp_small, tol=1e-9),
 )

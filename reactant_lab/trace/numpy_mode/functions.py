@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reactant_lab.trace.numpy_mode import errors, masks, order, ranged
+from reactant_lab.trace.numpy_mode import errors, masks, matvec, order, ranged
 from reactant_lab.trace.numpy_mode.binning import BINNING
 from reactant_lab.trace.numpy_mode.creation import LIKE, bind, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
@@ -252,7 +252,11 @@ def _call(func: Callable[..., Any], entry: Entry, args: tuple[Any, ...],
     values = _map(unwrap, (args, kwargs))
     if func is np.where and len(values[0]) == 3 and _static_mask(values[0][0]):
         values = ((to_jax(values[0][0]), *values[0][1:]), values[1])  # a factored mask?
-    result = entry.fn(*values[0], **values[1])
+    result = None
+    if func is np.dot and len(args) == 2 and not kwargs:
+        result = matvec.product(*args, *values[0])
+    if result is None:
+        result = entry.fn(*values[0], **values[1])
     leaves, tree = jax.tree_util.tree_flatten(result)
     if dtypes and len(dtypes) == len(leaves):
         leaves = [jnp.asarray(r).astype(d) for r, d in zip(leaves, dtypes, strict=True)]

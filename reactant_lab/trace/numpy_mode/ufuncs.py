@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from reactant_lab.trace.numpy_mode import affine, context, errors, indexing, masks, ranged
+from reactant_lab.trace.numpy_mode import affine, context, errors, indexing, masks, matvec, ranged
 from reactant_lab.trace.numpy_mode.layouts import like_operands, like_reduction
 from reactant_lab.trace.numpy_mode.proxy import (
     ProxyArray,
@@ -76,6 +76,8 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> A
         result = _sqrt_power(jnp.asarray(values[0]), half)
     else:
         result = _lax_arithmetic(ufunc, values, in_dtypes)
+        if result is None and ufunc is np.matmul:
+            result = matvec.product(*inputs, *values)
         if result is None:
             result = UFUNCS[ufunc](*values)
     results: Sequence[Any] = result if ufunc.nout > 1 else (result,)
