@@ -156,7 +156,7 @@ def test_report_with_a_static_string_argument(ran):
     proc = ran["report scaled"].proc
     assert proc.returncode == 0, proc.stderr
     html = (ran["report scaled"].dir / "scaled.html").read_text()
-    assert "<code>args[1]</code> = <code>&#x27;double&#x27;</code>" in html  # static
+    assert "<code>how</code> = <code>&#x27;double&#x27;</code>" in html  # static, by its name
 
 
 @pytest.mark.parametrize("name", ["jacobi_2d", "scaled"])

@@ -731,4 +731,4 @@ def test_a_cell_ending_with_an_exploration_shows_the_explorer(shell, rng):
     assert {WIDGET_MIME, MIME_TYPE, "text/html", "text/plain"} <= set(data)
     payload = data[MIME_TYPE]
     assert payload["meta"]["function"] == "g" and payload["verification"]["first_wrong"] is None
-    assert [s["name"] for s in payload["stages"]] == [s.name for s in result.result.stages.stages]
+    assert [s["name"] for s in payload["stages"]] == [s.name for s in result.result.all_stages]

@@ -29,7 +29,9 @@ def sharded_payload(tmp_path_factory) -> dict:
 
 def test_sharded_graph_and_partitioned_executable(jupyterlab_server, lab_page, sharded_payload):
     page = lab_page
-    last = len(sharded_payload["stages"]) - 1
+    xla = sharded_payload["xla"].get("passes")
+    # the compiled (last MLIR) stage; XLA's own stages follow it
+    last = (xla["first"] if xla else len(sharded_payload["stages"])) - 1
     explorer = _saved(jupyterlab_server, page, "sharded.ipynb", sharded_payload)
     explorer.locator(f'.rl-stage-table tr[data-stage="{last}"]').click()
     explorer.locator(".rl-tab-graph").click()
