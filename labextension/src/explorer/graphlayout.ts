@@ -3,7 +3,7 @@
 // consumers), search, and a layered layout (ranks, one edge "bus" per long-lived value, barycentre
 // ordering, balanced x positions) with expanded regions laid out inside their op's box.
 
-import { carriedText } from './names';
+import { carriedText, splitTypes } from './names';
 import type { GraphModel, GraphNode } from './types';
 
 export const CHAR_W = 6.6;
@@ -80,22 +80,7 @@ const TENSOR = /^tensor<((?:[\d?]+x)*)([^>]+)>$/;
 
 /** `tensor<126x126xf64>` -> `f64[126,126]` (each of a list of types). */
 export function shortType(type: string | undefined): string {
-  const out: string[] = [];
-  let depth = 0;
-  let cur = '';
-  for (const ch of type ?? '') {
-    depth += ch === '<' || ch === '(' || ch === '[' ? 1 : ch === '>' || ch === ')' || ch === ']' ? -1 : 0;
-    if (ch === ',' && depth === 0) {
-      out.push(cur.trim());
-      cur = '';
-    } else {
-      cur += ch;
-    }
-  }
-  if (cur.trim()) {
-    out.push(cur.trim());
-  }
-  return out
+  return splitTypes(type)
     .map(t => {
       const m = TENSOR.exec(t);
       return m ? `${m[2]}[${m[1].split('x').filter(Boolean).join(',')}]` : t;
