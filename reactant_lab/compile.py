@@ -432,7 +432,8 @@ class Compiled:
                 leaves.append(view)
             elif isinstance(slot, Constant):  # a new array on every call, as NumPy's
                 leaves.append(np.array(slot.value, order="K") if self._layout.numpy_out
-                              else jax.device_put(slot.value, self.device))
+                              else jax.device_put(backend.transfer_ready(self.device)(
+                                  slot.value), self.device))
             else:
                 leaves.append(slot.value)
         if self._one_leaf:
@@ -450,7 +451,8 @@ class Compiled:
             return value
         where = self._layout.shardings[slot.arg] if self._layout.shardings else self.device
         with backend.x64_scope(self._x64):
-            return jax.device_put(np.asarray(value, dtype=dtype), where)
+            return jax.device_put(backend.transfer_ready(self.device)(
+                np.asarray(value, dtype=dtype)), where)
 
     def _mismatch(self, flat: FlatCall) -> str:
         t = self.traced

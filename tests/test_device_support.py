@@ -230,3 +230,21 @@ def test_the_copy_into_c_order_keeps_numpy_modes_write_back(order, rng, monkeypa
     assert a.__array_interface__["data"][0] == address and a.flags.f_contiguous == (order == "F")
     np.testing.assert_array_equal(a, want)
     assert got_sum == want_sum
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_fortran_order_arguments_arrive_right_on_every_path(dtype, rng):
+    """A JAX-mode call and bench's copies of the inputs both copy a complex Fortran-order array
+    onto the device: it must arrive with NumPy's values (a TPU's own copy read it in C order)."""
+    import importlib
+
+    from tests.conftest import assert_close, float_rtol
+
+    a = np.asfortranarray((rng.normal(size=(4, 5)) + 1j * rng.normal(size=(4, 5))).astype(dtype))
+    want = a * 2 + np.arange(5)
+    got = rl.jit(lambda x: x * 2 + jax.numpy.arange(5))(a)
+    assert_close(np.asarray(got), want, float_rtol(dtype))
+    dev = backend.resolve_device(None)
+    with backend.x64_scope(dtype == np.complex128):
+        on_device = importlib.import_module("reactant_lab.bench")._to_device(dev)(a)
+    np.testing.assert_array_equal(np.asarray(on_device), a)

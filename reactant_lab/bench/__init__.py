@@ -198,7 +198,8 @@ def _trace_for_device(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     traced = trace(fn, *args, **kwargs)
     if traced.mode == "jax" and traced.layout.numpy_out:
         with backend.x64_scope(traced.layout.x64):
-            on_dev = copy_inputs((args, kwargs), lambda a: jax.device_put(a, dev))
+            ready = backend.transfer_ready(dev)
+            on_dev = copy_inputs((args, kwargs), lambda a: jax.device_put(ready(a), dev))
         traced = trace(fn, *on_dev[0], **on_dev[1])
     return traced
 
@@ -206,7 +207,14 @@ def _trace_for_device(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
 def _place(traced: Traced, dev: Any) -> Callable[[Any], Any]:
     if traced.mode == "numpy":
         return np.array  # NumPy-mode executables take and update NumPy arrays
-    return lambda leaf: jax.device_put(np.array(leaf), dev)
+    return _to_device(dev)
+
+
+def _to_device(dev: Any) -> Callable[[Any], Any]:
+    """A leaf as a fresh array on ``dev`` (in C order where the device's copy needs it:
+    ``backend.transfer_ready``)."""
+    ready = backend.transfer_ready(dev)
+    return lambda leaf: jax.device_put(ready(np.array(leaf)), dev)
 
 
 def _fresh(traced: Traced, inputs: Inputs, place: Callable[[Any], Any]
@@ -284,7 +292,7 @@ def _baseline(name: str, fn: Callable[..., Any], traced: Traced, args: tuple[Any
     cost = compiled.cost_analysis() or {}
     cost = cost[0] if isinstance(cost, list | tuple) else cost
     dyn = tuple(a for i, a in enumerate(args) if i not in statics)
-    place = lambda leaf: jax.device_put(np.array(leaf), dev)  # noqa: E731
+    place = _to_device(dev)
     with backend.x64_scope(traced.layout.x64):
         pool = copies((dyn, kwargs), place)
     variant = Variant("jax", _x64_call(compiled, traced.layout.x64), pool)

@@ -121,7 +121,8 @@ def _run_module(text: str, info: dict[str, Any], inputs: list[np.ndarray], *, ti
                                  donate=(False,) * len(avals), structure=None, stage="bisect")
     seconds = time.perf_counter() - start
     with backend.x64_scope(x64):
-        on_device = [jax.device_put(v, device) for v in inputs]
+        ready = backend.transfer_ready(device)
+        on_device = [jax.device_put(ready(v), device) for v in inputs]
         outs = [np.asarray(o) for o in exe.call_flat(on_device)]
         run = timing.median(timing.sample(lambda: exe.call_flat(on_device), min_time=0.3)) \
             if timed else None
