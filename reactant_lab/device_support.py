@@ -34,7 +34,8 @@ print("XLA compiled input.mlir for", device)
 '''
 
 _DTYPES = {"complex<f64>": "complex128", "complex<f32>": "complex64", "f64": "float64",
-           "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+           "f32": "float32", "f16": "float16", "bf16": "bfloat16",
+           **{f"{u}i{n}": f"{u}int{n}" for u in ("", "u") for n in (8, 16, 32, 64)}}
 """MLIR element type -> the NumPy name a user knows it by."""
 
 
@@ -56,12 +57,14 @@ def check_supported(fn_name: str, ir: str, device: Any, stage: str) -> None:
     first = found[0]
     lim = first.limit
     dtype = _DTYPES.get(lim.element_type, lim.element_type)
+    to = (f" to {_DTYPES.get(lim.result_type, lim.result_type)}" if lim.result_type is not None
+          else "")
     where = _write_reproducer(ir, platform, found)
     source = op_sources(ir).get(first.line)
     at = f" (from {source.file}:{source.line})" if source is not None else ""
     more = f" and {len(found) - 1} more such op(s)" if len(found) > 1 else ""
     message = (
-        f"{fn_name}: stage {stage!r} has {lim.op} on {dtype} ({lim.element_type}){at}{more}, "
+        f"{fn_name}: stage {stage!r} has {lim.op} on {dtype} ({lim.element_type}){to}{at}{more}, "
         f"which {device} ({platform}) cannot compile: {lim.why}. It was not handed to XLA; "
         f"this process is unharmed.\n  line {first.line}: {first.text}\n"
         f"What to do: {lim.todo}.\n"

@@ -16,6 +16,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.trace.numpy_mode.order import NETWORK_MAX, _median_network, _sorting_network
+from tests.conftest import assert_close
 
 
 @pytest.mark.parametrize("n", range(1, 13))
@@ -181,3 +182,29 @@ def test_argsort_by_packed_keys_equals_numpys_stable(dtype, shape,
                         np.argsort(x, axis=None, kind="stable")), strict=True):
             assert g.dtype == w.dtype
             np.testing.assert_array_equal(g, w)
+
+
+def _orders(b: Any) -> tuple[Any, ...]:
+    return (np.argsort(b, axis=1), np.sort(b, axis=0), np.median(b, axis=1),
+            np.quantile(b, 0.3, axis=0))
+
+
+def test_integer_sort_keys_are_for_the_cpu_only(rng, monkeypatch) -> None:
+    """The integer sort keys speed up XLA:CPU's sorts; XLA's TPU compiler rejected their 64-bit
+    integer arithmetic. Lowered for a TPU, the sorts are jax.numpy's, and they give NumPy's
+    values too (here run on the CPU, with the TPU's lowering forced)."""
+    from reactant_lab.trace.numpy_mode import context
+
+    b = rng.standard_normal((40, 300))
+    b[3, 7] = np.nan
+    cpu = rl.trace(_orders, b).as_text()
+    tpu = rl.trace(_orders, b, platform="tpu").as_text()
+    for keyed in ("stablehlo.shift_left", "stablehlo.bitcast_convert"):
+        assert keyed in cpu and keyed not in tpu, keyed
+    monkeypatch.setattr(context, "platform", lambda: "tpu")
+    got = rl.jit(_orders)(b.copy())
+    want = _orders(b)
+    for g, w in zip(got[:2], want[:2], strict=True):  # the orders: exact
+        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got[2:], want[2:], strict=True):  # interpolated: jax.numpy's arithmetic
+        assert_close(g, w, 1e-13)

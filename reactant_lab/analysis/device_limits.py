@@ -23,7 +23,19 @@ class Limit:
     """What goes wrong there."""
     todo: str
     """What to do instead."""
+    result_type: str | None = None
+    """The element type of its result that the limit needs too (a conversion's target), or
+    None."""
 
+
+_CONVERT_TO_COMPLEX128 = (
+    "XLA's TPU compiler aborts the whole process on a conversion to complex128 (measured on a "
+    "TPU v5e with jax 0.10.2, from complex64 and from int64; complex128 arithmetic itself "
+    "compiled and ran)")
+_CONVERT_TODO = (
+    "keep the computation in complex64 (a complex64 array combined with an int64 or float64 "
+    "one is complex128 under NumPy's promotion: cast the other operand, or the result, to "
+    "complex64), or run this function on the CPU (device='cpu')")
 
 LIMITS: tuple[Limit, ...] = (
     Limit("stablehlo.abs", "complex<f64>", "tpu",
@@ -32,6 +44,9 @@ LIMITS: tuple[Limit, ...] = (
           "compute the magnitude as sqrt(re**2 + im**2) (jnp.sqrt(z.real**2 + z.imag**2) or "
           "jnp.hypot(z.real, z.imag)), use complex64, or run this function on the CPU "
           "(device='cpu')"),
+    *(Limit("stablehlo.convert", source, "tpu", _CONVERT_TO_COMPLEX128, _CONVERT_TODO,
+            result_type="complex<f64>")
+      for source in ("complex<f32>", "i64", "i32", "i16", "i8", "ui64", "ui32", "ui16", "ui8")),
 )
 """Known aborts and unsupported combinations: (op, element type, platform, why, what to do)."""
 
@@ -82,9 +97,20 @@ _LOC = re.compile(r"\s+loc\(.*$")
 def operand_types(line: str) -> frozenset[str]:
     """The element types of one op's operands: of the types after its last `` : `` (those
     before ``->`` when the type is a function type)."""
+    return frozenset(_ELEMENT.findall(_signature(line).split("->", 1)[0]))
+
+
+def result_types(line: str) -> frozenset[str]:
+    """The element types of one op's results: those after ``->`` in its function type, else
+    (one type for operands and results) its operands'."""
+    parts = _signature(line).split("->", 1)
+    return frozenset(_ELEMENT.findall(parts[-1]))
+
+
+def _signature(line: str) -> str:
+    """The types after one op's last `` : ``."""
     line = _LOC.sub("", line)
-    types = line.rsplit(" : ", 1)[1] if " : " in line else ""
-    return frozenset(_ELEMENT.findall(types.split("->", 1)[0]))
+    return line.rsplit(" : ", 1)[1] if " : " in line else ""
 
 
 def unsupported_ops(text: str, platform: str) -> tuple[Finding, ...]:
@@ -98,9 +124,10 @@ def unsupported_ops(text: str, platform: str) -> tuple[Finding, ...]:
         hits = [lim for lim in limits if lim.op == name]
         if not hits:
             continue
-        operands = operand_types(line)
+        operands, results = operand_types(line), result_types(line)
         found += [Finding(lim, number, _LOC.sub("", line).strip()) for lim in hits
-                  if lim.element_type in operands]
+                  if lim.element_type in operands
+                  and (lim.result_type is None or lim.result_type in results)]
     return tuple(found)
 
 

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
+
 from reactant_lab.trace.user_errors import calling_user_frame
 
 _STATE = threading.local()
@@ -21,6 +23,8 @@ class _Trace:
 
     name: str
     """The traced function's name."""
+    platform: str | None = None
+    """The platform the trace is lowered for ('cpu', 'tpu', ...); None: JAX's default."""
     memo: dict[Any, Any] = field(default_factory=dict)
     """See ``memo``."""
     handed: traceback.FrameSummary | None = None
@@ -41,6 +45,16 @@ def current() -> str | None:
     """Name of the function being traced in NumPy mode on this thread, or None."""
     stack = _stack()
     return stack[-1].name if stack else None
+
+
+def platform() -> str:
+    """The platform the current NumPy-mode trace is lowered for (JAX's default backend's where
+    the trace named none, 'cpu' outside of one): how an op is lowered may follow what that
+    platform's compiler does well. Asked only where it matters: JAX opens its backends for it."""
+    stack = _stack()
+    if not stack:
+        return "cpu"
+    return stack[-1].platform or jax.default_backend()
 
 
 def memo() -> dict[Any, Any]:
@@ -65,10 +79,11 @@ def handoff() -> tuple[bool, traceback.FrameSummary | None]:
 
 
 @contextlib.contextmanager
-def tracing(fn_name: str) -> Iterator[None]:
-    """Mark this thread as tracing ``fn_name`` in NumPy mode while the block runs."""
+def tracing(fn_name: str, platform: str | None = None) -> Iterator[None]:
+    """Mark this thread as tracing ``fn_name`` in NumPy mode, lowered for ``platform``, while
+    the block runs."""
     stack = _stack()
-    stack.append(_Trace(fn_name))
+    stack.append(_Trace(fn_name, platform))
     try:
         yield
     finally:

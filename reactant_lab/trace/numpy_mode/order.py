@@ -137,9 +137,17 @@ def _quantile(a: Any, q: Any, scale: float, axis: Any, out: Any, overwrite_input
     return res
 
 
+def _on_cpu() -> bool:
+    """Whether the trace is lowered for XLA:CPU, whose sorts the integer keys speed up. Other
+    platforms get jax.numpy's sorts, as jax.jit would: XLA's TPU compiler rejected the keys'
+    64-bit integer arithmetic ("Binary op subtract with different element types: u32[4] and
+    s32[4]", measured on a TPU v5e with jax 0.10.2, after the same for an xor)."""
+    return context.platform() == "cpu"
+
+
 def _keyed(a: Any) -> bool:
-    """Whether ``a`` sorts by integer keys: real floats of 16, 32 or 64 bits."""
-    return a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8)
+    """Whether ``a`` sorts by integer keys: real floats of 16, 32 or 64 bits, on the CPU."""
+    return a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8) and _on_cpu()
 
 
 def _float_key(a: Any, zeros_equal: bool = False) -> Any:
@@ -187,8 +195,9 @@ def _nan_if_any(last: Any, value: Any) -> Any:
 
 def _argkeyed(a: Any) -> bool:
     """Whether np.argsort of ``a`` packs its keys with indices into 64-bit integers: real numbers
-    of up to 64 bits under 64-bit types, fewer than 2**31 of them (indices fit 32 bits)."""
-    return (bool(jax.config.jax_enable_x64) and a.dtype.kind in "fiub"  # type: ignore[attr-defined]  # JAX adds each flag to Config at run time
+    of up to 64 bits under 64-bit types, fewer than 2**31 of them (indices fit 32 bits), on the
+    CPU."""
+    return (_on_cpu() and bool(jax.config.jax_enable_x64) and a.dtype.kind in "fiub"  # type: ignore[attr-defined]  # JAX adds each flag to Config at run time
             and a.dtype.itemsize <= 8 and a.size < 2**31)
 
 

@@ -59,7 +59,7 @@ def trace_numpy(fn: Callable[..., Any], flat: FlatCall, jax_fallback: bool = Fal
         proxies = [ProxyArray(root) for root in roots]
         args, kwargs, *captured = flat.rebuild(proxies)
         run = captures.rebind(fn, captured[0]) if captured else fn
-        with context.tracing(name), overlays():
+        with context.tracing(name, flat.platform), overlays():
             try:
                 out = run(*args, **kwargs)
             except Exception as exc:
