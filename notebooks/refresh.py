@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -40,7 +41,22 @@ def _kernel(workdir: Path) -> KernelManager:
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "reactant_lab", "language": "python"}))
     specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)])
-    return KernelManager(kernel_name="reactant-lab-python", kernel_spec_manager=specs)
+    km = KernelManager(kernel_name="reactant-lab-python", kernel_spec_manager=specs,
+                       transport=_transport())
+    if km.transport == "ipc":  # the sockets' paths: in the temporary directory
+        km.ip = str(workdir / "kernel-ipc")
+    return km
+
+
+def _transport() -> str:
+    """How the kernel is reached: 'tcp', or 'ipc' (Unix sockets) where this machine lets no
+    process open a TCP socket (a TPU machine of the test lab: "Address family not supported by
+    protocol")."""
+    try:
+        socket.socket().close()
+    except OSError:
+        return "ipc"
+    return "tcp"
 
 
 def execute(path: Path, timeout: int = 900,

@@ -40,6 +40,17 @@ def test_every_example_notebook_is_listed():
     assert refresh.NOTEBOOKS == NOTEBOOKS
 
 
+def test_a_machine_without_tcp_sockets_runs_the_kernel_over_unix_sockets(tmp_path, monkeypatch):
+    """A TPU machine of the test lab lets no process open a TCP socket; refresh.py (which saves
+    notebook 07 from a TPU run) then reaches its kernel over Unix sockets."""
+    monkeypatch.setattr(refresh, "_transport", lambda: "ipc")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import numpy as np\nprint(np.arange(4).sum() * 7)")]
+    nbformat.write(nb, tmp_path / "t.ipynb")
+    done = refresh.execute(tmp_path / "t.ipynb", timeout=120, env=child_env())
+    assert done.cells[0].outputs[0]["text"] == "42\n"
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(name):
     nb = refresh.execute(ROOT / "notebooks" / name, env=child_env())
