@@ -213,11 +213,14 @@ def test_the_commands_the_front_end_sends_validate():
                  "pipeline": None},
                 {"command": "diff", "id": 4, "before": 3, "after": 0},
                 {"command": "slice", "id": 5, "stage": 1, "result": "result[0]"},
+                {"command": "graph", "id": 6, "stage": 2, "compare": 0},
+                {"command": "code", "id": 7, "kernel": "add_fusion", "what": "assembly"},
                 {"command": "verify"}, {"command": "bisect", "metric": "runtime"}]
     for command in commands:
         assert problems(command, "ExplorerCommand") == [], command
     assert problems({"command": "explode", "id": 6}, "ExplorerCommand")
     assert problems({"command": "bisect", "metric": "speed"}, "ExplorerCommand")
+    assert problems({"command": "code", "id": 8, "kernel": "k", "what": "ptx"}, "ExplorerCommand")
 
 
 @pytest.mark.parametrize("name", ["01_quickstart", "02_numpy_kernels", "03_pass_by_pass",

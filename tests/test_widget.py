@@ -119,6 +119,27 @@ def test_graph_answers_with_the_whole_model_of_a_stage_past_the_payload_cap():
     assert len([x for x in model["nodes"] if x["kind"] == "result"]) == 2
 
 
+def test_graph_with_compare_answers_with_both_models_and_their_graph_diff(exploration):
+    """The graph tab's "changes from" past the payload's cap: both stages' models and the
+    graph diff of the two, the earlier stage first, as the payload would hold them."""
+    from reactant_lab.analysis.graph_diff import graph_diff_entry
+    from tests.test_payload_schema import problems
+
+    w = ExplorerWidget(exploration)
+    last = len(exploration.stages.stages) - 1
+    send(w, {"command": "graph", "id": 9, "stage": 0, "compare": last})
+    assert w.result["id"] == 9 and w.result["kind"] == "graph"
+    data = json.loads(json.dumps(w.result["data"]))
+    assert problems(data, "GraphData") == []
+    assert (data["stage"], data["compare"]) == (0, last)
+    diff = data["diff"]
+    assert (diff["before"], diff["after"]) == (0, last)
+    assert diff == graph_diff_entry(0, last, data["model"], data["compare_model"])
+    assert diff["removed"] or diff["added"] or diff["changed"]  # the pipeline changed the graph
+    send(w, {"command": "graph", "id": 10, "stage": 0, "compare": 99})
+    assert w.result["kind"] == "error" and "no stage 99" in w.result["data"]["message"]
+
+
 @pytest.mark.parametrize(("content", "message"), [
     ({"command": "graph", "id": 7, "stage": 12}, "no stage 12"),
     ({"command": "diff", "id": 4, "before": 0, "after": 99}, "no stage 99"),

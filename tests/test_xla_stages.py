@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -22,10 +23,11 @@ from reactant_lab._backend_xla import named_call_sites
 from reactant_lab.analysis.hlo import hlo_frames, hlo_op_counts, hlo_opcode, hlo_shown
 from reactant_lab.analysis.normalize import normalize, strip_locations
 from reactant_lab.analysis.provenance import op_frames
-from reactant_lab.notebook.display import explorer_bundle
+from reactant_lab.notebook.display import explorer_bundle, explorer_payload
 from reactant_lab.notebook.widget import ExplorerWidget
-from reactant_lab.render.payload import MIME_TYPE
+from reactant_lab.render.payload import MIME_TYPE, PayloadOptions
 from reactant_lab.render.texts import decode_text
+from reactant_lab.stages import xla as xla_stages
 from tests.conftest import assert_close
 from tests.test_payload_schema import problems
 
@@ -216,6 +218,72 @@ def test_on_the_cpu_each_kernel_has_its_llvm_ir(rng):
     if shutil.which("objdump") or shutil.which("llvm-objdump"):
         asm = ex.xla.assembly(names[0])
         assert "Disassembly of section" in asm and asm.count("\n") > 5
+
+
+@pytest.fixture(scope="module")
+def wide_stencil():
+    """The stencil on a grid large enough that XLA:CPU emits a kernel per fusion (a small loop
+    it compiles whole, as one kernel: ``call_computation``)."""
+    return rl.explore(heat, np.random.default_rng(8).random((64, 64)), 20)
+
+
+def _fusion_kernel(ex: rl.Exploration) -> str:
+    """The kernel of the stencil's fused update (a fusion of the optimized HLO)."""
+    fusions = [line.split("=")[0].split()[-1].lstrip("%")
+               for line in strip_locations(ex.xla_stages[-1].ir).splitlines()
+               if hlo_opcode(line) == "fusion"]
+    return next(n for n in fusions if "dynamic-update-slice" in n)
+
+
+def test_the_payload_holds_each_kernels_llvm_ir_and_assembly(wide_stencil):
+    ex = wide_stencil
+    if ex.compiled.device.platform != "cpu":
+        pytest.skip("XLA emits LLVM IR per kernel on the CPU")
+    fusion = _fusion_kernel(ex)
+    payload = explorer_payload(ex)  # as a notebook saves it (file names relabelled)
+    assert problems(json.loads(json.dumps(payload))) == []
+    code = payload["xla"]["code"]
+    assert [k["name"] for k in code["kernels"]] == [n for n, _ in ex.xla.kernels]
+    entry = next(k for k in code["kernels"] if k["name"] == fusion)
+    ir = decode_text(payload["texts"], entry["llvm_ir"])
+    assert ir == ex.xla.llvm_ir(fusion) and "define " in ir and f"@{fusion}" in ir
+    kept = [payload["texts"][k[what]] for k in code["kernels"] for what in ("llvm_ir", "assembly")
+            if k[what] is not None]
+    assert all(t["encoding"] != "plain" for t in kept)  # compressed, or a delta of a like one
+    assert sum(len(t["data"]) for t in kept) <= code["budget"]
+    if shutil.which("objdump") or shutil.which("llvm-objdump"):
+        asm = decode_text(payload["texts"], entry["assembly"])
+        assert asm == ex.xla.assembly(fusion) and f"<{fusion}>:" in asm
+        assert code["assembly_error"] is None
+    # the widget's copy is the one the notebook saves
+    assert ExplorerWidget(ex).payload["xla"]["code"] == code
+
+
+def test_a_kernels_code_past_the_budget_comes_from_the_live_kernel(wide_stencil, monkeypatch):
+    ex = wide_stencil
+    if ex.compiled.device.platform != "cpu":
+        pytest.skip("XLA emits LLVM IR per kernel on the CPU")
+    fusion = _fusion_kernel(ex)
+    small = rl.exploration_payload(ex, options=PayloadOptions(kernel_code=0))
+    assert all(k["llvm_ir"] is None and k["assembly"] is None
+               for k in small["xla"]["code"]["kernels"])
+    assert problems(small) == []
+    w = ExplorerWidget(ex)
+    w.handle_command({"command": "code", "id": 5, "kernel": fusion, "what": "llvm_ir"})
+    assert problems(w.result, "ExplorerResult") == []
+    assert w.result["kind"] == "code" and w.result["data"]["text"] == ex.xla.llvm_ir(fusion)
+    w.handle_command({"command": "code", "id": 6, "kernel": "nope", "what": "llvm_ir"})
+    assert w.result["kind"] == "error" and "no kernel 'nope'; XLA emitted: " in (
+        w.result["data"]["message"])
+    w.handle_command({"command": "code", "id": 7, "kernel": fusion, "what": "ptx"})
+    assert "unknown kind of kernel code 'ptx'" in w.result["data"]["message"]
+    # no disassembler on PATH: the payload says so once, the live request answers the same
+    monkeypatch.setattr(xla_stages, "DISASSEMBLERS", ("no-such-objdump",))
+    bare = rl.exploration_payload(ex)["xla"]["code"]
+    assert all(k["assembly"] is None and k["llvm_ir"] is not None for k in bare["kernels"])
+    assert "needs objdump (binutils) or llvm-objdump on PATH" in bare["assembly_error"]
+    w.handle_command({"command": "code", "id": 8, "kernel": fusion, "what": "assembly"})
+    assert w.result["kind"] == "error" and "needs objdump" in w.result["data"]["message"]
 
 
 def test_no_dump_option_or_directory_is_left_behind(rng, private_tmp):

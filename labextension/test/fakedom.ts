@@ -29,6 +29,8 @@ class FakeElement {
   clientHeight = 0;
   scrollLeft = 0;
   scrollTop = 0;
+  /** An input's text (a find box). */
+  value = '';
 
   constructor(
     tag: string,

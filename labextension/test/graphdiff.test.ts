@@ -125,3 +125,63 @@ test('the graph pane draws the diff on one layout, with classes, legend and capt
   assert.equal(legend.hidden, true);
   assert.ok(classes().every(c => !/\bd-/.test(c)));
 });
+
+/** The payload of a module past the graph cap: both graphs saved as summaries, no graph diff. */
+function summaries(): ExplorerPayload {
+  const p = payload();
+  const summary = (stage: number, stages: number[]) => ({ stage, stages, kind: 'summary', ops: 12_000, error: null, svg: null });
+  // (no result to offer a slice of: the fake DOM has no <option>)
+  const signature = { args: [], results: [], skipped: [] };
+  return { ...p, signature, graphs: [summary(0, [0, 1, 2]), summary(3, [3])], graph_diffs: [] } as unknown as ExplorerPayload;
+}
+
+test('graphs held as summaries: saved, the reason; live, asked of the kernel and drawn as one graph', () => {
+  const check = (view: GraphView) => {
+    const box = view.node.querySelector('.rl-gdiff-toggle')?.querySelector('input') as HTMLInputElement;
+    box.checked = true;
+    fire(box as unknown as Element, 'change');
+  };
+  const caption = (view: GraphView) => view.node.querySelector('.rl-graph-note')?.textContent ?? '';
+  const saved = new GraphView(undefined, undefined, () => undefined);
+  saved.show(summaries(), 3, 0, 0);
+  check(saved);
+  assert.match(caption(saved), /^The graph of stage 0 \(12,000 ops\) was saved as a summary, too large to keep op by op: a live explorer \(run the cell again, with its kernel\) draws the changes\./);
+
+  const asked: [number, number | undefined][] = [];
+  const live = new GraphView((stage, compare) => asked.push([stage, compare]), undefined, () => undefined);
+  const p = summaries();
+  live.show(p, 3, 0, 0);
+  assert.equal(asked.length, 0, 'nothing asked until "changes from" is ticked');
+  check(live);
+  live.show(p, 3, 0, 0);
+  assert.deepEqual(asked, [[3, 0]], 'asked once, with the compared stage');
+  assert.match(caption(live), /^Asking the kernel for the graphs of stage 0 and stage 3, to draw the changes…/);
+  // the kernel's diff names the stages asked (0 and 3); stage 1 shares stage 0's graph
+  live.showModel({ stage: 3, model: after(), compare: 0, compare_model: before(), diff: ENTRY });
+  const drawn = Array.from(live.node.querySelectorAll('.rl-gn')).map(g => g.getAttribute('class') ?? '');
+  assert.equal(drawn.length, 5, 'the removed convert joins the drawing');
+  assert.ok(drawn.some(c => c.includes('d-removed')) && drawn.some(c => c.includes('d-added')));
+  assert.match(caption(live), /^Changes from stage 0 to stage 3, shared boxes drawn once: 1 added, 1 removed, 2 changed\./);
+  live.show(p, 3, 1, 1);
+  assert.equal(asked.length, 1, 'stage 1 has stage 0\'s graph: the diff is there already');
+  assert.ok(Array.from(live.node.querySelectorAll('.rl-gn')).some(g => /d-removed/.test(g.getAttribute('class') ?? '')));
+  // an error answer is said, and not asked again
+  const failing = new GraphView((stage, compare) => asked.push([stage, compare]), undefined, () => undefined);
+  const q = summaries();
+  failing.show(q, 3, 0, 0);
+  check(failing);
+  failing.showError('stage 3 has 200,000 ops, more than the 100,000 the explorer draws');
+  failing.show(q, 3, 0, 0);
+  assert.match(caption(failing), /^Could not compare stage 0 and stage 3: stage 3 has 200,000 ops/);
+  assert.equal(asked.length, 2);
+});
+
+test('a fetched model and diff are found as the payload\'s are', () => {
+  const p = summaries();
+  const [g0, g3] = p.graphs;
+  assert.equal(findGraphDiff(p, 0, 3), null);
+  const fetched = { model: (g: unknown) => (g === g0 ? before() : g === g3 ? after() : undefined), diffs: [ENTRY] };
+  assert.equal(findGraphDiff(p, 0, 3, fetched)?.reversed, false);
+  assert.equal(findGraphDiff(p, 3, 2, fetched)?.reversed, true);
+  assert.equal(findGraphDiff(p, 0, 3, { ...fetched, diffs: [] }), null, 'models alone: no diff');
+});

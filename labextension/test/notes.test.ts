@@ -65,4 +65,5 @@ test('the stage list is narrow beside a side-by-side diff, unless all its column
   assert.equal(narrowStages({ ...base, allStageColumns: true }), false);
   assert.equal(narrowStages({ ...base, layout: 'unified' }), null);
   assert.equal(narrowStages({ ...base, tab: 'graph' }), null);
+  assert.equal(narrowStages({ ...base, tab: 'code' }), true, "a kernel's code: no stage selects it");
 });

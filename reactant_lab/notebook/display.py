@@ -67,11 +67,23 @@ def relabel_files(payload: dict[str, Any], labels: dict[str, str]) -> dict[str, 
     for entry in payload["texts"]:
         text = decode_text(payload["texts"], entry["id"])
         base = ids[entry["base"]] if entry.get("encoding") == "delta" else None
-        ids[entry["id"]] = store.add(shorten_paths(text, labels), base)
+        # a short text gzipped stays so (a kernel's code, kept compressed)
+        ids[entry["id"]] = store.add(shorten_paths(text, labels), base,
+                                     packed=entry.get("encoding") == "gzip")
     out = {**payload, "texts": store.entries,
            "stages": [{**s, "text": ids[s["text"]]} for s in payload["stages"]]}
     if payload.get("xla"):
         out["xla"] = {**payload["xla"], "hlo": ids[payload["xla"]["hlo"]]}
+        code = payload["xla"].get("code")
+        if code:
+            kernels = [{**k, **{what: None if k[what] is None else ids[k[what]]
+                                for what in ("llvm_ir", "assembly")}} for k in code["kernels"]]
+            out["xla"]["code"] = {**code, "kernels": kernels}
+    if payload.get("custom_calls"):
+        out["custom_calls"] = [
+            {**c, "kernel": {**c["kernel"], "text": ids[c["kernel"]["text"]]}}
+            if c.get("kernel") and c["kernel"].get("text") is not None else c
+            for c in payload["custom_calls"]]
     if payload.get("provenance"):
         files = [labels.get(f) or _short(f) for f in payload["provenance"]["files"]]
         out["provenance"] = {**payload["provenance"], "files": files}
@@ -92,13 +104,14 @@ def bench_run(bench: BenchResult, preset: str) -> dict[str, Any]:
 
 
 def explorer_payload(ex: Exploration, *, bench: BenchResult | None = None,
-                     labels: dict[str, str] | None = None) -> dict[str, Any]:
+                     labels: dict[str, str] | None = None,
+                     options: PayloadOptions | None = None) -> dict[str, Any]:
     """The explorer payload of ``ex`` (schema 1), with the benchmark under ``bench`` when given
-    and file names relabelled."""
+    and file names relabelled; ``options`` says what to keep (default ``PayloadOptions()``)."""
     from reactant_lab.render.explorer import exploration_payload
 
     run = bench_run(bench, ex.stages.optimize) if bench is not None else None
-    payload = exploration_payload(ex, run)
+    payload = exploration_payload(ex, run, options=options)
     if bench is not None:
         payload["bench"] = bench.to_dict()
     return relabel_files(payload, labels or {})

@@ -19,11 +19,11 @@ no kernel is started). Without the extension (nbconvert, VS Code, GitHub) the HT
 Protocol (docs/widget-protocol.md): the synced traits are ``payload`` (the explorer payload,
 schema 1, as ``notebook_payload`` trims it), ``saved`` (the output's HTML fallback and text
 summary for that payload, after a re-run), ``status`` (``{"state": "idle" | "running" |
-"error", "message", "progress"}``), ``result`` (``{"id", "kind": "diff" | "slice" | "error",
-"data"}``, the answer to the last request) and ``bisect`` (the last bisection's
-``BisectEntry``, or None). The front end sends
-``{"command": "rerun" | "diff" | "slice" | "verify" | "bisect", ...}`` messages; verify and
-bisect need the call's ``example`` (the magics give it).
+"error", "message", "progress"}``), ``result`` (``{"id", "kind": "diff" | "slice" | "graph" |
+"code" | "error", "data"}``, the answer to the last request) and ``bisect`` (the last
+bisection's ``BisectEntry``, or None). The front end sends ``{"command": "rerun" | "diff" |
+"slice" | "graph" | "code" | "verify" | "bisect", ...}`` messages; verify and bisect need the
+call's ``example`` (the magics give it).
 
 Saved = on screen: the output keeps the bundle of the cell's run, so after a re-run (or verify)
 the extension's notebook renderer writes the new ``payload`` and ``saved`` into the output's data
@@ -43,7 +43,7 @@ import traitlets
 
 from reactant_lab.errors import GraphTooLargeError, ReactantLabError
 from reactant_lab.render.explorer import graph_svg
-from reactant_lab.render.payload import notebook_payload
+from reactant_lab.render.payload import PayloadOptions, notebook_payload
 
 if TYPE_CHECKING:
     from reactant_lab.bench import BenchResult
@@ -104,17 +104,20 @@ class ExplorerWidget(anywidget.AnyWidget):
     status = traitlets.Dict().tag(sync=True)
     """What the widget is doing: idle, running (with a progress fraction) or error."""
     result = traitlets.Dict().tag(sync=True)
-    """The answer to the front end's last ``diff`` or ``slice`` request (or its error)."""
+    """The answer to the front end's last request (``diff``, ``slice``, ``graph``, ``code``),
+    or its error."""
     bisect = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     """What the last ``bisect`` command found (the schema's ``BisectEntry``), or None."""
 
     def __init__(self, exploration: Exploration, *, rerun: Rerun | None = None,
                  bench: BenchResult | None = None, labels: dict[str, str] | None = None,
-                 example: Example | None = None) -> None:
+                 example: Example | None = None, options: PayloadOptions | None = None) -> None:
         """``rerun`` re-explores for the controls (default: the exploration's own trace, staged
         and compiled again); ``bench`` a BenchResult shown in the timing panel; ``labels`` file
         name -> label for the texts (the magics' cell labels); ``example`` the call as
-        ``(fn, args, kwargs)``, which the verify and find-culprit controls run (on copies)."""
+        ``(fn, args, kwargs)``, which the verify and find-culprit controls run (on copies);
+        ``options`` what the payload keeps, and so what a saved notebook holds (e.g.
+        ``PayloadOptions(kernel_code=0)``: no kernel's code, which the live explorer fetches)."""
         self._esm = front_end_bundle()
         super().__init__()
         self.exploration = exploration
@@ -123,6 +126,7 @@ class ExplorerWidget(anywidget.AnyWidget):
         self._bench = bench
         self._labels = labels
         self._example = example
+        self._options = options
         self.status = _status("idle")
         self._whole = self._payload(exploration)
         """The whole payload (the HTML fallback is made from it)."""
@@ -132,7 +136,8 @@ class ExplorerWidget(anywidget.AnyWidget):
     def _payload(self, exploration: Exploration) -> dict[str, Any]:
         from reactant_lab.notebook.display import explorer_payload
 
-        return explorer_payload(exploration, bench=self._bench, labels=self._labels)
+        return explorer_payload(exploration, bench=self._bench, labels=self._labels,
+                                options=self._options)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view together with the static explorer bundle (payload, HTML, text)."""
@@ -156,13 +161,13 @@ class ExplorerWidget(anywidget.AnyWidget):
         ``error`` result (requests), never an exception in the kernel."""
         command = content.get("command") if isinstance(content, dict) else None
         handler = {"rerun": self._cmd_rerun, "diff": self._cmd_diff, "slice": self._cmd_slice,
-                   "graph": self._cmd_graph, "verify": self._cmd_verify,
-                   "bisect": self._cmd_bisect}.get(str(command))
+                   "graph": self._cmd_graph, "code": self._cmd_code,
+                   "verify": self._cmd_verify, "bisect": self._cmd_bisect}.get(str(command))
         request = content.get("id", 0) if isinstance(content, dict) else 0
         try:
             if handler is None:
                 raise ReactantLabError(f"unknown explorer command {command!r}; known: rerun, "
-                                       "diff, slice, graph, verify, bisect")
+                                       "diff, slice, graph, code, verify, bisect")
             if command in _RUNS:
                 # The front end takes silence after a run command for a missing kernel: answer
                 # at once, also when the handler fails before it reports progress.
@@ -219,17 +224,47 @@ class ExplorerWidget(anywidget.AnyWidget):
                        "data": {"stage": stage, "result": result, "svg": svg}}
 
     def _cmd_graph(self, content: dict[str, Any]) -> None:
-        from reactant_lab.render.explorer import stage_model
+        """Stage ``stage``'s whole graph model; with ``compare``, that stage's model too and the
+        graph diff between the two (the graph tab's "changes from" past the payload's cap)."""
+        from reactant_lab.analysis.graph_diff import graph_diff_entry
 
         stage = self._stage_index(content.get("stage"))
+        data: dict[str, Any] = {"stage": stage, "model": self._model(stage)}
+        if content.get("compare") is not None:
+            compare = self._stage_index(content.get("compare"))
+            data.update(compare=compare, compare_model=self._model(compare))
+            (a, ma), (b, mb) = sorted([(stage, data["model"]), (compare, data["compare_model"])],
+                                      key=lambda sm: sm[0])
+            data["diff"] = graph_diff_entry(a, b, ma, mb)
+        self.result = {"id": content.get("id", 0), "kind": "graph", "data": data}
+
+    def _model(self, stage: int) -> dict[str, Any]:
+        """Stage ``stage``'s whole graph model, up to GRAPH_MAX_OPS ops."""
+        from reactant_lab.render.explorer import stage_model
+
         model = stage_model(self.exploration, stage, max_ops=GRAPH_MAX_OPS)
         if model is None:
             ops = self.exploration.stages[stage].ops
             raise ReactantLabError(
                 f"stage {stage} has {ops:,} ops, more than the {GRAPH_MAX_OPS:,} the explorer "
                 "draws: the summary above shows which results depend on which arguments")
-        self.result = {"id": content.get("id", 0), "kind": "graph",
-                       "data": {"stage": stage, "model": model}}
+        return model
+
+    def _cmd_code(self, content: dict[str, Any]) -> None:
+        """A kernel's LLVM IR or assembly (``what``), for a kernel whose code the payload left
+        out (``xla.code``)."""
+        from reactant_lab.render.kernel_code import kernel_code
+
+        xla = self.exploration.xla
+        kernel, what = content.get("kernel"), content.get("what")
+        if xla is None or not xla.kernels:
+            raise ReactantLabError("this explorer has no kernels' code: XLA:CPU emits it, and "
+                                   "only when the exploration keeps XLA's stages")
+        if not isinstance(kernel, str):
+            raise ReactantLabError(f"a kernel's code needs the kernel's name, got {kernel!r}")
+        text = kernel_code(xla, kernel, str(what))
+        self.result = {"id": content.get("id", 0), "kind": "code",
+                       "data": {"kernel": kernel, "what": what, "text": text}}
 
     def _cmd_rerun(self, content: dict[str, Any]) -> None:
         optimize = str(content.get("optimize") or "all")

@@ -29,6 +29,7 @@ from reactant_lab.errors import AnalysisError, RenderError
 from reactant_lab.render.cost_names import cost_names
 from reactant_lab.render.diff_html import diff_html, diff_rows
 from reactant_lab.render.graph_dot import to_dot
+from reactant_lab.render.kernel_code import code_entry
 from reactant_lab.render.source_map import provenance_entry
 from reactant_lab.render.svg import render_svg
 from reactant_lab.render.texts import TextStore
@@ -93,8 +94,12 @@ class PayloadOptions:
     """Texts longer than this are gzipped (or stored as a delta)."""
     svg: bool = True
     """Lay graphs out to SVG (needs graphviz-pure or dot); DOT source is always kept."""
+    kernel_code: int = 32_768
+    """At most this many characters of XLA:CPU's kernels' LLVM IR and assembly are kept,
+    compressed (``xla.code``); a live explorer asks the kernel for the others."""
 
     def __post_init__(self) -> None:
+        checks.count("PayloadOptions.kernel_code", self.kernel_code)
         for name in ("max_ops", "pair_stages", "pair_lines", "compress_over"):
             checks.count(f"PayloadOptions.{name}", getattr(self, name), minimum=1)
         checks.count("PayloadOptions.max_graphs", self.max_graphs)
@@ -143,6 +148,9 @@ def build_payload(stages: StageTrace, *, traced: Traced | None = None,
                     entries[-1]["text"] if xla is not None else None),
         "run": run,
     }
+    code = code_entry(xla, texts, opts.kernel_code) if xla is not None else None
+    if code is not None and payload["xla"] is not None:
+        payload["xla"]["code"] = code
     diffs = graph_diffs([g for g in payload["graphs"] if g["stage"] < len(st)])  # MLIR's
     if diffs:
         payload["graph_diffs"] = diffs

@@ -36,11 +36,13 @@ class TextStore:
         self._texts: list[str] = []
         self._last_large: tuple[int, list[str]] | None = None
 
-    def add(self, text: str, base: int | None = None) -> int:
+    def add(self, text: str, base: int | None = None, *, packed: bool = False) -> int:
         """Id of ``text``'s entry (an existing one when the same text was added before).
         ``base``: the id of a text it is close to (the stage before it), against which it is
         stored as a line delta whenever that is shorter (XLA's stages: many small texts, each
-        a pass's few changes away from the one before)."""
+        a pass's few changes away from the one before). ``packed``: gzipped whatever its length
+        when that is shorter (a text the explorer shows only on request, such as a kernel's
+        LLVM IR)."""
         found = self._ids.get(text)
         if found is not None:
             return found
@@ -48,6 +50,8 @@ class TextStore:
         entry: dict[str, Any] = {"id": tid, "lines": text.count("\n") + 1, "chars": len(text)}
         if len(text) <= self.compress_over:
             entry.update(encoding="plain", data=text)
+            if packed and len(data := pack(text.encode())) < len(text):
+                entry.update(encoding="gzip", data=data)
         else:
             entry.update(encoding="gzip", data=pack(text.encode()))
             lines = text.split("\n")
@@ -61,6 +65,25 @@ class TextStore:
         self._ids[text] = tid
         self._texts.append(text)
         return tid
+
+    def add_within(self, text: str, base: int | None, room: int, *,
+                   packed: bool = False) -> tuple[int | None, int]:
+        """``add``, when storing ``text`` takes at most ``room`` characters of data: (its id,
+        the characters it took; 0 for a text stored before); else (None, 0), the store as it
+        was."""
+        found = self._ids.get(text)
+        if found is not None:
+            return found, 0
+        last_large = self._last_large
+        tid = self.add(text, base, packed=packed)
+        size = len(self.entries[tid]["data"])
+        if size <= room:
+            return tid, size
+        self.entries.pop()
+        self._texts.pop()
+        del self._ids[text]
+        self._last_large = last_large
+        return None, 0
 
     @staticmethod
     def _delta_if_shorter(entry: dict[str, Any], base: int, base_lines: list[str],

@@ -158,9 +158,14 @@ DISASSEMBLERS = ("objdump", "llvm-objdump")
 """The tools ``XlaStages.assembly`` runs, the first found on PATH."""
 
 
+def disassembler() -> str | None:
+    """The disassembler ``disassemble`` runs (its path), None when neither is on PATH."""
+    return next((t for t in map(shutil.which, DISASSEMBLERS) if t), None)
+
+
 def disassemble(data: bytes, name: str = "kernel") -> str:
     """Object code ``data`` as assembly (``objdump -d``, Intel syntax on x86)."""
-    tool = next((t for t in map(shutil.which, DISASSEMBLERS) if t), None)
+    tool = disassembler()
     if tool is None:
         raise ReactantLabError(
             f"disassembling {name} needs objdump (binutils) or llvm-objdump on PATH; its LLVM "

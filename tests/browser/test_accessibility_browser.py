@@ -31,7 +31,8 @@ CELLS = [
     "%%reactant_jit --pipeline canonicalize,transform-interpreter\ndef k(v):\n    v *= 3\n\nk(a)",
 ]
 EXPLORER_CELL, ERROR_CELL = 1, 2
-TABS = ["diff", "ir", "graph", "metrics", "xla", "timing", "signature"]
+TABS = ["diff", "ir", "graph", "metrics", "xla", "code", "timing", "signature"]
+"""The tabs of a CPU explorer (the code tab shows where XLA:CPU emitted kernels)."""
 NAME = "accessibility.ipynb"
 
 
@@ -208,6 +209,7 @@ def _check_contrast(page: Any, explorer: Any, panel: Any, theme: str) -> list[st
         expect(explorer.locator('[role="tabpanel"]')).to_have_attribute("data-tab", name)
         ready = {"diff": ".rl-diff-summary, .rl-note", "ir": ".rl-text .r",
                  "metrics": ".rl-ops td", "xla": ".rl-xla-facts", "timing": ".rl-bar",
+                 "code": ".rl-text-llvm .r",
                  "signature": ".rl-signature td", "graph": ".rl-graph, .rl-note"}[name]
         explorer.locator(f'[role="tabpanel"] :is({ready})').first.wait_for()
         found = assert_contrast(page, ".jp-Notebook .rl-explorer", at_least=20)

@@ -3,7 +3,8 @@
 - a side-by-side diff at 1,400 px never hides the op name, the result names or a changed token
   (the stage list narrows beside it; a long changed line wraps, or elides only unchanged runs);
 - a module past the graph cap shows its summary in the theme's colours, says its note once, in
-  the explorer's words, and offers "draw anyway" and "draw a slice" (live: from the kernel);
+  the explorer's words, and offers "draw anyway" and "draw a slice" (live: from the kernel); two
+  stages past the cap are compared live from the models and graph diff the kernel sends;
 - a cell ending with ``ex`` after ``rl.explore(..., verify=True)`` shows the live explorer; the
   left-out patterns are one footnote whose ⚠ marks say where to read it, in the live explorer's
   words ("Reactant exact"); XLA's cost figures have names and an order; a bisection with nothing
@@ -290,6 +291,76 @@ def test_a_module_past_the_graph_cap_live_draws_a_slice_and_everything(jupyterla
     expect(explorer.locator(".rl-gsvg .rl-gn").first).to_be_visible(timeout=120_000)
     assert explorer.locator(".rl-gsvg .rl-gn.k-op").count() > MODEL_MAX_OPS
     _theme(page, dark=False)
+    assert not page.errors, page.errors
+
+
+def two_stage_module(n: int) -> str:
+    """``big_module`` with an op no result uses, which canonicalize drops: two stages past the
+    graph cap, one box apart."""
+    return big_module(n).replace(
+        "    %s = stablehlo.sine", "    %dead = stablehlo.cosine %arg0 : tensor<4xf32>\n"
+                                  "    %s = stablehlo.sine")
+
+
+LIVE_TWO = (
+    "from reactant_lab.explore import ExploreOptions, build_from_text\n"
+    "from reactant_lab.notebook.widget import ExplorerWidget\n\n"
+    + inspect.getsource(big_module) + "\n" + inspect.getsource(two_stage_module)
+    + f'\nExplorerWidget(build_from_text(two_stage_module({BIG_OPS}), '
+      'ExploreOptions(optimize="canonicalize")))')
+
+
+def test_a_fetched_model_and_a_graph_diff_past_the_cap_live_and_saved(jupyterlab_server, page):
+    """Both stages past the graph cap: live, a result's slice from the model the kernel sends,
+    then "changes from" the stage before, whose model and graph diff the kernel sends too, the
+    removed box found and drawn with its slice; saved, the summaries say what a live explorer
+    draws."""
+    write_notebook(jupyterlab_server.root / "big_diff.ipynb",
+                   [nbformat.v4.new_code_cell(LIVE_TWO)])
+    open_in_lab(page, jupyterlab_server, "big_diff.ipynb")
+    wait_for_kernel_idle(page)
+    run_all_cells(page)
+    explorer = page.locator(".rl-explorer.rl-live").first
+    explorer.wait_for(timeout=120_000)
+    _theme(page, dark=False)
+    expect(explorer.locator(".rl-stage-table tr.selected")).to_have_attribute("data-stage", "1")
+    explorer.locator(".rl-tab-graph").click()
+    _check_summary(explorer, saved=False)
+    # A fetched model: the slice of result#1, the sine
+    explorer.locator(".rl-slice-result").select_option("result#1")
+    explorer.locator(".rl-draw-slice").click()
+    expect(explorer.locator(".rl-gsvg .rl-gn.k-op")).to_contain_text("= sine", timeout=60_000)
+    # ... and "changes from" the stage before: the kernel sends stage 0's model and the diff
+    explorer.locator(".rl-gdiff-toggle input").check()
+    caption = explorer.locator(".rl-graph-note")
+    expect(caption).to_contain_text("Changes from stage 0 to stage 1, shared boxes drawn once: "
+                                    "0 added, 1 removed, 0 changed.", timeout=120_000)
+    expect(explorer.locator(".rl-gdiff-legend")).to_contain_text("removed (only in stage 0): 1")
+    expect(explorer.locator(".rl-graph-cap")).to_contain_text("over the default cap")
+    explorer.locator(".rl-graph-search").fill("cosine")
+    panel = explorer.locator(".rl-gpanel")
+    expect(panel.locator(".rl-gp-status")).to_have_text("removed: in stage 0, not in stage 1")
+    panel.locator(".rl-slice-only").click()
+    removed = explorer.locator(".rl-gsvg .rl-gn.d-removed")
+    expect(removed).to_have_count(1)
+    expect(removed).to_contain_text("= cosine")
+    _shoot(explorer.locator(".rl-graph"), "graph-diff-fetched-live-light")
+    assert not page.errors, page.errors
+
+    # Saved and reopened with a new kernel: the summaries, and why no changes are drawn.
+    page.keyboard.press("Control+s")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+    jupyterlab_server.shutdown_kernels()
+    page.reload()
+    wait_for_kernel_idle(page)
+    saved = page.locator(".rl-explorer.rl-saved").first
+    saved.wait_for(timeout=60_000)
+    saved.locator(".rl-tab-graph").click()
+    _check_summary(saved, saved=True)
+    expect(saved.locator(".rl-graph-summary")).to_contain_text(
+        "draws the whole graph, one result’s slice, or the changes from another stage, on "
+        "request")
+    expect(saved.locator(".rl-gdiff-toggle")).to_be_hidden()
     assert not page.errors, page.errors
 
 

@@ -23,10 +23,10 @@ WIDTH_CLASSES = {"rl-wrapped", "rl-wrap", "el"}
 """How a diff's long lines fit depends on the column's width (wrapped rows, elided runs)."""
 # What each tab must have drawn before it is compared (texts are decoded asynchronously).
 READY = {"diff": ".rl-diff .r", "ir": ".rl-text .r", "graph": ".rl-gsvg .rl-gn",
-         "metrics": ".rl-ops td", "xla": ".rl-text-hlo .r", "timing": ".rl-bar",
-         "signature": ".rl-signature td"}
+         "metrics": ".rl-ops td", "xla": ".rl-text-hlo .r", "code": ".rl-text-llvm .r",
+         "timing": ".rl-bar", "signature": ".rl-signature td"}
 SAME_TEXT = (".rl-diff-summary", ".rl-text-head", ".rl-metrics", ".rl-xla-facts", ".rl-timing",
-             ".rl-signature", ".rl-graph > .rl-note")
+             ".rl-signature", ".rl-graph > .rl-note", ".rl-kernel-table", ".rl-code-note")
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +85,10 @@ def test_the_report_and_a_saved_notebook_show_the_same_explorer(
     in_lab = snapshot(explorer)
     assert not lab_page.errors
 
-    assert in_report["tabs"] == ["diff", "IR", "graph", "op metrics", "XLA HLO", "timing",
-                                 "signature"]
+    assert in_report["tabs"] == ["diff", "IR", "graph", "op metrics", "XLA HLO", "LLVM IR / asm",
+                                 "timing", "signature"]
+    # the kernels' code, saved in the payload, shows in the report as in the notebook
+    assert "LLVM IR of kernel" in in_report["code"]["texts"][".rl-text-head"][0]
     assert len(in_report["stages"]) == len(payload["stages"])
     assert in_report["diff"]["texts"][".rl-diff-summary"][0].startswith("stage 0 → stage 1")
     assert {"rl-explorer", "rl-saved", "rl-stages", "rl-vlist", "ln", "cd", "add", "del"} <= set(

@@ -1,23 +1,28 @@
 """XLA's own stages in the explorer (a saved notebook in JupyterLab, no kernel): listed after the
 MLIR stages, the fusion pass's diff showing the fusion appear, XLA's first HLO not diffed against
 StableHLO, the optimized HLO drawn as a graph whose fusions name the StableHLO ops and Python
-lines they came from, and the XLA tab and timing saying where the compile's time went.
-Screenshots, light and dark, go to test-artifacts/ (to docs/screenshots/ with
-REACTANT_LAB_SCREENSHOTS=1)."""
+lines they came from, and the XLA tab and timing saying where the compile's time went. A fusion's
+LLVM IR and assembly, picked from its graph panel, the kernels' list or the XLA tab, saved and
+live (where the kernel sends what the saved output left out). Screenshots, light and dark, go to
+test-artifacts/ (to docs/screenshots/ with REACTANT_LAB_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
 from playwright.sync_api import expect
 
 import reactant_lab as rl
 from reactant_lab.notebook.display import explorer_payload
+from reactant_lab.stages.xla import disassembler
+from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
 from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -104,3 +109,111 @@ def test_xla_stages_in_a_saved_explorer(jupyterlab_server, browser, stencil):
         assert not errors
     finally:
         context.close()
+
+
+FUSION = "add_dynamic-update-slice_fusion"
+"""The kernel of the stencil's fused update."""
+
+
+def _code_shows(explorer, what: str, kernel: str, text: str) -> None:
+    """The code tab shows ``what`` (LLVM IR, assembly) of ``kernel``, containing ``text``."""
+    view = explorer.locator(".rl-text-llvm" if what == "LLVM IR" else ".rl-text-asm")
+    expect(explorer.locator('.rl-panel[data-tab="code"]')).to_have_count(1)
+    expect(explorer.locator(".rl-kernel-table tr.selected")).to_have_attribute("data-kernel",
+                                                                               kernel)
+    expect(view.locator(".rl-text-head")).to_contain_text(f"{what} of kernel {kernel} · ")
+    expect(view.locator(".rl-vrows")).to_contain_text(text, timeout=60_000)
+
+
+def test_a_fusions_llvm_ir_and_assembly_in_a_saved_explorer(jupyterlab_server, lab_page,
+                                                            stencil):
+    ex, payload = stencil
+    page = lab_page
+    assert FUSION in [name for name, _ in ex.xla.kernels]
+    explorer = _saved(jupyterlab_server, page, "kernels.ipynb", payload)
+    _theme(page, dark=False)
+    explorer.locator(".rl-stage-table tbody tr").nth(ex.xla_stages[-1].index).click()
+    # From the fusion's panel in the optimized HLO's graph
+    explorer.locator(".rl-tab-graph").click()
+    fused = explorer.locator(".rl-gsvg .rl-gn", has_text=FUSION)
+    fused.first.focus()
+    page.keyboard.press("Enter")
+    explorer.locator(".rl-gpanel .rl-gp-llvm").click()
+    _code_shows(explorer, "LLVM IR", FUSION, f"@{FUSION}(")
+    expect(explorer.locator(".rl-text-llvm .rl-vrows")).to_contain_text("define ")
+    row = explorer.locator(".rl-kernel-table tr.selected")
+    expect(row.locator(".rl-kernel-from")).to_contain_text("from saved_size.py:31, 32: "
+                                                           "stablehlo.add ×4")
+    expect(explorer.locator(".rl-kernel-table tbody tr")).to_have_count(len(ex.xla.kernels))
+    _shoot(explorer.locator(".rl-main"), "kernel-llvm-ir-light")
+    explorer.locator(".rl-code-asm").click()
+    if disassembler() is None:  # said, where the payload was made without one
+        expect(explorer.locator(".rl-code-note")).to_contain_text("needs objdump")
+    else:
+        _code_shows(explorer, "assembly", FUSION, f"<{FUSION}>:")
+        _shoot(explorer.locator(".rl-main"), "kernel-asm-light")
+    # another kernel from the list; and from the XLA tab's list of kernels
+    explorer.locator(".rl-kernel-pick", has_text=re.compile("^wrapped_add$")).click()
+    expect(explorer.locator(".rl-kernel-table tr.selected")).to_have_attribute("data-kernel",
+                                                                               "wrapped_add")
+    explorer.locator(".rl-tab-xla").click()
+    explorer.locator(".rl-xla-kernel", has_text=FUSION).click()
+    _code_shows(explorer, "LLVM IR", FUSION, "define ")
+
+    _theme(page, dark=True)
+    try:
+        _code_shows(explorer, "LLVM IR", FUSION, "define ")
+        _shoot(explorer.locator(".rl-main"), "kernel-llvm-ir-dark")
+        if disassembler() is not None:
+            explorer.locator(".rl-code-asm").click()
+            _code_shows(explorer, "assembly", FUSION, f"<{FUSION}>:")
+            _shoot(explorer.locator(".rl-main"), "kernel-asm-dark")
+    finally:
+        _theme(page, dark=False)
+    assert not page.errors, page.errors
+
+
+LIVE_KERNELS = (
+    "import numpy as np\nimport reactant_lab as rl\n"
+    "from reactant_lab.notebook.widget import ExplorerWidget\n"
+    "from reactant_lab.render.payload import PayloadOptions\n\n" + inspect.getsource(heat)
+    + "\nu = np.random.default_rng(0).random((64, 64))\n"
+    # no kernel's code kept: the live explorer asks for each, a saved one says how to get it
+    "ExplorerWidget(rl.explore(heat, u, 20), options=PayloadOptions(kernel_code=0))")
+
+
+def test_a_fusions_code_comes_from_the_kernel_live_and_is_explained_saved(jupyterlab_server,
+                                                                          lab_page):
+    page = lab_page
+    write_notebook(jupyterlab_server.root / "kernels-live.ipynb",
+                   [nbformat.v4.new_code_cell(LIVE_KERNELS)])
+    open_in_lab(page, jupyterlab_server, "kernels-live.ipynb")
+    wait_for_kernel_idle(page)
+    run_all_cells(page)
+    explorer = page.locator(".rl-explorer.rl-live").first
+    explorer.wait_for(timeout=120_000)
+    explorer.locator(".rl-tab-code").click()
+    _code_shows(explorer, "LLVM IR", FUSION, "define ")  # the first true fusion, shown first
+    if disassembler() is None:
+        explorer.locator(".rl-code-asm").click()
+        expect(explorer.locator(".rl-code-note")).to_contain_text("needs objdump")
+    else:
+        explorer.locator(".rl-code-asm").click()
+        _code_shows(explorer, "assembly", FUSION, f"<{FUSION}>:")
+        _shoot(explorer.locator(".rl-kernel-code"), "kernel-asm-live-light")
+    assert not page.errors, page.errors
+
+    # Saved and reopened with a new kernel: the saved explorer says how to get the code.
+    page.keyboard.press("Control+s")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+    jupyterlab_server.shutdown_kernels()
+    page.reload()
+    wait_for_kernel_idle(page)
+    saved = page.locator(".rl-explorer.rl-saved").first
+    saved.wait_for(timeout=60_000)
+    saved.locator(".rl-tab-code").click()
+    note = saved.locator(".rl-code-note")
+    expect(note).to_contain_text(f"The LLVM IR of {FUSION} was not saved with this output")
+    expect(note).to_contain_text(f"in Python: ex.xla.llvm_ir('{FUSION}')")
+    assert saved.locator(".rl-text-llvm .rl-vrows .r").count() == 0
+    assert not page.errors, page.errors

@@ -3,7 +3,7 @@
 // is drawn once, in one layout. Which nodes match is the payload's (graph_diffs, computed in
 // Python); here only the union and what each box and edge is.
 
-import type { ExplorerPayload, GraphDiffEntry, GraphModel, GraphNode } from './types';
+import type { ExplorerPayload, GraphDiffEntry, GraphEntry, GraphModel, GraphNode } from './types';
 
 export type DiffStatus = 'same' | 'added' | 'removed' | 'changed';
 
@@ -25,26 +25,36 @@ export interface GraphUnion {
   counts: { added: number; removed: number; changed: number };
 }
 
+/** What a live explorer got from the kernel beyond the payload: models of graphs the payload
+ * holds only as summaries, and graph diffs it did not keep (their stages a GraphEntry's). */
+export interface FetchedGraphs {
+  model(g: GraphEntry): GraphModel | undefined;
+  diffs: readonly GraphDiffEntry[];
+}
+
 /** The graph diff between the graphs drawn for stages `base` (compared) and `stage` (selected)
- * in `payload`: the entry and whether it reads backwards (its `after` is the compared stage).
- * null when either stage has no graph model, both have the same graph, or the pair was not
- * kept. */
+ * in `payload` (and what was `fetched`): the entry and whether it reads backwards (its `after`
+ * is the compared stage). null when either stage has no graph model, both have the same graph,
+ * or the pair was not kept. */
 export function findGraphDiff(
   payload: ExplorerPayload,
   base: number,
-  stage: number
+  stage: number,
+  fetched?: FetchedGraphs
 ): { entry: GraphDiffEntry; old: GraphModel; now: GraphModel; reversed: boolean } | null {
   const graphOf = (i: number) => payload.graphs.find(g => g.stages.includes(i));
   const [gOld, gNow] = [graphOf(base), graphOf(stage)];
-  if (!gOld?.model || !gNow?.model || gOld === gNow) {
+  const modelOf = (g: GraphEntry | undefined) => (g ? (g.model ?? fetched?.model(g)) : undefined);
+  const [old, now] = [modelOf(gOld), modelOf(gNow)];
+  if (!gOld || !gNow || !old || !now || gOld === gNow) {
     return null;
   }
-  for (const entry of payload.graph_diffs ?? []) {
+  for (const entry of [...(payload.graph_diffs ?? []), ...(fetched?.diffs ?? [])]) {
     if (entry.before === gOld.stage && entry.after === gNow.stage) {
-      return { entry, old: gOld.model, now: gNow.model, reversed: false };
+      return { entry, old, now, reversed: false };
     }
     if (entry.before === gNow.stage && entry.after === gOld.stage) {
-      return { entry, old: gOld.model, now: gNow.model, reversed: true };
+      return { entry, old, now, reversed: true };
     }
   }
   return null;

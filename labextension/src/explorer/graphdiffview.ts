@@ -3,9 +3,9 @@
 // a selected box's change in its panel.
 
 import { el } from './dom';
-import { findGraphDiff, type DiffStatus, type GraphUnion } from './graphdiff';
+import { findGraphDiff, type DiffStatus, type FetchedGraphs, type GraphUnion } from './graphdiff';
 import { shortType } from './graphlayout';
-import type { ExplorerPayload, GraphNode } from './types';
+import type { ExplorerPayload, GraphEntry, GraphNode } from './types';
 
 export type FoundDiff = NonNullable<ReturnType<typeof findGraphDiff>>;
 
@@ -56,8 +56,15 @@ export class GraphDiffControls {
   }
 
   /** The options for `payload` with `stage` selected, compared with `compare` (`base` as the
- * state holds it); returns the diff to draw, or null (the stage alone). */
-  sync(payload: ExplorerPayload, stage: number, compare: number | null, base: number | null): FoundDiff | null {
+   * state holds it; `fetched`: what a live explorer got from the kernel); returns the diff to
+   * draw, or null (the stage alone). */
+  sync(
+    payload: ExplorerPayload,
+    stage: number,
+    compare: number | null,
+    base: number | null,
+    fetched?: FetchedGraphs
+  ): FoundDiff | null {
     if (payload !== this.payload) {
       const options = [el('option', '', 'the stage before')];
       options[0].value = 'previous';
@@ -73,9 +80,14 @@ export class GraphDiffControls {
     this.compare = compare;
     this.base = base;
     this.select.value = base === null ? 'previous' : String(base);
-    const found = this.on && compare !== null ? findGraphDiff(payload, compare, stage) : null;
-    this.why = this.on && !found ? this.reason(payload, stage, compare) : '';
+    const found = this.on && compare !== null ? findGraphDiff(payload, compare, stage, fetched) : null;
+    this.why = this.on && !found ? graphDiffReason(payload, stage, compare, fetched) : '';
     return found;
+  }
+
+  /** Say `why` instead (a live explorer asking the kernel, or its error). */
+  explain(why: string): void {
+    this.why = why;
   }
 
   /** The caption's opening: what is drawn against what, or why nothing is. */
@@ -110,25 +122,6 @@ export class GraphDiffControls {
     return r;
   }
 
-  private reason(payload: ExplorerPayload, stage: number, compare: number | null): string {
-    if (compare === null) {
-      return 'Changes from: stage 0 has no stage before it; pick a stage to compare with.';
-    }
-    const graphOf = (i: number) => payload.graphs.find(g => g.stages.includes(i));
-    const [gOld, gNow] = [graphOf(compare), graphOf(stage)];
-    if (gOld && gOld === gNow) {
-      return `Stage ${compare} has the same structure as stage ${stage}: no box changed.`;
-    }
-    if (!gOld?.model || !gNow?.model) {
-      const missing = !gOld?.model ? compare : stage;
-      return `No interactive graph was kept for stage ${missing} (at most 8 are): nothing to compare with.`;
-    }
-    return (
-      `The graph diff of stage ${compare} and stage ${stage} was not saved (the payload keeps ` +
-      'consecutive graphs and the first against the last, within a size budget).'
-    );
-  }
-
   /** The legend of `union`'s colours and counts (hidden without one). */
   fillLegend(union: GraphUnion | null): void {
     this.legend.hidden = !union;
@@ -151,6 +144,44 @@ export class GraphDiffControls {
       })
     );
   }
+}
+
+/** Why no graph diff of stage `compare` -> `stage` is drawn from `payload` (and what was
+ * `fetched`), as a saved explorer says it. */
+export function graphDiffReason(
+  payload: ExplorerPayload,
+  stage: number,
+  compare: number | null,
+  fetched?: FetchedGraphs
+): string {
+  if (compare === null) {
+    return 'Changes from: stage 0 has no stage before it; pick a stage to compare with.';
+  }
+  const graphOf = (i: number) => payload.graphs.find(g => g.stages.includes(i));
+  const [gOld, gNow] = [graphOf(compare), graphOf(stage)];
+  if (gOld && gOld === gNow) {
+    return `Stage ${compare} has the same structure as stage ${stage}: no box changed.`;
+  }
+  const absent = [[compare, gOld], [stage, gNow]].find(([, g]) => !g) as [number, undefined] | undefined;
+  if (absent) {
+    return `No graph was kept for stage ${absent[0]} (at most 8 are): nothing to compare with.`;
+  }
+  const summary = [[compare, gOld], [stage, gNow]].find(([, g]) => {
+    const e = g as GraphEntry;
+    return !e.model && !fetched?.model(e);
+  }) as [number, GraphEntry] | undefined;
+  if (summary) {
+    const [at, g] = summary;
+    const ops = g.ops ? ` (${g.ops.toLocaleString('en-US')} ops)` : '';
+    return (
+      `The graph of stage ${at}${ops} was saved as a summary, too large to keep op by op: a live ` +
+      'explorer (run the cell again, with its kernel) draws the changes.'
+    );
+  }
+  return (
+    `The graph diff of stage ${compare} and stage ${stage} was not saved (the payload keeps ` +
+    'consecutive graphs and the first against the last, within a size budget).'
+  );
 }
 
 /** How node `now` differs from `before` (its match in the compared stage), one line each. */

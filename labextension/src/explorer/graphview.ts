@@ -26,7 +26,8 @@ import { SHARD_COLOURS, themedSvg, type Palette } from './graphstyle';
 import { GraphDiffControls, type FoundDiff } from './graphdiffview';
 import { edgeStatus, graphUnion, matchNowToOld, type GraphUnion } from './graphdiff';
 import { carriedText, pyName } from './names';
-import type { ExplorerPayload, GraphEntry, GraphModel } from './types';
+import { kernelNamed, type CodeKind } from './codeview';
+import type { ExplorerPayload, GraphData, GraphDiffEntry, GraphEntry, GraphModel } from './types';
 
 let svgNamespace = '';
 /** SVG's namespace, as the HTML parser assigns it (the bundle names no URL). */
@@ -226,20 +227,30 @@ export class GraphView {
   private union: GraphUnion | null = null;
   private readonly unions = new WeakMap<object, GraphUnion[]>();
   private compare: number | null = null;
-  /** Models the kernel sent for graphs the payload holds only as a summary. */
+  /** Models the kernel sent for graphs the payload holds only as summaries, and graph diffs
+   * (their stages a GraphEntry's) for "changes from" between such graphs. */
   private readonly fetched = new WeakMap<GraphEntry, GraphModel>();
+  private fetchedDiffs: GraphDiffEntry[] = [];
+  /** The "changes from" pair asked of the kernel (`stage:compare`), and pairs it refused. */
+  private askedCompare: string | null = null;
+  private readonly refusedCompare = new Map<string, string>();
+  private payload: ExplorerPayload | null = null;
+  /** Kernels XLA:CPU emitted (a fusion's panel links to its code). */
+  private kernels = new Set<string>();
   /** What to draw once the asked-for model arrives: everything, or one result's slice. */
   private wanted: { stage: number; result: string | null } | null = null;
   private shownSvg: { svg: string; alt: string; hotspots: Hotspot[] } | null = null;
   private readonly themeWatch: MutationObserver | null;
 
   /** `onModel` is set live only: for a graph the payload holds only as a summary, it asks the
-   * kernel for the stage's model (`showModel` gets it). `onReveal` opens the IR (or diff) at an
-   * op's line. */
+   * kernel for the stage's model (with `compare`, that stage's too and their graph diff;
+   * `showModel` gets them). `onReveal` opens the IR (or diff) at an op's line, `onCode` a
+   * kernel's LLVM IR or assembly. */
   constructor(
-    private readonly onModel?: (stage: number) => void,
+    private readonly onModel?: (stage: number, compare?: number) => void,
     private readonly onReveal?: (where: RevealRequest) => void,
-    onBase?: (base: number | null) => void
+    onBase?: (base: number | null) => void,
+    private readonly onCode?: (kernel: string, what: CodeKind) => void
   ) {
     this.node = el('div', 'rl-graph');
     const bar = el('div', 'rl-toolbar rl-graph-bar');
@@ -269,14 +280,14 @@ export class GraphView {
       button('open regions', () => this.setOptions({ ...this.opts, expanded: new Set(this.ix?.children.keys() ?? []) }), 'rl-open-all'),
       button('close regions', () => this.setOptions({ ...this.opts, expanded: new Set() }), 'rl-close-all'),
       this.searchBox,
-      this.searchCount,
-      this.diff.node
+      this.searchCount
     );
     bar.append(
       button('−', () => this.zoom(0.8), 'rl-zoom-out'),
       button('+', () => this.zoom(1.25), 'rl-zoom-in'),
       button('fit width', () => this.fit(), 'rl-fit'),
       this.tools,
+      this.diff.node,
       el('span', 'rl-hint', 'click a node for its panel · drag to pan · Ctrl+wheel to zoom')
     );
     this.caption = el('div', 'rl-note rl-graph-note');
@@ -345,8 +356,19 @@ export class GraphView {
     this.stageIndex = stage;
     this.compare = compare;
     this.results = payload.signature.results.map(r => ({ path: r.path, name: pyName(payload.signature, r.path) }));
+    if (payload !== this.payload) {
+      this.payload = payload;
+      this.fetchedDiffs = [];
+      this.askedCompare = null;
+      this.refusedCompare.clear();
+      this.kernels = new Set((payload.xla?.code?.kernels ?? []).map(k => k.name));
+    }
     const g = payload.graphs.find(e => e.stages.includes(stage));
-    const found = this.diff.sync(payload, stage, compare, base);
+    const fetched = { model: (e: GraphEntry) => this.fetched.get(e), diffs: this.fetchedDiffs };
+    const found = this.diff.sync(payload, stage, compare, base, fetched);
+    if (!found && compare !== null) {
+      this.askCompare(payload, stage, compare);
+    }
     const union = found ? this.unionOf(found) : null;
     const changed = g !== this.graph || union !== this.union;
     this.graph = g;
@@ -381,9 +403,36 @@ export class GraphView {
     }
   }
 
-  /** The model the kernel sent for stage `stage` (asked for by "draw anyway" or "draw a
-   * slice"): drawn whole, or the asked-for result's slice of it. */
-  showModel(stage: number, model: GraphModel): void {
+  /** Live, "changes from" between graphs the payload cannot compare (one held only as a
+   * summary, or their diff not kept): ask the kernel for both models and their diff, once. */
+  private askCompare(payload: ExplorerPayload, stage: number, compare: number): void {
+    const graphOf = (i: number) => payload.graphs.find(e => e.stages.includes(i));
+    const [gOld, gNow] = [graphOf(compare), graphOf(stage)];
+    if (!this.onModel || !this.diff.on || !gOld || !gNow || gOld === gNow) {
+      return;
+    }
+    const key = `${stage}:${compare}`;
+    const refused = this.refusedCompare.get(key);
+    if (refused !== undefined) {
+      this.diff.explain(`Could not compare stage ${compare} and stage ${stage}: ${refused}`);
+      return;
+    }
+    this.diff.explain(`Asking the kernel for the graphs of stage ${compare} and stage ${stage}, to draw the changes…`);
+    if (this.askedCompare !== key) {
+      this.askedCompare = key;
+      this.onModel(stage, compare);
+    }
+  }
+
+  /** What the kernel sent for stage `data.stage` (asked for by "draw anyway", "draw a slice",
+   * or "changes from" with `data.compare`): drawn whole, the asked-for result's slice of it,
+   * or the graph diff. */
+  showModel(data: GraphData): void {
+    if (data.compare !== undefined && data.compare_model && data.diff) {
+      this.keepCompared(data);
+      return;
+    }
+    const { stage, model } = data;
     const g = this.graph;
     if (!g || !g.stages.includes(stage)) {
       return;
@@ -402,7 +451,36 @@ export class GraphView {
     }
   }
 
+  /** Keep the models and graph diff the kernel sent for "changes from", and draw them. */
+  private keepCompared(data: GraphData): void {
+    const payload = this.payload;
+    if (!payload || !data.diff || !data.compare_model || data.compare === undefined) {
+      return;
+    }
+    const graphOf = (i: number) => payload.graphs.find(e => e.stages.includes(i));
+    const [gNow, gOld] = [graphOf(data.stage), graphOf(data.compare)];
+    const [gBefore, gAfter] = [graphOf(data.diff.before), graphOf(data.diff.after)];
+    if (!gNow || !gOld || !gBefore || !gAfter) {
+      return;
+    }
+    this.fetched.set(gNow, data.model);
+    this.fetched.set(gOld, data.compare_model);
+    this.fetchedDiffs.push({ ...data.diff, before: gBefore.stage, after: gAfter.stage });
+    if (this.askedCompare === `${data.stage}:${data.compare}`) {
+      this.askedCompare = null;
+    }
+    this.show(payload, this.stageIndex, this.compare, this.diff.base);
+  }
+
   showError(message: string): void {
+    if (this.askedCompare !== null) {
+      this.refusedCompare.set(this.askedCompare, message);
+      this.askedCompare = null;
+      if (this.payload) {
+        this.show(this.payload, this.stageIndex, this.compare, this.diff.base);
+      }
+      return;
+    }
     this.wanted = null;
     this.caption.textContent = message;
     this.caption.classList.add('rl-error-text');
@@ -424,6 +502,8 @@ export class GraphView {
     const g = this.graph;
     const interactive = this.ix !== null;
     this.tools.hidden = !interactive;
+    // live, a summary's changes from another stage come from the kernel too
+    this.diff.node.hidden = !interactive && !(this.onModel && g?.kind === 'summary');
     this.pane.hidden = !interactive;
     this.legacy.node.hidden = interactive;
     if (!g) {
@@ -440,7 +520,7 @@ export class GraphView {
     }
     const ops = g.ops ? `${g.ops.toLocaleString('en-US')} ops` : 'This stage';
     const size = g.kind === 'summary' ? `${ops}: too many for the explorer to keep op by op.` : '';
-    this.caption.textContent = [same, size, g.error ?? ''].filter(Boolean).join(' ');
+    this.caption.textContent = [this.diff.caption(null).trim(), same, size, g.error ?? ''].filter(Boolean).join(' ');
     const live = this.onModel !== undefined && g.kind === 'summary';
     const hotspots = g.svg && live ? resultHotspots(g.svg, this.results) : [];
     this.setImage(g.svg ?? null, `${g.kind === 'summary' ? 'summary' : 'dataflow'} graph of stage ${g.stage}`, hotspots);
@@ -463,7 +543,12 @@ export class GraphView {
     if (how === 'saved') {
       wrap.append(
         el('span', '', `${what} `),
-        el('span', 'rl-graph-offer', 'A live explorer (run the cell again, with its kernel) draws the whole graph, or one result’s slice, on request.')
+        el(
+        'span',
+        'rl-graph-offer',
+        'A live explorer (run the cell again, with its kernel) draws the whole graph, one result’s slice, or the ' +
+          'changes from another stage, on request.'
+      )
       );
       return wrap;
     }
@@ -928,6 +1013,16 @@ export class GraphView {
     if (this.union) {
       p.appendChild(this.diff.panelRow(this.union, i, this.stageIndex, this.compare));
     }
+    const kernel = this.kernelOf(i);
+    if (this.onCode && kernel) {
+      const code = this.onCode;
+      const ir = button('LLVM IR', () => code(kernel.name, 'llvm_ir'), 'rl-gp-llvm');
+      const asm = button('assembly', () => code(kernel.name, 'assembly'), 'rl-gp-asm');
+      ir.title = `the LLVM IR XLA:CPU generated for kernel ${kernel.name}`;
+      asm.title = `the machine code XLA:CPU compiled kernel ${kernel.name} to`;
+      const where = kernel.inside ? `part of ${kernel.name}: ` : '';
+      p.appendChild(row('kernel', ...(where ? [el('code', 'rl-gp-kernel', where)] : []), ir, asm));
+    }
     const links = (list: number[]): HTMLElement => {
       const span = el('span', 'rl-gp-links');
       const shown = [...new Set(list)].slice(0, 24);
@@ -960,6 +1055,23 @@ export class GraphView {
         row('region', button(this.opts.expanded.has(i) ? 'close' : 'open', () => this.select(i, true), 'rl-gp-toggle'), ` ${ix.inside[i]} ops inside`)
       );
     }
+  }
+
+  /** The kernel XLA:CPU emitted for node `i` of the optimized HLO's graph, or for the op it
+   * is inside (a fusion's instruction, a small loop compiled whole); null elsewhere. */
+  private kernelOf(i: number): { name: string; inside: boolean } | null {
+    const ix = this.ix;
+    if (!ix || !this.kernels.size || !this.graph?.stages.includes((this.payload?.stages?.length ?? 0) - 1)) {
+      return null; // the graph of the optimized HLO only
+    }
+    for (let at: number | undefined = i; at !== undefined; at = ix.nodes[at]?.parent) {
+      const n = ix.nodes[at];
+      const name = n?.kind === 'op' ? kernelNamed(n.ssa, this.kernels) : null;
+      if (name) {
+        return { name, inside: at !== i };
+      }
+    }
+    return null;
   }
 
   private closePanel(): void {

@@ -2,6 +2,7 @@
 // anywidget front end (live: re-runs, any-pair diffs and slices are asked of the kernel).
 
 import { Controls, StatusLine } from './controls';
+import { CodeView, type CodeKind } from './codeview';
 import { DiffView } from './diffview';
 import { button, el } from './dom';
 import { GraphView, type RevealRequest } from './graphview';
@@ -47,13 +48,17 @@ const TABS: [Tab, string][] = [
   ['graph', 'graph'],
   ['metrics', 'op metrics'],
   ['xla', 'XLA HLO'],
+  ['code', 'LLVM IR / asm'],
   ['timing', 'timing'],
   ['signature', 'signature']
 ];
 
 let explorers = 0;
 
-type Pending = { kind: 'diff'; before: number; after: number } | { kind: 'graph'; stage: number };
+type Pending =
+  | { kind: 'diff'; before: number; after: number }
+  | { kind: 'graph'; stage: number }
+  | { kind: 'code'; kernel: string; what: CodeKind };
 
 /** Render the explorer for `payload` into `host`. With `options.onCommand` it is live. */
 export function renderExplorer(
@@ -85,6 +90,7 @@ class Explorer implements ExplorerHandle {
   private readonly irView = new TextView('mlir');
   private readonly hloView = new TextView('hlo');
   private readonly graphView: GraphView;
+  private readonly codeView: CodeView;
   private payload: ExplorerPayload | null = null;
   private store = new TextStore([]);
   private sources: SourceMap | null = null;
@@ -127,10 +133,12 @@ class Explorer implements ExplorerHandle {
     });
     this.diffView.setSources(stage => this.lineSources(stage));
     this.graphView = new GraphView(
-      live ? stage => this.requestGraph(stage) : undefined,
+      live ? (stage, compare) => this.requestGraph(stage, compare) : undefined,
       where => this.reveal(where),
-      base => this.change({ base })
+      base => this.change({ base }),
+      (kernel, what) => this.showKernel(kernel, what)
     );
+    this.codeView = new CodeView(live ? (kernel, what) => this.requestCode(kernel, what) : undefined);
     // The tabs (WAI-ARIA tabs pattern): one tab stop, Left / Right / Home / End move and show.
     const ids = `rl-explorer-${++explorers}`;
     this.tabBar.setAttribute('role', 'tablist');
@@ -147,7 +155,7 @@ class Explorer implements ExplorerHandle {
       this.tabBar.appendChild(b);
     }
     this.tabBar.addEventListener('keydown', ev => {
-      const tabs = Array.from(this.tabBar.children) as HTMLButtonElement[];
+      const tabs = (Array.from(this.tabBar.children) as HTMLButtonElement[]).filter(b => !b.hidden);
       const at = tabs.findIndex(b => b === ev.target);
       const to = at < 0 || hasModifier(ev) ? null : tabKeyTarget(ev.key, at, tabs.length);
       if (to === null) {
@@ -192,6 +200,15 @@ class Explorer implements ExplorerHandle {
     this.store = new TextStore(payload.texts);
     this.sources = SourceMap.of(payload);
     this.state = this.state ? carryOver(this.state, payload) : initialState(payload);
+    const code = CodeView.has(payload);
+    for (const b of Array.from(this.tabBar.children) as HTMLElement[]) {
+      if (b.dataset.tab === 'code') {
+        b.hidden = !code; // only where XLA:CPU emitted kernels
+      }
+    }
+    if (!code && this.state.tab === 'code') {
+      this.state = { ...this.state, tab: 'xla' };
+    }
     this.liveDiffs = [];
     this.pending.clear();
     const m = payload.meta;
@@ -233,10 +250,14 @@ class Explorer implements ExplorerHandle {
       this.liveDiffs.push(result.data);
       void this.render();
     } else if (result.kind === 'graph' && asked.kind === 'graph' && result.id === this.graphRequest) {
-      this.graphView.showModel(result.data.stage, result.data.model);
+      this.graphView.showModel(result.data);
+    } else if (result.kind === 'code' && asked.kind === 'code') {
+      this.codeView.received(asked.kernel, asked.what, result.data.text);
     } else if (result.kind === 'error') {
       const message = String(result.data?.message ?? result.data);
-      if (asked.kind === 'graph') {
+      if (asked.kind === 'code') {
+        this.codeView.refused(asked.kernel, asked.what, message);
+      } else if (asked.kind === 'graph') {
         this.graphView.showError(message);
       } else {
         this.diffView.showNote(message, 'rl-note rl-error-text');
@@ -250,6 +271,7 @@ class Explorer implements ExplorerHandle {
     this.irView.dispose();
     this.hloView.dispose();
     this.graphView.dispose();
+    this.codeView.dispose();
     this.root.remove();
   }
 
@@ -325,10 +347,16 @@ class Explorer implements ExplorerHandle {
         this.panel.replaceChildren(metricsPanel(payload, state.stage));
         return;
       case 'xla':
-        this.panel.replaceChildren(xlaFacts(payload), ...(payload.xla ? [this.hloView.node] : []));
+        this.panel.replaceChildren(
+          xlaFacts(payload, (kernel, what) => this.showKernel(kernel, what)),
+          ...(payload.xla ? [this.hloView.node] : [])
+        );
         return payload.xla
           ? this.hloView.show(this.store, payload.xla.hlo, 'XLA optimized HLO', fileName([payload.meta.function, 'xla'], 'hlo'))
           : undefined;
+      case 'code':
+        this.panel.replaceChildren(this.codeView.node);
+        return this.codeView.show(payload, this.store);
       case 'timing':
         this.panel.replaceChildren(timingPanel(payload));
         return;
@@ -424,11 +452,26 @@ class Explorer implements ExplorerHandle {
     });
   }
 
-  /** Ask the kernel for stage `stage`'s whole graph model (a module past the payload's cap). */
-  private requestGraph(stage: number): void {
+  /** Ask the kernel for stage `stage`'s whole graph model (a module past the payload's cap);
+   * with `compare`, that stage's too and the graph diff of the two. */
+  private requestGraph(stage: number, compare?: number): void {
     const id = this.nextId++;
     this.graphRequest = id;
     this.pending.set(id, { kind: 'graph', stage });
-    this.send({ command: 'graph', id, stage });
+    this.send(compare === undefined ? { command: 'graph', id, stage } : { command: 'graph', id, stage, compare });
+  }
+
+  /** Ask the kernel for a kernel's LLVM IR or assembly (left out of the payload). */
+  private requestCode(kernel: string, what: CodeKind): void {
+    const id = this.nextId++;
+    this.pending.set(id, { kind: 'code', kernel, what });
+    this.send({ command: 'code', id, kernel, what });
+  }
+
+  /** Show kernel `kernel`'s LLVM IR or assembly in the code tab (the graph's and the XLA tab's
+   * links). */
+  private showKernel(kernel: string, what: CodeKind): void {
+    this.codeView.select(kernel, what);
+    this.change({ tab: 'code' });
   }
 }

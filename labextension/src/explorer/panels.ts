@@ -1,7 +1,7 @@
 // The read-only panes: op metrics across stages, XLA's compile facts, timings (and benchmark
 // rows when the payload carries them), and the call's signature.
 
-import { el, formatBytes, formatSeconds, table } from './dom';
+import { button, el, formatBytes, formatSeconds, table } from './dom';
 import { nameAndPath, pyName } from './names';
 import type { BenchEntry, ExplorerPayload, Roofline, XlaPasses, XlaSharding } from './types';
 
@@ -81,8 +81,9 @@ function shardingFacts(sh: XlaSharding): HTMLElement[] {
 }
 
 /** XLA's compile facts (first, for a partitioned executable, its sharding); the HLO text goes
- * below in a TextView. */
-export function xlaFacts(payload: ExplorerPayload): HTMLElement {
+ * below in a TextView. `onKernel` shows a kernel's code (its name in the kernels' list links
+ * there). */
+export function xlaFacts(payload: ExplorerPayload, onKernel?: (kernel: string, what: 'llvm_ir') => void): HTMLElement {
   const x = payload.xla;
   const node = el('div', 'rl-xla-facts');
   if (!x) {
@@ -122,7 +123,7 @@ export function xlaFacts(payload: ExplorerPayload): HTMLElement {
     node.appendChild(t);
   }
   if (x.passes) {
-    node.append(...xlaPasses(x.passes, payload.stages.length - 1));
+    node.append(...xlaPasses(x.passes, payload.stages.length - 1, x.code ? onKernel : undefined));
   }
   return node;
 }
@@ -132,7 +133,7 @@ const PASS_ROWS = 12;
 
 /** XLA's own stages in brief: where they are in the list, where the compile's time went, and
  * its slowest passes with their runs; the kernels XLA:CPU emitted. */
-function xlaPasses(p: XlaPasses, last: number): HTMLElement[] {
+function xlaPasses(p: XlaPasses, last: number, onKernel?: (kernel: string, what: 'llvm_ir') => void): HTMLElement[] {
   const runs = p.totals.reduce((n, t) => n + t[1], 0);
   const changed = p.totals.reduce((n, t) => n + t[2], 0);
   const said = p.every_pass
@@ -154,7 +155,14 @@ function xlaPasses(p: XlaPasses, last: number): HTMLElement[] {
     )
   ];
   if (p.kernels.length) {
-    out.push(el('p', 'rl-note rl-xla-kernels', `Kernels XLA:CPU emitted: ${p.kernels.join(', ')}.`));
+    const line = el('p', 'rl-note rl-xla-kernels', 'Kernels XLA:CPU emitted: ');
+    p.kernels.forEach((name, i) => {
+      line.append(
+        onKernel ? button(name, () => onKernel(name, 'llvm_ir'), 'rl-xla-kernel') : name,
+        i + 1 < p.kernels.length ? ', ' : onKernel ? ' (each links to its LLVM IR and assembly).' : '.'
+      );
+    });
+    out.push(line);
   }
   return out;
 }

@@ -54,14 +54,15 @@ export type Spans = number[];
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
  * via the `definition` "ExplorerResult".
  */
-export type ExplorerResult = DiffResult | SliceResult | GraphResult | ErrorResult;
+export type ExplorerResult = DiffResult | SliceResult | GraphResult | CodeResult | ErrorResult;
 /**
  * A message from the live explorer to the kernel.
  *
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
  * via the `definition` "ExplorerCommand".
  */
-export type ExplorerCommand = RerunCommand | DiffCommand | GraphCommand | SliceCommand | VerifyCommand | BisectCommand;
+export type ExplorerCommand =
+  RerunCommand | DiffCommand | GraphCommand | CodeCommand | SliceCommand | VerifyCommand | BisectCommand;
 
 /**
  * The explorer payload, schema version 1: everything the explorer shows of one exploration (reactant_lab.render.payload.build_payload). Indices are 0-based, times are seconds, text is plain text unless a field name says html or svg. The meaning of each part: docs/explorer-schema.md.
@@ -694,6 +695,7 @@ export interface XlaEntry {
    */
   notes?: string[];
   passes?: XlaPasses;
+  code?: XlaCode;
 }
 /**
  * For an executable partitioned over several devices (absent for one): what XLA's SPMD partitioner made of the module's shardings.
@@ -820,6 +822,46 @@ export interface XlaPasses {
    * The kernels XLA:CPU emitted, each named after the fusion or instruction of the optimized HLO it computes (empty on other platforms).
    */
   kernels: string[];
+}
+/**
+ * The code XLA:CPU generated per kernel (absent where it emitted none): each kernel's optimized LLVM IR and its machine code disassembled, kept compressed up to `budget` characters in all; a live explorer asks the kernel for a text left out.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "XlaCode".
+ */
+export interface XlaCode {
+  /**
+   * Per kernel, in XLA's order.
+   */
+  kernels: KernelCodeEntry[];
+  /**
+   * At most this many characters of the kernels' texts were kept (their LLVM IR first, then their assembly).
+   */
+  budget: number;
+  /**
+   * Why no kernel's assembly is here: no disassembler (objdump, llvm-objdump) was on PATH where the payload was made; null otherwise.
+   */
+  assembly_error: string | null;
+}
+/**
+ * One kernel XLA:CPU emitted and the ids of its texts.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "KernelCodeEntry".
+ */
+export interface KernelCodeEntry {
+  /**
+   * The kernel, named after the fusion or instruction of the optimized HLO it computes (its SSA name without %).
+   */
+  name: string;
+  /**
+   * The id of its optimized LLVM IR text; null: left out past the budget.
+   */
+  llvm_ir: number | null;
+  /**
+   * The id of its assembly (objdump -d); null: left out past the budget, or no disassembler (assembly_error).
+   */
+  assembly: number | null;
 }
 /**
  * Measured run times: the first call, and where measured the median, IQR and sample count, and baselines' medians as NAME_median_seconds.
@@ -1297,7 +1339,7 @@ export interface GraphResult {
   data: GraphData;
 }
 /**
- * Every node of one stage's main, for a module past the payload's graph cap: the explorer draws it whole, or one result's slice of it.
+ * Every node of one stage's main, for a module past the payload's graph cap: the explorer draws it whole, or one result's slice of it; asked with compare, the compared stage's model too and the graph diff of the two.
  *
  * This interface was referenced by `ExplorerPayload`'s JSON-Schema
  * via the `definition` "GraphData".
@@ -1305,6 +1347,28 @@ export interface GraphResult {
 export interface GraphData {
   stage: number;
   model: GraphModel;
+  /**
+   * The stage compared with (as asked).
+   */
+  compare?: number;
+  compare_model?: GraphModel;
+  diff?: GraphDiffEntry;
+}
+export interface CodeResult {
+  id: number;
+  kind: 'code';
+  data: CodeData;
+}
+/**
+ * One kernel's LLVM IR or assembly, for a kernel whose text the payload left out.
+ *
+ * This interface was referenced by `ExplorerPayload`'s JSON-Schema
+ * via the `definition` "CodeData".
+ */
+export interface CodeData {
+  kernel: string;
+  what: 'llvm_ir' | 'assembly';
+  text: string;
 }
 export interface ErrorResult {
   id: number;
@@ -1334,6 +1398,19 @@ export interface GraphCommand {
   command: 'graph';
   id: number;
   stage: number;
+  /**
+   * Another stage: its model and the graph diff of the two come too.
+   */
+  compare?: number;
+}
+/**
+ * A kernel's LLVM IR or assembly, left out of the payload.
+ */
+export interface CodeCommand {
+  command: 'code';
+  id: number;
+  kernel: string;
+  what: 'llvm_ir' | 'assembly';
 }
 export interface SliceCommand {
   command: 'slice';

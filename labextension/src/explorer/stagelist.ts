@@ -136,7 +136,7 @@ export class StageList {
     this.columns.textContent = narrow ? '▸ all columns' : '◂ fewer columns';
     this.columns.title = narrow
       ? 'show every column of the stage list (ops, time and, when verified, XLA compile, run and error)'
-      : 'show only the stages, so that the side-by-side diff gets the width';
+      : 'show only the stages, so that the side-by-side diff (or the code) gets the width';
     this.columns.setAttribute('aria-pressed', String(narrow !== true));
   }
 

@@ -3,7 +3,7 @@
 
 import type { DiffEntry, ExplorerPayload, StageEntry } from './types';
 
-export type Tab = 'diff' | 'ir' | 'graph' | 'metrics' | 'xla' | 'timing' | 'signature';
+export type Tab = 'diff' | 'ir' | 'graph' | 'metrics' | 'xla' | 'code' | 'timing' | 'signature';
 export type Layout = 'side-by-side' | 'unified';
 
 export interface ExplorerViewState {
@@ -19,10 +19,11 @@ export interface ExplorerViewState {
   allStageColumns?: boolean;
 }
 
-/** Whether the stage list is narrow (the side-by-side diff gets the width); null where the
- * choice does not apply (other tabs, the unified diff: the list keeps its columns). */
+/** Whether the stage list is narrow (the side-by-side diff, or a kernel's code, which no stage
+ * selects, gets the width); null where the choice does not apply (other tabs, the unified diff:
+ * the list keeps its columns). */
 export function narrowStages(state: ExplorerViewState): boolean | null {
-  if (state.tab !== 'diff' || state.layout !== 'side-by-side') {
+  if (state.tab !== 'code' && (state.tab !== 'diff' || state.layout !== 'side-by-side')) {
     return null;
   }
   return !state.allStageColumns;

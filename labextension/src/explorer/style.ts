@@ -179,6 +179,15 @@ background:var(--rl-bg);color:var(--rl-fg)}
 .rl-bench-summary .rl-note{color:var(--rl-fg)}
 .rl-timing tr.rl-noisy td{color:var(--rl-amber)}.rl-skipped{margin:2px 0 6px;padding-left:1.4em}
 .rl-diff-text .add{background:var(--rl-add)}.rl-diff-text .del{background:var(--rl-del)}
+.rl-kernel-list{max-height:240px;overflow:auto;border:1px solid var(--rl-line);margin:4px 0}
+.rl-kernel-table{border-collapse:collapse;width:100%}
+.rl-kernel-table th{position:sticky;top:0;background:var(--rl-bg2);text-align:left;font-weight:600}
+.rl-kernel-table td,.rl-kernel-table th{padding:1px 6px;border-bottom:1px solid var(--rl-line);vertical-align:top}
+.rl-kernel-table tr.selected td{background:var(--rl-sel)}.rl-kernel-from{overflow-wrap:anywhere}
+.rl-kernel-pick,.rl-xla-kernel{font:12px var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,Consolas,monospace)}
+.rl-xla-kernel{padding:0 4px;margin:1px 0}
+.rl-code-kind.active{border-color:var(--rl-accent);font-weight:600}
+.rl-code-note{margin:4px 0}
 ` + GRAPH_CSS;
 
 const STYLE_ID = 'reactant-lab-explorer-style';

@@ -1,4 +1,4 @@
-// A module's text (a stage's IR or XLA's HLO), decoded when first shown, drawn line by line in a
+// A text (a stage's IR, XLA's HLO, a kernel's LLVM IR or assembly), decoded when first shown, drawn line by line in a
 // virtualized list with line numbers and MLIR colours; find, copy and download in its toolbar.
 // XLA's HLO opens with its source tables folded.
 
@@ -10,6 +10,11 @@ import { mainLines, nameValues } from './names';
 import { hloTableRuns } from './textops';
 import type { TextStore } from './texts';
 import { VirtualList } from './virtual';
+
+/** What a view shows: a module (MLIR, XLA's HLO), or a kernel's LLVM IR or assembly. */
+export type TextKind = 'mlir' | 'hlo' | 'llvm' | 'asm';
+/** The extension a text of each kind downloads with. */
+const EXTENSION: Record<TextKind, string> = { mlir: 'mlir', hlo: 'hlo', llvm: 'll', asm: 's' };
 
 /** A row: a line (0-based), or a fold of lines [first, last] that a click opens. */
 type TextRow = number | { first: number; last: number; label: string };
@@ -30,7 +35,7 @@ export class TextView {
   private names: Map<string, string> | null = null;
   private mainRange: [number, number] | null = null;
 
-  constructor(private readonly kind: 'mlir' | 'hlo') {
+  constructor(private readonly kind: TextKind) {
     this.node = el('div', `rl-text rl-text-${kind}`);
     const bar = el('div', 'rl-toolbar rl-text-bar');
     this.head = el('span', 'rl-text-head');
@@ -50,7 +55,7 @@ export class TextView {
         name: () => this.fileName,
         what: () => this.heading
       },
-      kind
+      EXTENSION[kind]
     );
     bar.append(this.head, this.finder.node, this.files.node);
     this.node.append(bar, this.files.note, this.list.node);
