@@ -116,6 +116,9 @@ def _theme(page: Any, dark: bool) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{name}$")).click()
     expect(page.locator(f'body[data-jp-theme-light="{str(not dark).lower()}"]')).to_have_count(
         1, timeout=30_000)
+    # JupyterLab shows its splash (the animated logo) while the theme loads: a screenshot taken
+    # before it is gone has the logo over the explorer
+    expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=30_000)
     page.keyboard.press("Escape")
 
 
