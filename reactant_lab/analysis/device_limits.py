@@ -44,6 +44,8 @@ LIMITS: tuple[Limit, ...] = (
           "compute the magnitude as sqrt(re**2 + im**2) (jnp.sqrt(z.real**2 + z.imag**2) or "
           "jnp.hypot(z.real, z.imag)), use complex64, or run this function on the CPU "
           "(device='cpu')"),
+    # from complex64 and int64 measured; the other integer types are refused alike, unmeasured
+    # (an abort ends the user's kernel), float64 and float32 sources are not (unmeasured either)
     *(Limit("stablehlo.convert", source, "tpu", _CONVERT_TO_COMPLEX128, _CONVERT_TODO,
             result_type="complex<f64>")
       for source in ("complex<f32>", "i64", "i32", "i16", "i8", "ui64", "ui32", "ui16", "ui8")),
