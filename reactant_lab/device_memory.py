@@ -22,6 +22,23 @@ from reactant_lab.analysis.provenance import op_sources
 from reactant_lab.errors import AnalysisError, DeviceMemoryError
 
 _ALLOCATING = re.compile(r"allocat\w* (\d+) bytes")
+"""XLA:CPU's size of the allocation that failed, in bytes."""
+_ACCELERATOR_NEED = re.compile(r"(?:Attempting to allocate|Used) (\d+(?:\.\d+)?)([KMGTP]?)\b")
+"""An accelerator's size, as XLA prints one: at run time "Attempting to allocate 8.00G. That
+was not possible" (a buffer), at compile time "Ran out of memory in memory space hbm. Used
+21.95G of 15.48G hbm" (what the program needs)."""
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "P": 2**50}
+
+
+def _needed_bytes(text: str) -> int | None:
+    """The bytes XLA's out-of-memory message ``text`` says were needed, or None."""
+    found = _ALLOCATING.search(text)
+    if found:
+        return int(found.group(1))
+    found = _ACCELERATOR_NEED.search(text)
+    if found:  # printed to 3 significant digits or so: as near as XLA says
+        return round(float(found.group(1)) * _UNITS[found.group(2)])
+    return None
 
 
 def size(nbytes: int) -> str:
@@ -116,8 +133,7 @@ def explained(exc: BaseException, fn_name: str, device: Any, stage: str,
     other error."""
     if not backend.out_of_memory(exc):
         return None
-    found = _ALLOCATING.search(str(exc))
-    needed = int(found.group(1)) if found else None
+    needed = _needed_bytes(str(exc))
     available = backend.memory_bytes(device)
     what = f"could not allocate {size(needed)}" if needed is not None else "ran out of memory"
     has = f"; {_device_words(device, available)[4:]}" if available is not None else ""

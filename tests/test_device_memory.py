@@ -73,3 +73,16 @@ def test_the_cpus_memory_is_the_machines_physical_memory():
 
     assert backend.memory_bytes(CPU) == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     assert device_memory.size(8 * 2**40) == "8.0 TiB (8,796,093,022,208 bytes)"
+
+
+@pytest.mark.parametrize("said, needed", [
+    ("RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to allocate 8.00G. That was "
+     "not possible. There are 7.48G free.", 8 * 2**30),
+    ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+     "hbm. Used 21.95G of 15.48G hbm. Exceeded hbm capacity by 6.47G.", round(21.95 * 2**30)),
+])
+def test_an_accelerators_out_of_memory_message_names_the_size_too(said, needed):
+    """A TPU's words for it (as XLA prints them, at run time and at compile time)."""
+    err = device_memory.explained(RuntimeError(said), "f", CPU, "final", "running")
+    assert isinstance(err, rl.DeviceMemoryError) and err.needed == needed
+    assert f"could not allocate {device_memory.size(needed)}" in str(err)
