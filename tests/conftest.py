@@ -16,6 +16,7 @@ import secrets
 import shutil
 import signal
 import tempfile
+import time
 
 import jax
 import numpy as np
@@ -107,6 +108,18 @@ def target_platform() -> str:
 
 
 _TARGET: list = []
+
+
+def earlier_overruns_ended(within: float = 120.0) -> None:
+    """Wait for the computations earlier tests left running past their time limit to end
+    (loops that end, seconds on): at most four may run at once in a process, so a test that
+    overruns, repeated under ``--seeds``, or one that makes a guarded call after such tests,
+    would be refused (LeftRunningError)."""
+    from reactant_lab import _backend_run
+
+    deadline = time.monotonic() + within
+    while _backend_run.left_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -23,7 +23,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ import reactant_lab as rl
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import AnalysisError
 from tests.cli_batch import Run, run_commands
-from tests.conftest import assert_close, child_env, unattached_platform
+from tests.conftest import assert_close, child_env, earlier_overruns_ended, unattached_platform
 
 HERE = __file__
 ROOT = Path(__file__).resolve().parent.parent
@@ -648,20 +647,10 @@ def count_to(a, b, n):
     return a.sum()
 
 
-def _earlier_overruns_ended(within: float = 120.0) -> None:
-    """Wait for the computations earlier runs of a case left running to end: under --seeds the
-    case repeats at once, and a fifth one left running would be refused (LeftRunningError)."""
-    from reactant_lab import _backend_run
-
-    deadline = time.monotonic() + within
-    while _backend_run.left_running() and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
 @case(rl.CallTimeoutError)
 def call_past_its_time_limit(rng):
     # A loop that ends, a thousand million steps on: far past the limit, over in seconds.
-    _earlier_overruns_ended()
+    earlier_overruns_ended()
     a, b = rng.random(3), rng.random(3)
     jf = _jit(count_to, timeout=0.05)
     c, d = rng.random(3), rng.random(3)
