@@ -1,5 +1,6 @@
 """Order statistics without XLA:CPU's comparator sort where the data allow, which sorts each
-slice several times slower than NumPy's partition:
+slice several times slower than NumPy's partition (the integer keys below only where the trace
+is lowered for the CPU: ``_on_cpu``):
 
 - np.median along a short axis through a selection network of min / max (compare-exchange)
   steps: a few dozen elementwise ops that fuse into one pass (a 3x3 median filter's median of 9
