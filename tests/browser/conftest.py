@@ -275,3 +275,26 @@ def write_notebook(path: Path, cells: list[Any], kernel: bool = True) -> Path:
         nb.metadata["language_info"] = {"name": "python"}
     nbformat.write(nb, path)
     return path
+
+
+def run_notebook(page: Any, server: LabServer, name: str, source: str) -> None:
+    """Write a one-cell notebook ``name`` of ``source`` in the server's root, open it in
+    JupyterLab and run it to the end."""
+    import nbformat
+
+    write_notebook(server.root / name, [nbformat.v4.new_code_cell(source)])
+    open_in_lab(page, server, name)
+    wait_for_kernel_idle(page)
+    run_all_cells(page)
+
+
+def save_and_reopen(page: Any, server: LabServer) -> None:
+    """Save the open notebook, shut its kernel down and reload the page: what a reader who opens
+    the saved notebook later sees (a new kernel, no widget models)."""
+    from playwright.sync_api import expect
+
+    page.keyboard.press("Control+s")
+    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
+    server.shutdown_kernels()
+    page.reload()
+    wait_for_kernel_idle(page)

@@ -36,6 +36,8 @@ from tests.browser.conftest import (
     choose_no_kernel,
     open_in_lab,
     run_all_cells,
+    run_notebook,
+    save_and_reopen,
     wait_for_kernel_idle,
     write_notebook,
 )
@@ -266,11 +268,7 @@ LIVE_BIG = (
 
 
 def test_a_module_past_the_graph_cap_live_draws_a_slice_and_everything(jupyterlab_server, page):
-    write_notebook(jupyterlab_server.root / "big_live.ipynb",
-                   [nbformat.v4.new_code_cell(LIVE_BIG)])
-    open_in_lab(page, jupyterlab_server, "big_live.ipynb")
-    wait_for_kernel_idle(page)
-    run_all_cells(page)
+    run_notebook(page, jupyterlab_server, "big_live.ipynb", LIVE_BIG)
     explorer = page.locator(".rl-explorer.rl-live").first
     explorer.wait_for(timeout=120_000)
     _theme(page, dark=True)
@@ -315,11 +313,7 @@ def test_a_fetched_model_and_a_graph_diff_past_the_cap_live_and_saved(jupyterlab
     then "changes from" the stage before, whose model and graph diff the kernel sends too, the
     removed box found and drawn with its slice; saved, the summaries say what a live explorer
     draws."""
-    write_notebook(jupyterlab_server.root / "big_diff.ipynb",
-                   [nbformat.v4.new_code_cell(LIVE_TWO)])
-    open_in_lab(page, jupyterlab_server, "big_diff.ipynb")
-    wait_for_kernel_idle(page)
-    run_all_cells(page)
+    run_notebook(page, jupyterlab_server, "big_diff.ipynb", LIVE_TWO)
     explorer = page.locator(".rl-explorer.rl-live").first
     explorer.wait_for(timeout=120_000)
     _theme(page, dark=False)
@@ -348,11 +342,7 @@ def test_a_fetched_model_and_a_graph_diff_past_the_cap_live_and_saved(jupyterlab
     assert not page.errors, page.errors
 
     # Saved and reopened with a new kernel: the summaries, and why no changes are drawn.
-    page.keyboard.press("Control+s")
-    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
-    jupyterlab_server.shutdown_kernels()
-    page.reload()
-    wait_for_kernel_idle(page)
+    save_and_reopen(page, jupyterlab_server)
     saved = page.locator(".rl-explorer.rl-saved").first
     saved.wait_for(timeout=60_000)
     saved.locator(".rl-tab-graph").click()

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import re
 
-import nbformat
 import numpy as np
 import pytest
 from playwright.sync_api import expect
 
 import reactant_lab as rl
 from reactant_lab.notebook.display import explorer_payload
-from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import run_notebook
 from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
 
 
@@ -154,11 +153,7 @@ ExplorerWidget(rl.explore(mlp, params, rng.standard_normal((8, 16), np.float32))
 
 def test_a_live_jax_explorer_names_params_and_diffs_its_graph(jupyterlab_server, lab_page):
     page = lab_page
-    write_notebook(jupyterlab_server.root / "names-live.ipynb",
-                   [nbformat.v4.new_code_cell(LIVE_CELL)])
-    open_in_lab(page, jupyterlab_server, "names-live.ipynb")
-    wait_for_kernel_idle(page)
-    run_all_cells(page)
+    run_notebook(page, jupyterlab_server, "names-live.ipynb", LIVE_CELL)
     explorer = page.locator(".rl-explorer.rl-live").first
     explorer.wait_for(timeout=60_000)
     explorer.locator(".rl-tab-graph").click()

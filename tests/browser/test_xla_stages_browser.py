@@ -14,7 +14,6 @@ import re
 import sys
 from pathlib import Path
 
-import nbformat
 import numpy as np
 import pytest
 from playwright.sync_api import expect
@@ -22,7 +21,7 @@ from playwright.sync_api import expect
 import reactant_lab as rl
 from reactant_lab.notebook.display import explorer_payload
 from reactant_lab.stages.xla import disassembler
-from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import run_notebook, save_and_reopen
 from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -185,11 +184,7 @@ LIVE_KERNELS = (
 def test_a_fusions_code_comes_from_the_kernel_live_and_is_explained_saved(jupyterlab_server,
                                                                           lab_page):
     page = lab_page
-    write_notebook(jupyterlab_server.root / "kernels-live.ipynb",
-                   [nbformat.v4.new_code_cell(LIVE_KERNELS)])
-    open_in_lab(page, jupyterlab_server, "kernels-live.ipynb")
-    wait_for_kernel_idle(page)
-    run_all_cells(page)
+    run_notebook(page, jupyterlab_server, "kernels-live.ipynb", LIVE_KERNELS)
     explorer = page.locator(".rl-explorer.rl-live").first
     explorer.wait_for(timeout=120_000)
     explorer.locator(".rl-tab-code").click()
@@ -204,11 +199,7 @@ def test_a_fusions_code_comes_from_the_kernel_live_and_is_explained_saved(jupyte
     assert not page.errors, page.errors
 
     # Saved and reopened with a new kernel: the saved explorer says how to get the code.
-    page.keyboard.press("Control+s")
-    expect(page.locator(".lm-TabBar-tab.jp-mod-dirty")).to_have_count(0)
-    jupyterlab_server.shutdown_kernels()
-    page.reload()
-    wait_for_kernel_idle(page)
+    save_and_reopen(page, jupyterlab_server)
     saved = page.locator(".rl-explorer.rl-saved").first
     saved.wait_for(timeout=60_000)
     saved.locator(".rl-tab-code").click()
