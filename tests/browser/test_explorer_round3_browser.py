@@ -31,9 +31,8 @@ import reactant_lab as rl
 from reactant_lab.analysis.graph_model import MODEL_MAX_OPS
 from reactant_lab.explore import ExploreOptions, build_from_text
 from reactant_lab.notebook.display import explorer_payload
-from reactant_lab.render.payload import MIME_TYPE, notebook_payload
+from reactant_lab.render.payload import notebook_payload
 from tests.browser.conftest import (
-    choose_no_kernel,
     open_in_lab,
     run_all_cells,
     run_notebook,
@@ -41,7 +40,7 @@ from tests.browser.conftest import (
     wait_for_kernel_idle,
     write_notebook,
 )
-from tests.browser.test_explorer_ux_browser import _shoot, _theme
+from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
 
 pytestmark = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
 
@@ -98,17 +97,6 @@ def _console(page: Any) -> list[str]:
     return errors
 
 
-def _saved(server: Any, page: Any, name: str, payload: dict) -> Any:
-    write_notebook(server.root / name, [nbformat.v4.new_code_cell("explore(f)", outputs=[
-        nbformat.v4.new_output("display_data", data={MIME_TYPE: payload,
-                                                     "text/plain": "explorer"})])], kernel=False)
-    open_in_lab(page, server, name)
-    choose_no_kernel(page)
-    explorer = page.locator(".rl-explorer.rl-saved").first
-    explorer.wait_for(timeout=60_000)
-    return explorer
-
-
 @pytest.fixture
 def page(browser, jupyterlab_server, artifacts_dir, request):
     """A page 1,400 px wide (the issue's widget), page errors and console errors collected."""
@@ -161,7 +149,7 @@ def check_while_line(explorer: Any) -> None:
 
 def test_a_side_by_side_diff_at_1400_px_shows_every_op_and_change(jupyterlab_server, page,
                                                                   stencil_payload):
-    explorer = _saved(jupyterlab_server, page, "stencil.ipynb", stencil_payload)
+    explorer = _saved(jupyterlab_server, page, "stencil.ipynb", stencil_payload, 60_000)
     _theme(page, dark=False)
     expect(explorer.locator(".rl-diff-summary")).to_contain_text("stage 0 → stage 1")
     # The stage list narrows beside the side-by-side diff, and opens on request.
@@ -244,7 +232,7 @@ def _check_summary(explorer: Any, saved: bool) -> None:
 def test_a_module_past_the_graph_cap_saved_in_light_and_dark(jupyterlab_server, page,
                                                              big_payload):
     assert all("model" not in g for g in big_payload["graphs"])
-    explorer = _saved(jupyterlab_server, page, "big.ipynb", big_payload)
+    explorer = _saved(jupyterlab_server, page, "big.ipynb", big_payload, 60_000)
     _theme(page, dark=False)
     explorer.locator(".rl-tab-graph").click()
     _check_summary(explorer, saved=True)

@@ -80,14 +80,16 @@ def real_payload() -> dict:
     return json.loads(json.dumps(explorer_payload(ex, bench=bench), sort_keys=True))
 
 
-def _saved(server: Any, page: Any, name: str, payload: dict) -> Any:
+def _saved(server: Any, page: Any, name: str, payload: dict, timeout: float = 30_000) -> Any:
+    """A notebook ``name`` saved with an explorer of ``payload``, opened without a kernel; its
+    explorer, once shown (within ``timeout`` ms)."""
     write_notebook(server.root / name, [nbformat.v4.new_code_cell("explore(f)", outputs=[
         nbformat.v4.new_output("display_data", data={MIME_TYPE: payload,
                                                      "text/plain": "explorer"})])], kernel=False)
     open_in_lab(page, server, name)
     choose_no_kernel(page)
     explorer = page.locator(".rl-explorer.rl-saved").first
-    explorer.wait_for()
+    explorer.wait_for(timeout=timeout)
     return explorer
 
 
