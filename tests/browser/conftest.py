@@ -5,7 +5,7 @@ a downloaded browser). Skipped, with the reason, only when Playwright or Chromiu
 Fixtures for any browser test: ``jupyterlab_server`` (session-wide server with the Python
 kernel), ``lab_page`` (a fresh browser page; failures leave a screenshot in ``artifacts_dir``),
 ``artifacts_dir`` (``test-artifacts/`` in the repository, git-ignored); helpers ``open_in_lab``,
-``wait_for_kernel_idle``, ``run_all_cells``,
+``wait_for_kernel_idle``, ``run_all_cells``, ``live_explorer``,
 ``choose_no_kernel``, ``write_notebook``."""
 
 from __future__ import annotations
@@ -261,6 +261,31 @@ def run_all_cells(page: Any, timeout: float = 180_000) -> None:
             page.keyboard.press("Escape")
     expect(page.locator(".jp-InputArea-prompt", has_text="[*]")).to_have_count(0,
                                                                                 timeout=timeout)
+
+
+def live_explorer(page: Any, server: LabServer, nth: int = 0, timeout: float = 120_000) -> Any:
+    """The ``nth`` live explorer of the open notebook, once it is drawn. If it never is, the test
+    fails with what the notebook shows instead (each cell's output, a dialog, the kernel's
+    state) and the end of JupyterLab's log: a timeout alone says nothing about why."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    explorer = page.locator(".rl-explorer.rl-live").nth(nth)
+    try:
+        explorer.wait_for(timeout=timeout)
+    except PlaywrightTimeout:
+        cells = page.locator(".jp-Notebook .jp-CodeCell")
+        shown = [f"cell {i} {cells.nth(i).locator('.jp-InputArea-prompt').all_inner_texts()}: "
+                 f"{''.join(cells.nth(i).locator('.jp-OutputArea').all_inner_texts())[-1500:]!r}"
+                 for i in range(cells.count())]
+        dialogs = page.locator(".jp-Dialog").all_inner_texts()
+        status = page.locator(".jp-Notebook-ExecutionIndicator >> visible=true")
+        state = status.first.get_attribute("data-status") if status.count() else None
+        errors = getattr(page, "errors", None)
+        pytest.fail(f"no live explorer #{nth} after {timeout / 1000:.0f} s. The notebook shows:\n"
+                    + "\n".join(shown) + f"\ndialogs: {dialogs}; kernel: {state}; kernels "
+                    f"running: {len(server.kernels())}; page errors: {errors}\n"
+                    f"JupyterLab's log ends:\n{server.log.read_text(errors='replace')[-3000:]}")
+    return explorer
 
 
 def write_notebook(path: Path, cells: list[Any], kernel: bool = True) -> Path:

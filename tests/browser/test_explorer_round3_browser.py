@@ -33,6 +33,7 @@ from reactant_lab.explore import ExploreOptions, build_from_text
 from reactant_lab.notebook.display import explorer_payload
 from reactant_lab.render.payload import notebook_payload
 from tests.browser.conftest import (
+    live_explorer,
     open_in_lab,
     run_all_cells,
     run_notebook,
@@ -257,8 +258,7 @@ LIVE_BIG = (
 
 def test_a_module_past_the_graph_cap_live_draws_a_slice_and_everything(jupyterlab_server, page):
     run_notebook(page, jupyterlab_server, "big_live.ipynb", LIVE_BIG)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=120_000)
+    explorer = live_explorer(page, jupyterlab_server)
     _theme(page, dark=True)
     explorer.locator(".rl-tab-graph").click()
     _check_summary(explorer, saved=False)
@@ -302,8 +302,7 @@ def test_a_fetched_model_and_a_graph_diff_past_the_cap_live_and_saved(jupyterlab
     removed box found and drawn with its slice; saved, the summaries say what a live explorer
     draws."""
     run_notebook(page, jupyterlab_server, "big_diff.ipynb", LIVE_TWO)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=120_000)
+    explorer = live_explorer(page, jupyterlab_server)
     _theme(page, dark=False)
     expect(explorer.locator(".rl-stage-table tr.selected")).to_have_attribute("data-stage", "1")
     explorer.locator(".rl-tab-graph").click()

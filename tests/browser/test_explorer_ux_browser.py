@@ -30,6 +30,7 @@ from reactant_lab.stages import Stage, StageTrace
 from tests.browser.conftest import (
     REPO,
     choose_no_kernel,
+    live_explorer,
     open_in_lab,
     run_all_cells,
     wait_for_kernel_idle,
@@ -339,8 +340,7 @@ def test_enter_in_the_pipeline_field_reruns_and_no_kernel_is_said(jupyterlab_ser
     open_in_lab(page, jupyterlab_server, "enter.ipynb")
     wait_for_kernel_idle(page)
     run_all_cells(page)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=60_000)
+    explorer = live_explorer(page, jupyterlab_server)
     status = explorer.locator(".rl-status")
     explorer.locator(".rl-pipeline").fill("canonicalize")
     explorer.locator(".rl-pipeline").press("Enter")

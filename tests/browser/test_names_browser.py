@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 
 import reactant_lab as rl
 from reactant_lab.notebook.display import explorer_payload
-from tests.browser.conftest import run_notebook
+from tests.browser.conftest import live_explorer, run_notebook
 from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
 
 
@@ -154,8 +154,7 @@ ExplorerWidget(rl.explore(mlp, params, rng.standard_normal((8, 16), np.float32))
 def test_a_live_jax_explorer_names_params_and_diffs_its_graph(jupyterlab_server, lab_page):
     page = lab_page
     run_notebook(page, jupyterlab_server, "names-live.ipynb", LIVE_CELL)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=60_000)
+    explorer = live_explorer(page, jupyterlab_server)
     explorer.locator(".rl-tab-graph").click()
     svg = explorer.locator(".rl-gsvg")
     expect(svg.locator(".rl-gn.k-arg", has_text="params['w1']")).to_have_count(1)

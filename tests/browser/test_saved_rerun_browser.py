@@ -14,7 +14,13 @@ import nbformat
 from playwright.sync_api import expect
 
 from reactant_lab.render.payload import MIME_TYPE
-from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import (
+    live_explorer,
+    open_in_lab,
+    run_all_cells,
+    wait_for_kernel_idle,
+    write_notebook,
+)
 
 SETUP = "%load_ext reactant_lab\nimport numpy as np"
 CELL = "%%reactant_jit\ndef f(v):\n    return np.cos(v) * 2 + 1\n\nf(np.linspace(0, 1, 8))"
@@ -45,8 +51,7 @@ def test_a_rerun_before_save_is_what_the_saved_notebook_shows(jupyterlab_server,
     open_in_lab(page, jupyterlab_server, path.name)
     wait_for_kernel_idle(page)
     run_all_cells(page)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=60_000)
+    explorer = live_explorer(page, jupyterlab_server)
     rows = explorer.locator(".rl-stage-table tbody tr")
     expect(rows.nth(9)).to_be_visible()  # the "all" preset's ten stages, then XLA's own
     assert rows.count() > 10

@@ -14,7 +14,13 @@ from playwright.sync_api import expect
 
 import reactant_lab as rl
 from reactant_lab.render.report import report_html
-from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import (
+    live_explorer,
+    open_in_lab,
+    run_all_cells,
+    wait_for_kernel_idle,
+    write_notebook,
+)
 
 pytestmark = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
 
@@ -58,8 +64,7 @@ def test_verify_columns_find_culprit_and_the_saved_explorer(jupyterlab_server, l
     open_in_lab(page, jupyterlab_server, "verify.ipynb")
     wait_for_kernel_idle(page)
     run_all_cells(page)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=60_000)
+    explorer = live_explorer(page, jupyterlab_server)
     check_columns(explorer)
 
     explorer.locator(".rl-metric").select_option("result")

@@ -9,7 +9,13 @@ import re
 import nbformat
 from playwright.sync_api import expect
 
-from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import (
+    live_explorer,
+    open_in_lab,
+    run_all_cells,
+    wait_for_kernel_idle,
+    write_notebook,
+)
 
 MLP_CELL = """\
 import numpy as np
@@ -53,8 +59,7 @@ def test_live_widget_explores_reruns_and_falls_back_when_the_kernel_is_gone(
     open_in_lab(page, jupyterlab_server, "live.ipynb")
     wait_for_kernel_idle(page)
     run_all_cells(page)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=60_000)
+    explorer = live_explorer(page, jupyterlab_server)
     rows = explorer.locator(".rl-stage-table tbody tr")
     expect(rows.nth(9)).to_be_visible()  # the "all" preset's ten stages, then XLA's own
     assert rows.count() > 10

@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 import reactant_lab as rl
 from reactant_lab.notebook.display import explorer_payload
 from reactant_lab.stages.xla import disassembler
-from tests.browser.conftest import run_notebook, save_and_reopen
+from tests.browser.conftest import live_explorer, run_notebook, save_and_reopen
 from tests.browser.test_explorer_ux_browser import _saved, _shoot, _theme
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -185,8 +185,7 @@ def test_a_fusions_code_comes_from_the_kernel_live_and_is_explained_saved(jupyte
                                                                           lab_page):
     page = lab_page
     run_notebook(page, jupyterlab_server, "kernels-live.ipynb", LIVE_KERNELS)
-    explorer = page.locator(".rl-explorer.rl-live").first
-    explorer.wait_for(timeout=120_000)
+    explorer = live_explorer(page, jupyterlab_server)
     explorer.locator(".rl-tab-code").click()
     _code_shows(explorer, "LLVM IR", FUSION, "define ")  # the first true fusion, shown first
     if disassembler() is None:
