@@ -25,10 +25,11 @@ arguments (copying is not timed):
   0.08 ms per call).
 
 XLA's options differ in one respect: rl.jit (and ``none``) compile on CPU with reactant_lab's
-small-loop threshold (``REACTANT_LAB_SMALL_LOOP_BYTES``, 256 KiB: a while loop whose iteration
-touches less runs as one kernel), the ports with jax.jit's, XLA's default of 1 KiB. The header
-says which. ``--port-small-loops`` gives the ports (every jax.jit of the process) the same
-threshold through XLA_FLAGS, to compare the two on equal XLA options.
+small-loop threshold (``REACTANT_LAB_SMALL_LOOP_BYTES``; unset, 8 MiB over the cores within
+256 KiB-4 MiB: a while loop whose iteration touches less runs as one kernel), the ports with
+jax.jit's, XLA's default of 1 KiB. The header says which. ``--port-small-loops`` gives the
+ports (every jax.jit of the process) the same threshold through XLA_FLAGS, to compare the two
+on equal XLA options.
 
 rl.jit's first results (updated arguments included) and numba's are compared with NumPy's at the
 benchmark size too; a variant that fails or differs is listed in the notes at the end.

@@ -55,14 +55,31 @@ SMALL_LOOP_OPTION = "xla_cpu_small_while_loop_byte_threshold"
 """XLA:CPU's backend option: a while loop whose one iteration accesses fewer bytes than this
 (and holds no scatter, sort, FFT or custom call) is compiled into one kernel; above it, each
 iteration dispatches the body's kernels one by one (a few microseconds each)."""
-SMALL_LOOP_BYTES = 1 << 18
-"""Our default for SMALL_LOOP_OPTION (256 KiB). XLA's own, 1 KiB, leaves the loops of NumPy
-mode's row-by-row kernels dispatching op by op: 80x80 cholesky (3,160 iterations of a small
-body) took 1.4 ms, 0.3-0.4 ms as one kernel; lu 2.7 -> 0.8 ms, seidel_2d 1.1 -> 0.3-0.4 ms.
-64 KiB leaves durbin's loop (n=1000) out (1.5x slower than at 256 KiB); 1 MiB gains a little
-more on this 2-core machine (trmm, syr2k) but runs bodies of up to a megabyte on one core,
-where a machine with many cores runs XLA's kernels in parallel
-(``benchmarks/numpy_speed.py``)."""
+SMALL_LOOP_MIN, SMALL_LOOP_MAX = 1 << 18, 1 << 22
+"""The bounds of our default for SMALL_LOOP_OPTION: 256 KiB and 4 MiB. XLA's own, 1 KiB, leaves
+the loops of NumPy mode's row-by-row kernels dispatching op by op: 80x80 cholesky (3,160
+iterations of a small body) took 1.4 ms, 0.3-0.4 ms as one kernel; lu 2.7 -> 0.8 ms, seidel_2d
+1.1 -> 0.3-0.4 ms. 64 KiB leaves durbin's loop (n=1000) out (1.5x slower than at 256 KiB)."""
+SMALL_LOOP_CORE_BYTES = 1 << 23
+"""Our default threshold is this (8 MiB) over the cores this process may run on, within
+SMALL_LOOP_MIN and SMALL_LOOP_MAX: 4 MiB on 2 cores, 1 MiB on 8, 256 KiB from 32. A body run as
+one kernel runs on one core, where XLA would split each of its kernels over the cores; what one
+kernel saves is the dispatch of each kernel in every iteration (a few microseconds each, and
+each across the thread pool). The fewer the cores, the larger the body for which the dispatch
+costs more than the parallel split gains. Measured on 2 cores (``benchmarks/numpy_speed.py``
+with ``REACTANT_LAB_SMALL_LOOP_BYTES`` at 256 KiB and at 4 MiB, twice each): mandelbrot's 50
+iterations over a 150x200 complex grid (~1.9 MB an iteration) 6.5-7.2 -> 4.8-5.0 ms (0.83x ->
+1.25x NumPy), floyd_warshall 3.6-5.3 -> 3.0 ms, cholesky, trisolv, durbin, pair_matches and
+recursive_filter level, the 72 kernels' geometric mean level (3.99x, 3.96x)."""
+
+
+def default_small_loop_bytes() -> int:
+    """Our default for SMALL_LOOP_OPTION on this machine (SMALL_LOOP_CORE_BYTES)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this OS
+        cores = os.cpu_count() or 1
+    return max(SMALL_LOOP_MIN, min(SMALL_LOOP_MAX, SMALL_LOOP_CORE_BYTES // max(cores, 1)))
 
 # XLA:CPU logs how far it got (HLO passes done, code generation started) to the worker's output,
 # which is read only after a crash: its last words. (jax sets TF_CPP_MIN_LOG_LEVEL=1 here.)
@@ -92,10 +109,10 @@ class _Current(threading.local):
 
 
 def small_loop_bytes() -> int:
-    """SMALL_LOOP_VAR's value, else SMALL_LOOP_BYTES."""
+    """SMALL_LOOP_VAR's value, else ``default_small_loop_bytes()``."""
     raw = os.environ.get(SMALL_LOOP_VAR, "").strip()
     if not raw:
-        return SMALL_LOOP_BYTES
+        return default_small_loop_bytes()
     try:
         value = int(raw)
     except ValueError:
@@ -103,7 +120,8 @@ def small_loop_bytes() -> int:
     if value < 0:
         raise CompileError(
             f"{SMALL_LOOP_VAR}={raw!r} is not a number of bytes: set it to a whole number "
-            f"(1024 is XLA's own default; unset, reactant_lab uses {SMALL_LOOP_BYTES})")
+            f"(1024 is XLA's own default; unset, reactant_lab uses {default_small_loop_bytes()} "
+            f"on this machine)")
     return value
 
 

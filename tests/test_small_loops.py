@@ -1,8 +1,11 @@
 """Our XLA:CPU compiles raise XLA's small-loop threshold: a while loop whose iteration touches
-under REACTANT_LAB_SMALL_LOOP_BYTES (256 KiB by default) runs as one kernel instead of
-dispatching its body op by op, on every compile route, with the user's own setting kept."""
+under REACTANT_LAB_SMALL_LOOP_BYTES (by default 8 MiB over the cores, within 256 KiB-4 MiB) runs
+as one kernel instead of dispatching its body op by op, on every compile route, with the user's
+own setting kept."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -70,6 +73,31 @@ def test_xlas_own_threshold_dispatches_the_loop_op_by_op(rng, monkeypatch):
     hlo = compiled.hlo_text()
     assert ONE_KERNEL not in hlo and "while(" in hlo
     assert_close(got, expected(L, b), rtol=1e-12)
+
+
+def escape_steps(z, c):
+    """Fifty masked steps over a 150x200 grid (a Mandelbrot-like body, ~1 MB an iteration)."""
+    for _ in range(50):
+        inside = np.abs(z) < 2.0
+        z[inside] = z[inside] ** 2 + c[inside]
+
+
+@pytest.mark.parametrize(("cores", "one_kernel"), [(2, True), (32, False)])
+def test_the_default_grows_as_cores_shrink(rng, monkeypatch, cores, one_kernel):
+    """On 2 cores a body of about a megabyte runs as one kernel (the dispatch of its kernels in
+    each iteration costs more than splitting them over two cores gains); on 32 it stays op by op,
+    each kernel split over the cores. Either way NumPy's answer."""
+    monkeypatch.delenv(_compile_isolation.SMALL_LOOP_VAR, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)))
+    assert _compile_isolation.small_loop_bytes() == {2: 1 << 22, 32: 1 << 18}[cores]
+    z = (rng.random((150, 200)) - 0.5) * 0.5
+    c = (rng.random((150, 200)) - 0.7) * 1.5
+    compiled = rl.trace(escape_steps, z, c).stages("none").compile()
+    assert (ONE_KERNEL in compiled.hlo_text()) is one_kernel
+    got, want = z.copy(), z.copy()
+    compiled(got, c)
+    escape_steps(want, c)
+    assert_close(got, want, rtol=1e-12)
 
 
 def test_a_bad_threshold_is_a_clear_error_and_the_array_survives(rng, monkeypatch):
