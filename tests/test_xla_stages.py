@@ -222,9 +222,10 @@ def test_on_the_cpu_each_kernel_has_its_llvm_ir(rng):
 
 @pytest.fixture(scope="module")
 def wide_stencil():
-    """The stencil on a grid large enough that XLA:CPU emits a kernel per fusion (a small loop
-    it compiles whole, as one kernel: ``call_computation``)."""
-    return rl.explore(heat, np.random.default_rng(8).random((64, 64)), 20)
+    """The stencil on a grid large enough that XLA:CPU emits a kernel per fusion: an iteration
+    past the small-loop threshold on any machine (4 MiB at most; a small loop it compiles whole,
+    as one kernel: ``call_computation``)."""
+    return rl.explore(heat, np.random.default_rng(8).random((200, 200)), 20)
 
 
 def _fusion_kernel(ex: rl.Exploration) -> str:

@@ -176,7 +176,7 @@ LIVE_KERNELS = (
     "import numpy as np\nimport reactant_lab as rl\n"
     "from reactant_lab.notebook.widget import ExplorerWidget\n"
     "from reactant_lab.render.payload import PayloadOptions\n\n" + inspect.getsource(heat)
-    + "\nu = np.random.default_rng(0).random((64, 64))\n"
+    + "\nu = np.random.default_rng(0).random((200, 200))\n"
     # no kernel's code kept: the live explorer asks for each, a saved one says how to get it
     "ExplorerWidget(rl.explore(heat, u, 20), options=PayloadOptions(kernel_code=0))")
 
