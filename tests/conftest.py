@@ -213,9 +213,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # A browser test that times out waiting on JupyterLab runs once more, on a fresh page. On a
-    # loaded machine JupyterLab can lose the notebook's kernel while it starts, ask which kernel
-    # to start and interrupt the cells already running (a few runs in a hundred; the first
-    # attempt's failure is printed among the reruns). A product failure fails both attempts.
+    # loaded machine JupyterLab can find no kernel spec yet, ask which kernel to start and, once
+    # answered, interrupt the cells already running (a few runs in a hundred). The summary lists
+    # each rerun (-raR); a failure of the product fails both attempts.
     for item in items:
         if "tests/browser/" in item.nodeid:
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=["TimeoutError"]))
