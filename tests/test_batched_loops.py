@@ -561,3 +561,56 @@ def test_a_loop_whose_body_runs_a_loop_on_its_own_row_runs_batched(rng):
     assert "scatter" not in traced.ir  # the masked row written back as a window
     traced = _run(syrk_like, 1.5, 1.2, rng.random((n, n)), rng.random((n, m)), loops="roll")
     assert _whiles(traced) == 2 and not _batched(traced), traced.loop_notes
+
+
+def slot_and_total(x, y, out):
+    # a slot write beside an accumulator that reads none of it: two loops, batched and summed
+    total = 0.0
+    for i in range(x.shape[0]):
+        out[i] = x[i] * y[i] if x[i] > y[i] else -x[i]
+        total += x[i] * y[x.shape[0] - 1 - i]
+    return total
+
+
+def slot_and_total_ints(seq1, seq2):
+    # the kernel: a helper with an `if`, stored and summed, a negative index
+    M = np.zeros(seq1.shape[0], dtype=np.int64)
+    total = 0
+    for i in range(seq1.shape[0]):
+        M[i] = 1 if seq1[i] + seq2[i] == 3 else 0
+        total += 1 if seq1[i] + seq2[-1 - i] == 3 else 0
+    return M, np.asarray(total)
+
+
+def total_read_by_the_slot(x, out):
+    # the slot write reads the running total: one group, the loop stays rolled
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i]
+        out[i] = total * 0.5
+    return total
+
+
+def test_a_slot_write_beside_an_accumulator_splits_into_two_loops(rng):
+    n = int(rng.integers(12, 40))
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    traced = _run(slot_and_total, x, y, rng.standard_normal(n))
+    assert _whiles(traced) == 0
+    (note,) = traced.loop_notes
+    # (the first iteration runs ahead of the loop: it makes `total` a traced value)
+    assert f"`for i in range(x.shape[0])` split ({n - 1} iterations)" in note
+    traced = _run(slot_and_total_ints, *(rng.integers(0, 4, n) for _ in range(2)))
+    assert _whiles(traced) == 0 and " split (" in traced.loop_notes[0]
+    traced = _run(total_read_by_the_slot, x, rng.standard_normal(n))
+    assert _whiles(traced) == 1 and not any(" split (" in t for t in traced.loop_notes)
+
+
+@pytest.mark.parametrize("preset", ["none", "all"])
+def test_split_loops_give_numpys_results_under_presets(preset, rng):
+    n = int(rng.integers(12, 40))
+    x, y = rng.standard_normal(n), rng.standard_normal(n)
+    want_out, got_out = np.zeros(n), np.zeros(n)
+    want = slot_and_total(x, y, want_out)
+    got = rl.jit(slot_and_total, optimize=preset)(x, y, got_out)
+    assert_close(got_out, want_out, rtol=1e-12)
+    assert_close(np.asarray(got), np.asarray(want), rtol=1e-12)

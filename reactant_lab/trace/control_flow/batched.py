@@ -813,11 +813,12 @@ def _put_back(x: Any, block: Any, axis: int, where: np.ndarray, at: list[Any] | 
     return x.at[jnp.ix_(*grid)].set(block, unique_indices=True)
 
 
-BATCHED, SUMMED, HOISTED, SELECTED = "batched", "summed", "hoisted", "selected"
+BATCHED, SUMMED, HOISTED, SELECTED, SPLIT = "batched", "summed", "hoisted", "selected", "split"
 """How a loop ran, when not as a plain loop: batched (this module), as the sum of its terms
 (``summed``), with its work that does not depend on the updated arrays hoisted ahead of it
 (``hoisted``), or that and its triangles of row and column writes made selects, no loop left
-(``scattered``)."""
+(``scattered``); or split into loops that update disjoint values, each batched or summed
+(``_split``)."""
 
 
 def fori(lo: int, hi: int, step_fn: Callable[[Any, list[Any]], list[Any]], init: list[Any],
@@ -868,6 +869,9 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
         if sums is not None:
             return summed.run(sums, lo, hi, init, *(
                 () if between is None else (between.active, between.trips))), SUMMED
+        parts = _split(body, lo, hi, init, between)
+        if parts is not None:
+            return parts, SPLIT
     if windows.count:  # a new function: JAX would give back the body it traced for ``fn``
         again = functools.partial(fn)
         with numpy_context.fresh_memo():  # nothing remembered from the first trace
@@ -891,6 +895,97 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
     call = _as_call(body)
     return list(lax.fori_loop(0, between.trips, lambda m, flat: call(counter(m), *flat),
                               init)), None
+
+
+def _split(body: Any, lo: int, hi: int, init: list[Any], between: _Between | None
+           ) -> list[Any] | None:
+    """The loop of ``body`` (as ``_scan_body`` gives it) as several loops, when the values it
+    updates fall into groups that read nothing of each other (``M[i] = f(x[i])`` beside
+    ``total += g(x[i])``: a slot write and an accumulator, which neither batching nor summing
+    takes together) and every group's loop batches or sums on its own: the carried values after
+    them. None when it is one group, or some group would stay a loop. Each group's body keeps
+    only its own equations; the values no iteration changes are read by any group."""
+    groups = None if body.jaxpr.effects else _independent_groups(body.jaxpr)
+    if groups is None:
+        return None
+    runs: list[tuple[list[int], Any, Any, Any]] = []
+    for carried in groups:
+        part = _part(body, carried)
+        the_plan = plan(part.jaxpr, part.consts, lo, hi - 1)
+        sums = None if the_plan is not None else summed.plan(part, hi - lo)
+        if the_plan is None and sums is None:
+            return None
+        runs.append((carried, part, the_plan, sums))
+    result = list(init)
+    for carried, part, the_plan, sums in runs:
+        part_init = [init[pos] for pos in carried]
+        if the_plan is not None:
+            done = run_batched(part, the_plan, lo, hi, part_init,
+                               None if between is None else between.active)
+        else:
+            done = summed.run(sums, lo, hi, part_init, *(
+                () if between is None else (between.active, between.trips)))
+        for pos, value in zip(carried, done, strict=True):
+            if body.jaxpr.outvars[pos] is not body.jaxpr.invars[1 + pos]:
+                result[pos] = value
+    return result
+
+
+def _independent_groups(jaxpr: Any) -> list[list[int]] | None:
+    """The carried positions of a loop body in groups, each group's updates reading no value
+    another group updates (values no iteration changes go with every group that reads them):
+    positions ascending, None when there is only one group."""
+    carried = jaxpr.invars[1:]
+    changed = [pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
+               if out is not v]
+    reads: dict[Any, frozenset[int]] = {v: frozenset({pos}) for pos, v in enumerate(carried)}
+    for eqn in jaxpr.eqns:  # what each value reads of the carried values, through any equation
+        got = frozenset().union(*(reads.get(v, frozenset()) for v in eqn.invars
+                                  if not isinstance(v, jcore.Literal)))
+        reads.update((out, got) for out in eqn.outvars)
+    parent = {pos: pos for pos in changed}
+
+    def root(pos: int) -> int:
+        while parent[pos] != pos:
+            pos = parent[pos]
+        return pos
+
+    for pos in changed:
+        out = jaxpr.outvars[pos]
+        for other in (frozenset() if isinstance(out, jcore.Literal) else reads.get(out, frozenset())):
+            if other in parent:
+                parent[root(other)] = root(pos)
+    groups: dict[int, set[int]] = {}
+    for pos in changed:
+        groups.setdefault(root(pos), set()).add(pos)
+    if len(groups) < 2:
+        return None
+    unchanged = [pos for pos in range(len(carried)) if pos not in parent]
+    result = []
+    for group in groups.values():
+        needed = frozenset().union(*(reads.get(jaxpr.outvars[pos], frozenset()) for pos in group
+                                     if not isinstance(jaxpr.outvars[pos], jcore.Literal)))
+        result.append(sorted(group | {pos for pos in unchanged if pos in needed}))
+    return sorted(result)
+
+
+def _part(body: Any, carried: list[int]) -> Any:
+    """The loop body ``body`` restricted to the carried positions ``carried``: (counter, those
+    values) -> those values, with only the equations their new values need."""
+    jaxpr = body.jaxpr
+    outs = [jaxpr.outvars[pos] for pos in carried]
+    needed = {v for v in outs if not isinstance(v, jcore.Literal)}
+    eqns = []
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or needed.intersection(eqn.outvars):
+            eqns.append(eqn)
+            needed.update(v for v in eqn.invars if not isinstance(v, jcore.Literal))
+    names = jcore.DebugInfo("a rolled loop's body", "reactant_lab",
+                            tuple(f"carry[{i}]" for i in range(len(carried) + 1)),
+                            tuple(f"carry[{i}]" for i in range(len(carried))))
+    part = jcore.Jaxpr(jaxpr.constvars, [jaxpr.invars[0], *(jaxpr.invars[1 + p] for p in carried)],
+                       outs, eqns[::-1], jaxpr.effects, names)
+    return jcore.ClosedJaxpr(part, body.consts)
 
 
 def _scan_body(outer: Any, init: list[Any], lo: int, length: int) -> Any | None:

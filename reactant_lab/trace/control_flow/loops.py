@@ -357,6 +357,10 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
             session.note(f"{where(site)}: `{site[2]}` summed ({count} iterations): it only adds "
                          "to the arrays it updates terms that read none of them, so it is their "
                          "first values plus the terms' sum, with no loop")
+        elif runs[-1] == batched.SPLIT:
+            session.note(f"{where(site)}: `{site[2]}` split ({count} iterations): the values it "
+                         "updates fall into groups that read nothing of each other, and each "
+                         "group's loop runs batched or as a sum, with no loop left")
         elif runs[-1] == batched.SELECTED:
             session.note(f"{where(site)}: `{site[2]}` gone ({count} iterations): its work that "
                          "reads none of the arrays it updates done for all iterations at once, "
