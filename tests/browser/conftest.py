@@ -313,9 +313,10 @@ def run_notebook(page: Any, server: LabServer, name: str, source: str) -> None:
     run_all_cells(page)
 
 
-def save_and_reopen(page: Any, server: LabServer) -> None:
+def save_and_reopen(page: Any, server: LabServer) -> Any:
     """Save the open notebook, shut its kernel down and reload the page: what a reader who opens
-    the saved notebook later sees (a new kernel, no widget models)."""
+    the saved notebook later sees (a new kernel, no widget models). Returns its first saved
+    explorer, once drawn."""
     from playwright.sync_api import expect
 
     page.keyboard.press("Control+s")
@@ -323,3 +324,6 @@ def save_and_reopen(page: Any, server: LabServer) -> None:
     server.shutdown_kernels()
     page.reload()
     wait_for_kernel_idle(page)
+    saved = page.locator(".rl-explorer.rl-saved").first
+    saved.wait_for(timeout=60_000)
+    return saved

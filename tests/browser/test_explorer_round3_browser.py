@@ -329,9 +329,7 @@ def test_a_fetched_model_and_a_graph_diff_past_the_cap_live_and_saved(jupyterlab
     assert not page.errors, page.errors
 
     # Saved and reopened with a new kernel: the summaries, and why no changes are drawn.
-    save_and_reopen(page, jupyterlab_server)
-    saved = page.locator(".rl-explorer.rl-saved").first
-    saved.wait_for(timeout=60_000)
+    saved = save_and_reopen(page, jupyterlab_server)
     saved.locator(".rl-tab-graph").click()
     _check_summary(saved, saved=True)
     expect(saved.locator(".rl-graph-summary")).to_contain_text(

@@ -198,9 +198,7 @@ def test_a_fusions_code_comes_from_the_kernel_live_and_is_explained_saved(jupyte
     assert not page.errors, page.errors
 
     # Saved and reopened with a new kernel: the saved explorer says how to get the code.
-    save_and_reopen(page, jupyterlab_server)
-    saved = page.locator(".rl-explorer.rl-saved").first
-    saved.wait_for(timeout=60_000)
+    saved = save_and_reopen(page, jupyterlab_server)
     saved.locator(".rl-tab-code").click()
     note = saved.locator(".rl-code-note")
     expect(note).to_contain_text(f"The LLVM IR of {FUSION} was not saved with this output")

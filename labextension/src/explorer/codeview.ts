@@ -175,19 +175,20 @@ export class CodeView {
 
   /** A text the kernel sent. */
   received(kernel: string, what: CodeKind, text: string): void {
-    const key = `${what} ${kernel}`;
-    this.asked.delete(key);
-    this.fetched.set(key, text);
-    if (kernel === this.kernel && what === this.what) {
-      void this.draw();
-    }
+    this.answered(kernel, what, this.fetched, text);
   }
 
   /** The kernel's answer to a request was an error. */
   refused(kernel: string, what: CodeKind, message: string): void {
+    this.answered(kernel, what, this.failed, message);
+  }
+
+  /** A request answered: no longer asked, its answer kept in `into`, redrawn if shown. */
+  private answered(kernel: string, what: CodeKind, into: Map<string, string>,
+                   value: string): void {
     const key = `${what} ${kernel}`;
     this.asked.delete(key);
-    this.failed.set(key, message);
+    into.set(key, value);
     if (kernel === this.kernel && what === this.what) {
       void this.draw();
     }
