@@ -37,15 +37,30 @@ def _kernel(workdir: Path) -> KernelManager:
     """A kernel manager for this very Python (whatever kernels the user has installed)."""
     spec_dir = workdir / ".kernels" / "reactant-lab-python"
     spec_dir.mkdir(parents=True)
+    transport = _transport()
+    launch = ["-m", "ipykernel_launcher"] if transport == "tcp" else ["-c", _IPC_KERNEL]
     (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": [sys.executable, *launch, "-f", "{connection_file}"],
         "display_name": "reactant_lab", "language": "python"}))
     specs = KernelSpecManager(kernel_dirs=[str(spec_dir.parent)])
     km = KernelManager(kernel_name="reactant-lab-python", kernel_spec_manager=specs,
-                       transport=_transport())
+                       transport=transport)
     if km.transport == "ipc":  # the sockets' paths: in the temporary directory
         km.ip = str(workdir / "kernel-ipc")
     return km
+
+
+_IPC_KERNEL = """
+from ipykernel import iostream, kernelapp
+class IOPubThread(iostream.IOPubThread):
+    def __init__(self, socket, pipe=False, **kwargs):
+        super().__init__(socket, pipe=False, **kwargs)
+kernelapp.IOPubThread = IOPubThread
+kernelapp.launch_new_instance()
+"""
+"""ipykernel over Unix sockets only. Its IOPub thread otherwise opens a TCP socket on 127.0.0.1
+for forked subprocesses' output, and libzmq aborts the kernel where TCP is refused. Without that
+pipe, a forked subprocess's prints go to the kernel's own stdout instead of the notebook."""
 
 
 def _transport() -> str:

@@ -50,8 +50,9 @@ _OP_NAME = re.compile(r'op_name="([^"]*)"')
 
 def long_loop(hlo_text: str) -> str | None:
     """A description of the first while loop of XLA's optimized HLO whose trip count XLA could
-    not tell, or is ``LONG_TRIPS`` or more (e.g. "the loop `while a[0] >= 0`"); None when every
-    loop has a known, smaller trip count."""
+    not tell, or is ``LONG_TRIPS`` or more (e.g. "the loop `while a[0] >= 0`"), preferring one
+    that names the user's code; None when every loop has a known, smaller trip count."""
+    found = []
     for line in hlo_text.splitlines():
         if not _WHILE.search(line):
             continue
@@ -61,8 +62,9 @@ def long_loop(hlo_text: str) -> str | None:
         name = _OP_NAME.search(line)
         op = name.group(1).rsplit("/", 1)[-1].strip() if name is not None else ""
         what = f"the loop `{op}`" if op and op != "while" else "a while loop"
-        return what if trips is None else f"{what} ({int(trips.group(1)):,} iterations)"
-    return None
+        found.append(what if trips is None else f"{what} ({int(trips.group(1)):,} iterations)")
+    # the first that names the user's code, else the first (a loop XLA made names none)
+    return next((w for w in found if w.startswith("the loop")), found[0] if found else None)
 
 
 @functools.cache

@@ -164,8 +164,10 @@ def test_a_failing_one_shot_run_falls_back_to_the_stages(monkeypatch, rng):
     monkeypatch.setattr(runner.backend, "run_pipeline", _failing_one_shot(
         backend.run_pipeline, lambda: backend.PassRunFailure("a pass failed", "")))
     x = rng.standard_normal(6).astype(np.float32)
-    jf = rl.jit(lambda x: jax.numpy.tanh(x) * 2)
-    assert_close(jf(x), np.tanh(x) * 2, rtol=1e-6)
+    f = lambda x: jax.numpy.tanh(x) * 2  # noqa: E731
+    jf = rl.jit(f)
+    # against jax.jit: a TPU's float32 tanh is 6e-5 off NumPy's (measured on a v5e)
+    assert_close(jf(x), np.asarray(jax.jit(f)(x)), rtol=1e-6)
     assert jf.last.stages.one_shot is None and len(jf.last.stages) > 5
 
 

