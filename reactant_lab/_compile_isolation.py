@@ -21,12 +21,15 @@ Only backend and its private modules import this module.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
+import hashlib
 import os
 import textwrap
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -106,6 +109,54 @@ class _Current(threading.local):
     """The Guard of the compile this thread is running, if any."""
     ours: bool = False
     """Whether the compile this thread is running is ours (``cpu_options`` applies)."""
+    reused: bool = False
+    """Whether this thread's last compile of ours was served by ``_EXECUTABLES``."""
+    fresh: int = 0
+    """How many ``fresh_compiles`` blocks this thread is in (none: executables are reused)."""
+
+
+EXECUTABLE_CACHE_SIZE = 32
+"""How many executables of ours are kept, by what was compiled, for an identical compile to
+reuse (least recently used first out)."""
+
+EXECUTABLE_CACHE_MAX_TEXT = 1 << 22
+"""Modules whose text is longer (large constants in them) are not kept: their executables hold
+the constants too."""
+
+_EXECUTABLES: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
+_EXECUTABLES_LOCK = threading.Lock()
+
+
+def _executable_key(text: str, options: Any, devices: Any, client: Any) -> bytes:
+    """What makes two compiles the same: the module's text, every compile option, the devices,
+    the client and XLA_FLAGS (which a compile worker reads)."""
+    digest = hashlib.sha256(text.encode())
+    for part in (options.SerializeAsString(), repr([d.id for d in devices]).encode(),
+                 repr(id(client)).encode(), os.environ.get("XLA_FLAGS", "").encode()):
+        digest.update(b"\0" + part)
+    return digest.digest()
+
+
+@contextlib.contextmanager
+def fresh_compiles() -> Iterator[None]:
+    """Compiles in this block run XLA even when an identical one ran before (timing them)."""
+    _CURRENT.fresh += 1
+    try:
+        yield
+    finally:
+        _CURRENT.fresh -= 1
+
+
+def last_compile_reused() -> bool:
+    """Whether this thread's last compile of ours reused an identical earlier compile's
+    executable instead of running XLA."""
+    return _CURRENT.reused
+
+
+def forget_executables() -> None:
+    """Drop the kept executables (the next compile of each runs XLA again)."""
+    with _EXECUTABLES_LOCK:
+        _EXECUTABLES.clear()
 
 
 def small_loop_bytes() -> int:
@@ -259,13 +310,34 @@ def wrap_jax_compile() -> bool:
                          host_callbacks: Sequence[Any]) -> Any:
         guard, ours = _CURRENT.guard, _CURRENT.ours
         _CURRENT.guard, _CURRENT.ours = None, False  # one compile per call of compile_lowered
-        if ours:
-            options = cpu_options(options, devices[0].platform)
-        if guard is None or host_callbacks:  # callbacks live in this process
+        if not ours:
             return original(client, module, devices, options, host_callbacks)
-        exe, options = isolated(guard, asm(module), devices, options, client)
-        return exe if exe is not None else original(client, module, devices, options,
-                                                    host_callbacks)
+        options = cpu_options(options, devices[0].platform)
+        _CURRENT.reused = False
+        text = asm(module)
+        # An identical compile of ours (the same module under another preset, the same call
+        # again) reuses its executable: XLA's executables are immutable and run any number of
+        # times. Callbacks live in this process, bound to one executable: never shared.
+        key = (None if host_callbacks or len(text) > EXECUTABLE_CACHE_MAX_TEXT
+               else _executable_key(text, options, devices, client))
+        if key is not None and not _CURRENT.fresh:
+            with _EXECUTABLES_LOCK:
+                exe = _EXECUTABLES.get(key)
+                if exe is not None:
+                    _EXECUTABLES.move_to_end(key)
+                    _CURRENT.reused = True
+                    return exe
+        exe = None
+        if guard is not None and not host_callbacks:
+            exe, options = isolated(guard, text, devices, options, client)
+        if exe is None:
+            exe = original(client, module, devices, options, host_callbacks)
+        if key is not None:
+            with _EXECUTABLES_LOCK:
+                _EXECUTABLES[key] = exe
+                while len(_EXECUTABLES) > EXECUTABLE_CACHE_SIZE:
+                    _EXECUTABLES.popitem(last=False)
+        return exe
 
     jax_compiler.backend_compile_and_load = compile_and_load
     cache_key = getattr(jax_compiler, "_get_cache_key", None)

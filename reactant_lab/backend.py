@@ -93,7 +93,10 @@ from reactant_lab._compile_isolation import (
     ReproducerWriter,
     compile_check_mode,
     default_small_loop_bytes,
+    forget_executables,
+    fresh_compiles,
     isolation_reason,
+    last_compile_reused,
     small_loop_bytes,
 )
 from reactant_lab._compile_isolation import COMPILER as _COMPILER  # noqa: F401 - tests and benchmarks stop it

@@ -72,6 +72,9 @@ class Compiled:
         """Name of the stage whose module was compiled."""
         self.compile_seconds = compile_seconds
         """Wall time of XLA compilation."""
+        self.reused = False
+        """Whether XLA did not run: an identical earlier compile's executable was reused (the
+        same module, options and device; ``backend.fresh_compiles`` turns that off)."""
         self.donate = donate
         """What is donated to the executable: True (every argument not preserved), 'updated'
         (the arguments a NumPy kernel updates in place), 'auto' (those, but for the ones its
@@ -897,6 +900,7 @@ def compile_traced(traced: Traced, ir: str, *, device: Any | None = None,
         device_memory.check_plan(traced.fn_name, exe.memory_analysis(), dev, stage_name)
     seconds = time.perf_counter() - start
     compiled = Compiled(traced, exe, stage_name, seconds, donate, layout, mask, used, timeout)
+    compiled.reused = backend.last_compile_reused()
     compiled.notes = (*device_support.compile_notes(ir, dev), *([exe.note] if exe.note else []))
     return compiled
 

@@ -244,8 +244,10 @@ class Exploration:
             head = self.traced.summary()
         parts = [head, "", self.stages.table(self.verification)]
         if self.compiled is not None:
+            reused = (" (XLA did not run: the executable of an identical earlier compile)"
+                      if self.compiled.reused else "")
             parts.append(f"\nXLA compile: {self.compiled.compile_seconds * 1e3:.1f} ms "
-                         f"on {self.compiled.placement}")
+                         f"on {self.compiled.placement}{reused}")
             if self.xla is not None:
                 parts.append(f"XLA's stages:\n{self.xla.table(passes=5)}")
             if len(self.compiled.devices) > 1:

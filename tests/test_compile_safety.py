@@ -135,10 +135,11 @@ def test_next_compile_works_after_a_crash(rng, monkeypatch):
     with pytest.raises(CompileCrashedError):
         crashing_stages(rng).compile()
     x = rng.random((8, 8)).astype(np.float32)
-    for mode in ("auto", "always"):
+    for k, mode in enumerate(("auto", "always"), 2):  # two modules: each compiled by XLA
         monkeypatch.setenv(backend.COMPILE_CHECK_VAR, mode)
-        compiled = rl.trace(lambda v: jnp.sin(v) * 2, x).stages("all").compile()
-        assert_close(compiled(x), np.sin(x) * 2, rtol=1e-6)
+        compiled = rl.trace(lambda v: jnp.sin(v) * k, x).stages("all").compile()  # noqa: B023
+        assert not compiled.reused
+        assert_close(compiled(x), np.sin(x) * k, rtol=1e-6)
     assert backend._COMPILER.pid is not None
 
 

@@ -242,8 +242,9 @@ def _presets(traced: Traced, presets: Sequence[str], args: tuple[Any, ...], kwar
     on_host = traced.mode == "numpy"
     for preset in presets:
         exact = base.exact or preset.endswith(EXACT)
-        ex = build_from_trace(traced, base.replace(optimize=preset.removesuffix(EXACT),
-                                                   exact=exact))
+        with backend.fresh_compiles():  # each preset's compile time is XLA's, run anew
+            ex = build_from_trace(traced, base.replace(optimize=preset.removesuffix(EXACT),
+                                                       exact=exact))
         compiled = ex.compiled
         assert compiled is not None  # built from a trace
         if compiled.guarded:  # the first run where Ctrl-C and the time limit reach it
