@@ -614,3 +614,16 @@ def test_split_loops_give_numpys_results_under_presets(preset, rng):
     got = rl.jit(slot_and_total, optimize=preset)(x, y, got_out)
     assert_close(got_out, want_out, rtol=1e-12)
     assert_close(np.asarray(got), np.asarray(want), rtol=1e-12)
+
+
+def test_an_outer_loop_around_a_batched_loop_that_views_a_whole_input_runs_batched(rng):
+    """ndarray_fill's loop over j reads x[i, j] for every j: batched, it reads a view of the
+    whole of x (a broadcast of x, the same in every iteration of the loop over i). The loop over
+    i then holds that view once, not once per iteration: it runs batched too, no while left
+    (it stayed a while, counted as 60 copies of x past the limit on what a body may hold)."""
+    from tests.numpy_kernels import ndarray_fill
+
+    x = rng.standard_normal((int(rng.integers(40, 61)), int(rng.integers(40, 61)), 20))
+    traced = _run(ndarray_fill, x)
+    assert len(_batched(traced)) == 2, traced.loop_notes
+    assert _whiles(traced) == 0

@@ -323,6 +323,7 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     walk.sources.update({v: ("carried", pos) for pos, v in enumerate(carried)
                          if pos not in walk.slots})
     walk.sources.update({v: ("const", i) for i, v in enumerate(jaxpr.constvars)})
+    walk.invariant.update(walk.sources)
     if not walk.eqns(jaxpr.eqns, env, version) or not all(
             slot.settle(lo, hi) for slot in walk.slots.values()):
         return None
@@ -444,6 +445,10 @@ class _Walk:
     """Variables that hold an input of the body it does not update -> which input."""
     reads: dict[int, SlotRead] = field(default_factory=dict)
     """Reads of such an input at the slot (see ``_Plan.reads``)."""
+    invariant: set[Any] = field(default_factory=set)
+    """Variables of the body that are the same in every iteration: computed from the inputs it
+    does not update alone (a nested batched loop's view of a whole input). The batched body
+    computes them once, not once per iteration, so they are not counted in ``held``."""
 
     def slot_read(self, eqn: Any, ins: list[Value]) -> None:
         """Note ``eqn`` when it is a dynamic_slice of an input the body does not update, of size
@@ -492,6 +497,10 @@ class _Walk:
             if not touched:
                 self.slot_read(eqn, ins)
             env.update(zip(eqn.outvars, self.indices.eqn(eqn, ins), strict=True))
+            if not eqn.effects and all(isinstance(v, jcore.Literal) or v in self.invariant
+                                       for v in eqn.invars):
+                self.invariant.update(eqn.outvars)
+                continue
             self.held += sum(hoisted.nbytes(v.aval) for v in eqn.outvars
                              if hasattr(v.aval, "shape") and v not in version)
         return True
