@@ -147,6 +147,11 @@ def fresh_compiles() -> Iterator[None]:
         _CURRENT.fresh -= 1
 
 
+def not_reused() -> None:
+    """Say that this thread's compile now starting has reused nothing (yet)."""
+    _CURRENT.reused = False
+
+
 def last_compile_reused() -> bool:
     """Whether this thread's last compile of ours reused an identical earlier compile's
     executable instead of running XLA."""
@@ -265,6 +270,7 @@ def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
     """``lowered.compile()`` with ``cpu_options`` and the XLA ``options`` (``overrides``), in
     the compile worker when ``guard`` says so; never from or into JAX's persistent cache
     (``wrap_jax_compile``)."""
+    not_reused()  # until the wrapped compile says otherwise
     if wrap_jax_compile():
         _CURRENT.guard, _CURRENT.ours = guard, True
         try:
