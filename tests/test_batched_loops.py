@@ -620,10 +620,14 @@ def test_an_outer_loop_around_a_batched_loop_that_views_a_whole_input_runs_batch
     """ndarray_fill's loop over j reads x[i, j] for every j: batched, it reads a view of the
     whole of x (a broadcast of x, the same in every iteration of the loop over i). The loop over
     i then holds that view once, not once per iteration: it runs batched too, no while left
-    (it stayed a while, counted as 60 copies of x past the limit on what a body may hold)."""
+    (it stayed a while, counted as 60 copies of x past the limit on what a body may hold), and
+    reads its row of the view as it reads an input's."""
     from tests.numpy_kernels import ndarray_fill
 
     x = rng.standard_normal((int(rng.integers(40, 61)), int(rng.integers(40, 61)), 20))
     traced = _run(ndarray_fill, x)
     assert len(_batched(traced)) == 2, traced.loop_notes
     assert _whiles(traced) == 0
+    # x[i] read from that view: cut from it once, before the loop, as from an input (read at
+    # the batched index it was a gather of every row: a copy of x)
+    assert "stablehlo.gather" not in traced.ir

@@ -272,7 +272,8 @@ def _slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
 
 
 Source = tuple[str, int]
-"""An input of a loop body: ('carried', position) or ('const', index of the constant)."""
+"""An input of a loop body: ('carried', position), ('const', index of the constant) or
+('invariant', index in ``_Plan.invariant``: a value the body computes from such inputs alone)."""
 SlotRead = tuple[str, Source, int, int, int]
 """('read', the input, its slot axis, coef, const): a read of the input at ``coef * k + const``
 on that axis."""
@@ -302,6 +303,13 @@ class _Plan:
     """Positions of narrowed arrays the body reads element by element before it writes them:
     the batched loop reads those elements from the array as it was before the loop, and cuts
     no slabs out of it (see ``_read_before_write``)."""
+    invariant: tuple[Any, ...] = ()
+    """Values the body computes the same in every iteration and reads at the slot (a batched
+    inner loop's view of a whole input, read at the outer loop's index): the batched loop
+    computes them once, before it, and cuts their slabs as of an input's (a read at a batched
+    index would otherwise be a gather of every slot, a copy)."""
+    invariant_eqns: tuple[Any, ...] = ()
+    """The body's equations that compute ``invariant``, in order."""
 
 
 _WINDOWS = ("dynamic_slice", "dynamic_update_slice")
@@ -341,7 +349,10 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
     narrow = _narrow_writes(jaxpr, slots)
-    return _Plan(slots, known, ahead, narrow, walk.reads, _read_before_write(jaxpr, narrow))
+    invariant = tuple(walk.hoisted)
+    given = set(walk.sources)
+    return _Plan(slots, known, ahead, narrow, walk.reads, _read_before_write(jaxpr, narrow),
+                 invariant, tuple(hoisted._needed(jaxpr.eqns, invariant, given)))
 
 
 def _read_before_write(jaxpr: Any, narrow: dict[int, int]) -> frozenset[int]:
@@ -449,13 +460,22 @@ class _Walk:
     """Variables of the body that are the same in every iteration: computed from the inputs it
     does not update alone (a nested batched loop's view of a whole input). The batched body
     computes them once, not once per iteration, so they are not counted in ``held``."""
+    hoisted: list[Any] = field(default_factory=list)
+    """Those of them read at the slot, at the body's own level (see ``_Plan.invariant``)."""
+    depth: int = 0
+    """How deep in nested loops the equations being checked are (0: the body's own)."""
 
     def slot_read(self, eqn: Any, ins: list[Value]) -> None:
         """Note ``eqn`` when it is a dynamic_slice of an input the body does not update, of size
         1 on the one axis where its start is ``coef * k + const`` (inside the axis for every k).
         Its other starts may be anything: they index the slab as they indexed the input."""
-        source = (None if eqn.primitive.name != "dynamic_slice" or
-                  isinstance(eqn.invars[0], jcore.Literal) else self.sources.get(eqn.invars[0]))
+        if eqn.primitive.name != "dynamic_slice" or isinstance(eqn.invars[0], jcore.Literal):
+            return
+        operand = eqn.invars[0]
+        source = self.sources.get(operand)
+        if source is None and self.depth == 0 and operand in self.invariant:
+            source = ("invariant", self.hoisted.index(operand) if operand in self.hoisted
+                      else len(self.hoisted))
         if source is None:
             return
         starts, sizes = ins[1:], eqn.params["slice_sizes"]
@@ -467,6 +487,8 @@ class _Walk:
         least, most = _span(at, self.indices.lo, self.indices.hi)
         if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
             self.reads[id(eqn)] = ("read", source, axes[0], at.coef, at.const)
+            if source[0] == "invariant" and source[1] == len(self.hoisted):
+                self.hoisted.append(operand)
 
     def eqns(self, eqns: Sequence[Any], env: dict[Any, Value], version: dict[Any, int]) -> bool:
         """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
@@ -525,8 +547,12 @@ class _Walk:
             if not isinstance(outer, jcore.Literal) and outer in self.sources:
                 self.sources[jaxpr.invars[t]] = self.sources[outer]
         before = self.held
-        if not self.eqns(jaxpr.eqns, env, inner_version):
-            return False
+        self.depth += 1
+        try:
+            if not self.eqns(jaxpr.eqns, env, inner_version):
+                return False
+        finally:
+            self.depth -= 1
         # One step's values live while it runs, not all the loop's: not this iteration's work.
         self.transient, self.held = max(self.transient, self.held - before), before
         for j, out in enumerate(jaxpr.outvars):
@@ -680,7 +706,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     # 1.25x faster than with the slots moved to the front, others alike; but a traced range's
     # masked slots (gramschmidt) were 1.5x slower so, and keep them in front.
     axes, places, slabs, later, read_ahead = _loop_slabs(the_plan, order, lo, hi, flat, consts,
-                                                         active is not None)
+                                                         active is not None, jaxpr)
     narrowed = [pos for pos in order if pos in the_plan.narrow]
     same: list[list[Any]] = []  # the windows' starts as values outside the vmap (or None)
 
@@ -731,7 +757,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
 
 
 def _loop_slabs(the_plan: _Plan, order: list[int], lo: int, hi: int, flat: list[Any],
-                consts: Sequence[Any], front: bool
+                consts: Sequence[Any], front: bool, jaxpr: Any
                 ) -> tuple[list[int], list[np.ndarray], list[Any], list[Any], list[Any]]:
     """The batched loop's slabs: per updated array (in ``order``) its batch axis, slot per
     iteration and slabs (None: read where it lies, ``_Plan.direct``); then the keys of the
@@ -754,12 +780,33 @@ def _loop_slabs(the_plan: _Plan, order: list[int], lo: int, hi: int, flat: list[
     later: list[Any] = sorted({a for a in the_plan.ahead.values()
                                if a[0] not in the_plan.direct})
     read_ahead = [_slabs(the_plan, pos, d, lo, hi, flat, front) for pos, d in later]
+    invariant = _invariant_values(the_plan, jaxpr, flat, consts)
     for key in dict.fromkeys(the_plan.reads.values()):  # inputs read at the slot
         _, (kind, i), on, coef, const = key
-        value = flat[i] if kind == "carried" else consts[i]
+        value = {"carried": flat, "const": consts, "invariant": invariant}[kind][i]
         read_ahead.append(_input_slabs(value, on, coef * np.arange(lo, hi) + const))
         later.append(key)
     return axes, places, slabs, later, read_ahead
+
+
+def _invariant_values(the_plan: _Plan, jaxpr: Any, flat: Sequence[Any],
+                      consts: Sequence[Any]) -> list[Any]:
+    """``the_plan.invariant``'s values, computed once, before the batched loop, from the
+    body's constants and the inputs it does not update."""
+    if not the_plan.invariant:
+        return []
+    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
+    env.update(zip(jaxpr.invars[1:], flat, strict=True))
+
+    def read(v: Any) -> Any:
+        return v.val if isinstance(v, jcore.Literal) else env[v]
+
+    for eqn in the_plan.invariant_eqns:
+        ans = eqn.primitive.bind(*[read(v) for v in eqn.invars],
+                                 **eqn.primitive.get_bind_params(eqn.params))
+        env.update(zip(eqn.outvars, ans if eqn.primitive.multiple_results else [ans],
+                       strict=True))
+    return [env[v] for v in the_plan.invariant]
 
 
 def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
