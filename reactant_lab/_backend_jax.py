@@ -456,7 +456,7 @@ def _compile(text: str, donation: Donation, avals: Sequence[Aval], out_avals: Se
              shardings: Sequence[Any], template: Prelowering | None, options: dict[str, Any],
              donate: Sequence[bool], keep: Sequence[int]) -> Executable:
     """``compile_module``'s compile: through JAX's lowering when it can, else XLA's client."""
-    not_reused()  # XLA's client is never served from the kept executables
+    not_reused()  # until a compile served from the kept executables says otherwise
     if not os.environ.get("REACTANT_LAB_RAW_EXECUTE"):
         compiled = _compile_via_jax(text, donation, avals, out_avals, device, x64, structure,
                                     guard, shardings, template, options)

@@ -270,7 +270,6 @@ def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
     """``lowered.compile()`` with ``cpu_options`` and the XLA ``options`` (``overrides``), in
     the compile worker when ``guard`` says so; never from or into JAX's persistent cache
     (``wrap_jax_compile``)."""
-    not_reused()  # until the wrapped compile says otherwise
     if wrap_jax_compile():
         _CURRENT.guard, _CURRENT.ours = guard, True
         try:
@@ -319,7 +318,6 @@ def wrap_jax_compile() -> bool:
         if not ours:
             return original(client, module, devices, options, host_callbacks)
         options = cpu_options(options, devices[0].platform)
-        _CURRENT.reused = False
         text = asm(module)
         # An identical compile of ours (the same module under another preset, the same call
         # again) reuses its executable: XLA's executables are immutable and run any number of

@@ -460,8 +460,9 @@ class _Walk:
     """Variables of the body that are the same in every iteration: computed from the inputs it
     does not update alone (a nested batched loop's view of a whole input). The batched body
     computes them once, not once per iteration, so they are not counted in ``held``."""
-    hoisted: list[Any] = field(default_factory=list)
-    """Those of them read at the slot, at the body's own level (see ``_Plan.invariant``)."""
+    hoisted: dict[Any, int] = field(default_factory=dict)
+    """Those of them read at the slot, at the body's own level -> their index in
+    ``_Plan.invariant``."""
     depth: int = 0
     """How deep in nested loops the equations being checked are (0: the body's own)."""
 
@@ -474,8 +475,7 @@ class _Walk:
         operand = eqn.invars[0]
         source = self.sources.get(operand)
         if source is None and self.depth == 0 and operand in self.invariant:
-            source = ("invariant", self.hoisted.index(operand) if operand in self.hoisted
-                      else len(self.hoisted))
+            source = ("invariant", self.hoisted.get(operand, len(self.hoisted)))
         if source is None:
             return
         starts, sizes = ins[1:], eqn.params["slice_sizes"]
@@ -487,8 +487,8 @@ class _Walk:
         least, most = _span(at, self.indices.lo, self.indices.hi)
         if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
             self.reads[id(eqn)] = ("read", source, axes[0], at.coef, at.const)
-            if source[0] == "invariant" and source[1] == len(self.hoisted):
-                self.hoisted.append(operand)
+            if source[0] == "invariant":
+                self.hoisted.setdefault(operand, source[1])
 
     def eqns(self, eqns: Sequence[Any], env: dict[Any, Value], version: dict[Any, int]) -> bool:
         """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
@@ -917,14 +917,9 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
         outer = jax.make_jaxpr(lambda flat: lax.fori_loop(lo, hi, fn, flat))(init)
     body = _scan_body(outer, init, lo, hi - lo)
     if body is not None:
-        the_plan = plan(body.jaxpr, body.consts, lo, hi - 1)
-        if the_plan is not None:
-            active = None if between is None else between.active
-            return run_batched(body, the_plan, lo, hi, init, active), BATCHED
-        sums = summed.plan(body, hi - lo)
-        if sums is not None:
-            return summed.run(sums, lo, hi, init, *(
-                () if between is None else (between.active, between.trips))), SUMMED
+        run = _batched_or_summed(body, lo, hi, between)
+        if run is not None:
+            return run(init)
         parts = _split(body, lo, hi, init, between)
         if parts is not None:
             return parts, SPLIT
@@ -953,6 +948,22 @@ def _run(lo: int, hi: int, fn: Callable[[Any, list[Any]], list[Any]], init: list
                               init)), None
 
 
+def _batched_or_summed(body: Any, lo: int, hi: int, between: _Between | None
+                       ) -> Callable[[list[Any]], tuple[list[Any], str]] | None:
+    """The loop of ``body`` (as ``_scan_body`` gives it) planned to run batched, else as the
+    sum of its terms: a function of the carried values before it that gives them after it and
+    how it ran; None when it does neither."""
+    the_plan = plan(body.jaxpr, body.consts, lo, hi - 1)
+    if the_plan is not None:
+        active = None if between is None else between.active
+        return lambda init: (run_batched(body, the_plan, lo, hi, init, active), BATCHED)
+    sums = summed.plan(body, hi - lo)
+    if sums is None:
+        return None
+    extra = () if between is None else (between.active, between.trips)
+    return lambda init: (summed.run(sums, lo, hi, init, *extra), SUMMED)
+
+
 def _split(body: Any, lo: int, hi: int, init: list[Any], between: _Between | None
            ) -> list[Any] | None:
     """The loop of ``body`` (as ``_scan_body`` gives it) as several loops, when the values it
@@ -964,23 +975,15 @@ def _split(body: Any, lo: int, hi: int, init: list[Any], between: _Between | Non
     groups = None if body.jaxpr.effects else _independent_groups(body.jaxpr)
     if groups is None:
         return None
-    runs: list[tuple[list[int], Any, Any, Any]] = []
-    for carried in groups:
-        part = _part(body, carried)
-        the_plan = plan(part.jaxpr, part.consts, lo, hi - 1)
-        sums = None if the_plan is not None else summed.plan(part, hi - lo)
-        if the_plan is None and sums is None:
+    runs: list[tuple[list[int], Callable[[list[Any]], tuple[list[Any], str]]]] = []
+    for carried in groups:  # every group planned before any runs
+        run = _batched_or_summed(_part(body, carried), lo, hi, between)
+        if run is None:
             return None
-        runs.append((carried, part, the_plan, sums))
+        runs.append((carried, run))
     result = list(init)
-    for carried, part, the_plan, sums in runs:
-        part_init = [init[pos] for pos in carried]
-        if the_plan is not None:
-            done = run_batched(part, the_plan, lo, hi, part_init,
-                               None if between is None else between.active)
-        else:
-            done = summed.run(sums, lo, hi, part_init, *(
-                () if between is None else (between.active, between.trips)))
+    for carried, run in runs:
+        done, _ = run([init[pos] for pos in carried])
         for pos, value in zip(carried, done, strict=True):
             if body.jaxpr.outvars[pos] is not body.jaxpr.invars[1 + pos]:
                 result[pos] = value
