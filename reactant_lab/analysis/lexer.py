@@ -78,7 +78,8 @@ def _tokenize(line: str) -> list[tuple[str, str]]:
         assert kind is not None  # every alternative of _TOKEN is a named group
         if kind == "word":
             tokens += _word(text)
-        elif kind == "str" and m.start() == op_slot and _OP_NAME.fullmatch(text[1:-1]):
+        elif (kind == "str" and m.start() == op_slot and len(text) > 1 and text.endswith('"')
+              and _OP_NAME.fullmatch(text[1:-1])):  # closed, not a line cut short inside it
             dot = text.index(".")
             tokens += [("text", '"'), ("dialect", text[1:dot + 1]), ("op", text[dot + 1:-1]),
                        ("text", '"')]
