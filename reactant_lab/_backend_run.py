@@ -108,8 +108,14 @@ def placer(device: Any) -> Callable[[Any, Aval], Any]:
 class _Job:
     """One guarded call: the work, and how it ended."""
 
-    def __init__(self, work: Callable[[], Any]):
+    def __init__(self, work: Callable[[], Any], name: str = "", loop: str | None = None,
+                 where: str | None = None):
         self.work = work
+        self.name, self.loop, self.where = name, loop, where
+        """The function called, its loop that may not end, and where it runs (None: a thread
+        of this process; else the device, whose later computations wait for it)."""
+        self.since = time.monotonic()
+        """When it started (restarted when the caller stops waiting)."""
         self.done = _thread.allocate_lock()
         self.done.acquire()  # released by the runner when the work has ended
         self.result: Any = None
@@ -152,6 +158,20 @@ def left_running() -> int:
     return len(_LEFT)
 
 
+LEFT = _LEFT
+"""The interrupted computations that still run (empty almost always: a caller's hot path
+tests it before ``refuse_if_busy``)."""
+
+
+def refuse_if_busy(where: str, name: str) -> None:
+    """Raise LeftRunningError when an interrupted computation still runs on the device
+    ``where``: the device runs its computations one after another, so a call there would wait
+    for it without end, inside XLA where neither Ctrl-C nor a time limit reach the caller."""
+    for job in list(_LEFT):
+        if job.where == where:
+            raise LeftRunningError(_busy(name, job))
+
+
 def run_guarded(work: Callable[[], Any], *, limit: float | None, name: str, loop: str | None,
                 where: str | None) -> Any:
     """``work()`` on a runner thread, the caller waiting where Ctrl-C (and any signal handler
@@ -161,7 +181,7 @@ def run_guarded(work: Callable[[], Any], *, limit: float | None, name: str, loop
     handler's own exception otherwise."""
     if len(_LEFT) >= MAX_LEFT_RUNNING:
         raise LeftRunningError(_refusal(name))
-    job = _Job(work)
+    job = _Job(work, name, loop, where)
     try:
         runner = _IDLE.pop()
     except IndexError:
@@ -209,6 +229,7 @@ def _leave(job: _Job, runner: _Runner) -> bool:
         if job.finished:
             return False
         job.left = True
+        job.since = time.monotonic()
     _LEFT.add(job)
     if sys.platform.startswith("linux") and runner.native_id is not None:
         with contextlib.suppress(OSError):  # the thread's own nice value (Linux only)
@@ -246,6 +267,16 @@ def _interrupted(name: str, seconds: float, loop: str | None, left: bool,
                  where: str | None) -> str:
     return (f"{name} was interrupted after {seconds:.1f} s{_loop_clause(loop)}. The call was "
             f"stopped and the arguments are as they were before it. {_aftermath(left, where)}")
+
+
+def _busy(name: str, job: _Job) -> str:
+    ago = time.monotonic() - job.since
+    return (f"{name} was not run: {job.where} still runs the computation of {job.name}"
+            f"{_loop_clause(job.loop)} that was stopped {ago:.0f} s ago. XLA cannot stop it, "
+            f"and {job.where} runs its computations one after another, so this call could wait "
+            "for it, where neither Ctrl-C nor a time limit reach it. Restart the process (the "
+            "notebook kernel) to use the device again; if that computation does end, the "
+            "device is free again once it has.")
 
 
 def _refusal(name: str) -> str:

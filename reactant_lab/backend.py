@@ -66,6 +66,8 @@ from reactant_lab._backend_jax import (
     x64_switch,
 )
 from reactant_lab._backend_kernels import mosaic_kernel_text
+from reactant_lab._backend_run import LEFT as LEFT_RUNNING
+from reactant_lab._backend_run import refuse_if_busy
 from reactant_lab._backend_text import (
     MAX_NESTING,
     compile_message,
@@ -114,6 +116,7 @@ __all__ = [
     "COMPILE_CHECK_VAR",
     "DEVICE_VAR",
     "FUSION_EMITTERS",
+    "LEFT_RUNNING",
     "MAX_NESTING",
     "SMALL_LOOP_CORE_BYTES",
     "SMALL_LOOP_MAX",
@@ -160,6 +163,7 @@ __all__ = [
     "mosaic_kernel_text",
     "pattern_error",
     "platform",
+    "refuse_if_busy",
     "register_array_like",
     "resolve_device",
     "run_pipeline",

@@ -52,6 +52,10 @@ from reactant_lab.trace.specs import (
 )
 from reactant_lab.trace.traced import Traced
 
+_LEFT_RUNNING = backend.LEFT_RUNNING
+"""The interrupted computations that still run: each call checks its device against them when
+there are any (``Compiled._refuse_if_busy``)."""
+
 
 class Compiled:
     """An executable for one call signature of a traced function.
@@ -207,7 +211,15 @@ class Compiled:
         return self._exe.call_guarded(values, x64=self._x64, limit=self._timeout,
                                       name=self.traced.fn_name, on_host=self._layout.numpy_out)
 
+    def _refuse_if_busy(self) -> None:
+        """Refuse the call while an interrupted computation still runs on this executable's
+        device (``backend.refuse_if_busy``: the call would wait for it, out of Ctrl-C's
+        reach). Called when ``backend.LEFT_RUNNING`` is not empty, which it almost never is."""
+        backend.refuse_if_busy(str(self.device), self.traced.fn_name)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _LEFT_RUNNING:
+            self._refuse_if_busy()
         if self._direct is not None:
             try:
                 return self._direct(*args, **kwargs)
@@ -256,6 +268,8 @@ class Compiled:
         def call(given: tuple[Any, ...]) -> Any:
             if len(given) != n:
                 return self(*given)
+            if _LEFT_RUNNING:
+                self._refuse_if_busy()
             if statics_of is not None and statics_of(given) != static_values:
                 raise SignatureMismatchError(f"{name} was compiled for other static values")
             args = given if linear_of is None else linear_of(given)

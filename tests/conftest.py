@@ -110,6 +110,14 @@ def target_platform() -> str:
 _TARGET: list = []
 
 
+def steps_over_in_seconds() -> float:
+    """Steps of a counting loop (``while a[0] < n: a[0] += 1``) far past a 0.05 s time limit
+    that are over in seconds: 2 s on this CPU for 1e9; a TPU v5e's loop took over 4 s for 1e6
+    (its while loop costs microseconds a step), and while a loop it was left running runs,
+    every later computation there waits for it (calls are refused: ``LeftRunningError``)."""
+    return 1e9 if target_platform() == "cpu" else 1e5
+
+
 def earlier_overruns_ended(within: float = 120.0) -> None:
     """Wait for the computations earlier tests left running past their time limit to end
     (loops that end, seconds on): at most four may run at once in a process, so a test that
@@ -323,6 +331,19 @@ against the CPU's or NumPy's IEEE float64. Measured on a TPU v5e: an array only 
 came back up to 1.5e-15 off, ``x * x * x`` 3.4e-15, ``1 / (x * x)`` 6.3e-15 (about 49
 significant bits, as from a pair of float32s, not 53); 2**-44 (5.7e-14) leaves room for a few
 more operations."""
+TPU_MATMUL_RTOL = 2e-2
+"""The relative tolerance of a float32 result that went through a matrix product on a TPU,
+whose float32 dots run at bf16-pass precision by default (as JAX's own do there): measured on a
+TPU v5e, small layers and their gradients came out up to 0.3% off (0.017 relative, 0.003 absolute,
+at one element near zero)."""
+
+
+def matmul_rtol(cpu: float) -> float:
+    """The tolerance of a float32 result of a matrix product that the CPU computes within
+    ``cpu``: ``cpu`` there, at least ``TPU_MATMUL_RTOL`` on a TPU."""
+    return cpu if target_platform() != "tpu" else max(cpu, TPU_MATMUL_RTOL)
+
+
 EMULATED_FLOAT64_FUNCTION_RTOL = 1e-6
 """The same for elementary functions of emulated float64 (sin, sqrt, ...): a TPU v5e's float64
 ``sin`` of a value near 7.7 was 2e-8 off NumPy's (those near 1.3 within 1e-12)."""

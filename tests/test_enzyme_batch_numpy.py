@@ -22,7 +22,7 @@ from reactant_lab import backend
 from reactant_lab import enzyme as rle
 from reactant_lab.analysis.graph_model import graph_model
 from reactant_lab.errors import CompileError, EnzymeUnavailableWarning
-from tests.conftest import assert_close
+from tests.conftest import assert_close, matmul_rtol
 
 needs_enzyme = pytest.mark.skipif(not backend.enzyme_available(),
                                   reason=f"enzyme-ad: {backend.enzyme_unavailable_reason()}")
@@ -33,6 +33,7 @@ def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
 
 
 def _close(got, want, tol=2e-5):
+    tol = matmul_rtol(tol)  # the layers' dots
     assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
     jax.tree_util.tree_map(
         lambda g, w: np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=tol,

@@ -124,6 +124,7 @@ def test_other_threads_keep_numpys_allocator(aligned):
     assert seen == [False] and host_memory.active()
 
 
+@pytest.mark.cpu_only("only the CPU client reads host memory in place (an accelerator copies it)")
 def test_xla_reads_an_aligned_array_where_it_lies(aligned, rng):
     # What the allocator is for: XLA's CPU client uses a 64-byte-aligned NumPy array as the
     # buffer itself, and copies a 16-byte-aligned one (NumPy's own allocator).

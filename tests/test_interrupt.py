@@ -17,12 +17,13 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
-from reactant_lab import _backend_run
+from reactant_lab import _backend_run, backend
 from tests.conftest import (
     assert_close,
     child_env,
     earlier_overruns_ended,
     float_rtol,
+    steps_over_in_seconds,
     target_platform,
 )
 
@@ -298,10 +299,39 @@ def test_bench_stops_a_preset_past_its_time_limit(rng):
     earlier_overruns_ended()  # this test leaves one running: under --seeds, one per repeat
     a = rng.random(3)
     before = a.tobytes()
-    # A loop that ends, a thousand million steps on: far past 0.05 s, over in seconds.
     with pytest.raises(rl.CallTimeoutError, match="count_up ran past its time limit"):
-        rl.bench(count_up, a, 1e9, presets=("none",), baselines=("numpy",), timeout=0.05)
+        rl.bench(count_up, a, steps_over_in_seconds(), presets=("none",),
+                 baselines=("numpy",), timeout=0.05)
     assert a.tobytes() == before
+    earlier_overruns_ended()  # on an accelerator, later tests' computations would wait for it
+
+
+def test_a_device_still_running_a_stopped_computation_refuses_calls_until_it_ends(
+        rng, monkeypatch):
+    """Where a stopped computation goes on on the device itself (an accelerator; on the CPU,
+    JAX's client when there is no twin), every later computation there waits for it, inside
+    XLA, out of Ctrl-C's reach: a call there is refused, naming the device and what runs."""
+    earlier_overruns_ended()
+    monkeypatch.setattr(backend.Executable, "_guarded_twin", lambda self: None)
+    f = rl.jit(count_up, timeout=0.05)
+    a = rng.random(3)
+    with pytest.raises(rl.CallTimeoutError, match="count_up ran past its time limit") as info:
+        f(a, steps_over_in_seconds())
+    assert info.value.left_running
+    device = str(f.last.compiled.device)
+    assert device in str(info.value)  # "it goes on on TFRT_CPU_0, and later computations ..."
+    b = rng.random(5)
+    before = b.tobytes()
+    g = rl.jit(lambda x: x * 2.0)
+    with pytest.raises(rl.LeftRunningError) as refused:
+        g(b)
+    message = str(refused.value)
+    assert f"{device} still runs the computation of count_up" in message
+    assert "Restart the process" in message
+    assert b.tobytes() == before
+    earlier_overruns_ended()  # it ends (seconds on), and the device takes calls again
+    assert _backend_run.left_running() == 0
+    assert_close(g(b), b * 2.0, float_rtol(b.dtype))
 
 
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "3", True])

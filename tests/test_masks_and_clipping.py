@@ -11,7 +11,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab.compile import KEPT_RESULT_MIN_BYTES
 from tests import numpy_kernels as nk
-from tests.conftest import assert_close, float_rtol
+from tests.conftest import assert_close, float_rtol, target_platform
 from tests.test_fuzz_differential import assert_same_as_numpy
 
 FAMILY = ("clip_inplace", "clip_assign", "where_chain", "where_scalars", "mask_zero",
@@ -67,4 +67,6 @@ def test_large_arrays_updated_through_kept_buffers(preset, rng):
                 assert_close(x, y, float_rtol(np.asarray(y).dtype),
                              err_msg=f"{name}: argument {k}")
         assert jf.cache_size == 1
-        assert jf.last.compiled.kept == (("args[0]",) if kernel.mutates else ()), name
+        # result buffers are kept on the CPU only (an accelerator's allocator keeps its memory)
+        kept = kernel.mutates and target_platform() == "cpu"
+        assert jf.last.compiled.kept == (("args[0]",) if kept else ()), name
