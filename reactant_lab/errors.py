@@ -341,8 +341,10 @@ class CallInterruptedError(KeyboardInterrupt):
 
 
 class LeftRunningError(ExecutionError):
-    """A call that may not end was refused: too many interrupted computations still run in
-    this process (``MAX_LEFT_RUNNING``); restarting the process ends them."""
+    """A call was refused because of interrupted computations that still run: too many in this
+    process (``MAX_LEFT_RUNNING``, for a call that may not end), or one on the call's device,
+    which runs its computations one after another (the call would wait for it, out of Ctrl-C's
+    reach). Restarting the process ends them."""
 
 
 class AnalysisError(ReactantLabError, ValueError):
