@@ -1132,6 +1132,17 @@ _WHILE_COST = ("benchmarks/while_cost.py measures the loop itself: XLA:CPU's whi
                "one native loop costs 1.5-2.5x numba per iteration with scalars carried (each "
                "iteration loads and stores its carried buffers), 3-5x with an array carried")
 NUMBA_GAPS: dict[str, str] = {
+    "durbin": "each of the 1,000 iterations flips, dots and updates the whole 1,000-element y, "
+              "masked (y[:k] has a traced length), where numba touches the first k elements "
+              "(half on average): twice the data, plus the while's cost per iteration. The "
+              "executable alone, its input on the device, takes 1.9 ms (1.9 us an iteration), "
+              "the call 2.0 ms, numba 0.82 ms",
+    "pair_matches": "the loop runs batched: six small fusions over the 20k elements (0.3 MB), "
+                    "0.1 ms as a bare executable, which is XLA:CPU's cost per computation on "
+                    "this 2-vCPU machine, not the work: a one-fusion jax.jit of "
+                    "`where(a + b == 3, 1, 0)` over 20k int64 takes 60 us, and 14-17 us with the "
+                    "process pinned to one core or the other core kept busy (waking XLA's idle "
+                    "worker thread on the other vCPU costs ~45 us here); numba's loop 26 us",
     "trisolv": "each of the 1,500 iterations computes `L[i, :i] @ x[:i]` over the full row, "
                "masked (a select, a multiply, and XLA:CPU's tree reduction into 47 and then 2 "
                "partial sums: three passes over 12 KB), where numba calls BLAS ddot on the first "
