@@ -524,6 +524,8 @@ class Compiled:
         if any(self.donated_args):
             raise CompileError("device_runner reuses its inputs, which a donating executable "
                                "consumes; compile with donate=False to time it")
+        if _LEFT_RUNNING:
+            self._refuse_if_busy()
         self._check(args, kwargs)
         exe, x64 = self._exe, self._x64
         fast = exe.fast_call

@@ -328,6 +328,8 @@ def test_a_device_still_running_a_stopped_computation_refuses_calls_until_it_end
     message = str(refused.value)
     assert f"{device} still runs the computation of count_up" in message
     assert "Restart the process" in message
+    with pytest.raises(rl.LeftRunningError, match="still runs the computation of count_up"):
+        g.last.compiled.device_runner(b)  # what bench times
     assert b.tobytes() == before
     earlier_overruns_ended()  # it ends (seconds on), and the device takes calls again
     assert _backend_run.left_running() == 0
