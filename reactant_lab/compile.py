@@ -266,10 +266,8 @@ class Compiled:
         name = self.traced.fn_name
 
         def call(given: tuple[Any, ...]) -> Any:
-            if len(given) != n:
+            if len(given) != n or _LEFT_RUNNING:  # the full call (it refuses a busy device)
                 return self(*given)
-            if _LEFT_RUNNING:
-                self._refuse_if_busy()
             if statics_of is not None and statics_of(given) != static_values:
                 raise SignatureMismatchError(f"{name} was compiled for other static values")
             args = given if linear_of is None else linear_of(given)

@@ -671,8 +671,9 @@ def call_past_its_time_limit(rng):
         assert np.array_equal(c, want_c) and np.array_equal(d, want_d)
         earlier_overruns_ended()  # on an accelerator, later cases' computations would wait
 
-    return Bad(lambda: jf(a, b, steps_over_in_seconds()), (a, b), ("count_to ran past its time limit of 0.05 s",
-                                               "`while a[0] < n`", "timeout="), then=then)
+    return Bad(lambda: jf(a, b, steps_over_in_seconds()), (a, b),
+               ("count_to ran past its time limit of 0.05 s", "`while a[0] < n`", "timeout="),
+               then=then)
 
 
 @case(rl.ExecutionError)
