@@ -519,11 +519,11 @@ class Compiled:
         updated arguments' new values) left on the device: no checks, no copies back, no
         write-back. What ``bench`` times of a NumPy kernel, its copies timed apart. Not for a
         donating executable, whose inputs are consumed by the first call."""
+        if _LEFT_RUNNING:
+            self._refuse_if_busy()
         if any(self.donated_args):
             raise CompileError("device_runner reuses its inputs, which a donating executable "
                                "consumes; compile with donate=False to time it")
-        if _LEFT_RUNNING:
-            self._refuse_if_busy()
         self._check(args, kwargs)
         exe, x64 = self._exe, self._x64
         fast = exe.fast_call
