@@ -34,7 +34,15 @@ from reactant_lab._backend_ir import (
     prepare,
     set_result_names,
 )
-from reactant_lab._backend_run import long_loop, placer, run_guarded, twin, twin_client
+from reactant_lab._backend_run import (
+    long_loop,
+    placer,
+    run_guarded,
+    small_client,
+    small_enough,
+    twin,
+    twin_client,
+)
 from reactant_lab._backend_text import compile_message, module_text
 from reactant_lab._backend_xla import XlaDump, capture, named_call_sites
 from reactant_lab._compile_isolation import (
@@ -206,6 +214,39 @@ def _twin_placer() -> Callable[[Any, Aval], Any]:
     return placer(twin_client().devices()[0])
 
 
+_MISSING_KERNEL = "NOT_FOUND: Function"
+"""XLA's error when a twin lacks a kernel of the executable it was serialized from ("NOT_FOUND:
+Function dynamic-update-slice_slice_fusion.36 not found", seen for the adi kernel): jaxlib
+0.10.2's XLA:CPU does not serialize every kernel of some executables."""
+
+
+class _TwinUnusable(Exception):
+    """A twin cannot run its executable (``_MISSING_KERNEL``): the caller runs the executable
+    itself, from then on."""
+
+
+def _host_value(value: Any, aval: Aval, copy: bool) -> np.ndarray:
+    """``value`` as a C-ordered NumPy array of ``aval``'s dtype on a 64-byte boundary, which
+    XLA:CPU's clients read where it lies: ``value`` itself when it is one and not ``copy``, else
+    an aligned copy made here (a client copies any other array on one of its threads: 10 us for
+    160 KB, then ~60 us until the call can read it, the hand-off to a thread on the idle core of
+    this machine; the copy here takes 8 us)."""
+    host = np.asarray(value, dtype=aval[1])
+    if copy or host.ctypes.data % 64 or not host.flags.c_contiguous:
+        aligned = aligned_empty(aval)
+        np.copyto(aligned, host)
+        return aligned
+    return host
+
+
+@functools.cache
+def _small_placer() -> Callable[[Any, Aval], Any]:
+    """``_backend_run.placer`` of ``small_client``'s device (there is one when it is asked)."""
+    client = small_client()
+    assert client is not None
+    return placer(client.devices()[0])
+
+
 def _execution_error(exc: Exception) -> ExecutionError:
     """The error for XLA's runtime error ``exc`` (they carry no stable type)."""
     return ExecutionError(f"the compiled executable failed while running: {exc}")
@@ -252,6 +293,9 @@ class Executable:
         self._twin: list[Any] = []
         """The twin guarded calls run (``_backend_run.twin``; None where there is none), once
         made."""
+        self._small: list[Any] = []
+        """The twin on ``_backend_run.small_client`` that ``call_small`` runs (None where it
+        could not be made), once made."""
         self._c_order = strided_complex_params(device.platform, self.params)
         """The arguments copied into C order before a call (complex ones the device's copy
         gets wrong otherwise: ``_backend_devices.STRIDED_COMPLEX_PLATFORMS``)."""
@@ -324,15 +368,58 @@ class Executable:
 
         def work() -> list[Any]:
             with x64_scope(x64):
-                if twin is None:
-                    return list(jax.block_until_ready(self.call_flat(values)))
-                return self._run_twin(twin, values, on_host)
+                if twin is not None:
+                    try:
+                        return self._run_twin(twin, values, on_host)
+                    except _TwinUnusable:
+                        self._twin[0] = None  # from now on the executable itself
+                return list(jax.block_until_ready(self.call_flat(values)))
 
         outs = list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
-        if twin is not None:  # as JAX's dispatch does: a donated JAX array is given up
+        if self._twin and self._twin[0] is not None:  # a donated JAX array is given up, as
+            # JAX's dispatch does
             for value, donated in zip(values, self.donated[:len(values)], strict=True):
                 if donated and isinstance(value, jax.Array):
                     value.delete()
+        return outs
+
+    @functools.cached_property
+    def small(self) -> bool:
+        """Whether a NumPy caller's calls run on ``_backend_run.small_client`` (``call_small``):
+        on the CPU, one device, and small by XLA's cost model (``small_enough``)."""
+        if self.device.platform != "cpu" or self.sharded or small_client() is None:
+            return False
+        try:
+            return small_enough(self.cost_analysis())
+        except Exception:  # no cost model: JAX's client, as before
+            return False
+
+    def call_small(self, values: Sequence[Any]) -> list[Any]:
+        """``call_flat(values)`` for a NumPy caller (``small``), its results on the host: run
+        on the calling thread by a twin on ``small_client`` (the caller checked the values'
+        shapes and dtypes; donated ones are copied, and a donated JAX array is given up as
+        JAX's dispatch does). Where the twin cannot be made (an executable XLA cannot
+        serialize), ``call_flat``."""
+        if not self._small:
+            made = None
+            with contextlib.suppress(Exception):  # whatever stops it, run the executable
+                exe: Any = (self._raw if self._compiled is None
+                            else self._compiled.runtime_executable())
+                options = cpu_options(jex_backend.get_compile_options(
+                    num_replicas=1, num_partitions=1), "cpu")
+                made = twin(exe.serialize(), options, small_client())
+            self._small.append(made)
+        small_exe = self._small[0]
+        if small_exe is None:
+            return self.call_flat(values)
+        try:
+            outs = self._run_twin(small_exe, values, True, "small")
+        except _TwinUnusable:
+            self._small[0] = None  # from now on JAX's client
+            return self.call_flat(values)
+        for value, donated in zip(values, self.donated[:len(values)], strict=True):
+            if donated and isinstance(value, jax.Array):
+                value.delete()
         return outs
 
     def _guarded_twin(self) -> Any | None:
@@ -350,24 +437,28 @@ class Executable:
             self._twin.append(made)
         return self._twin[0]
 
-    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool) -> list[Any]:
+    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool,
+                  client: str = "twin") -> list[Any]:
         """Run the twin on ``values`` (the caller checked their shapes and dtypes; donated ones
         are copied, so no buffer of the caller's is given up); results on this executable's
-        device unless ``on_host``."""
-        put = _twin_placer()
+        device unless ``on_host``. ``client``: "twin" (``twin_client``) or "small"
+        (``small_client``)."""
+        put = _twin_placer() if client == "twin" else _small_placer()
         n = len(values)
-        bufs = [put(np.array(v, dtype=aval[1]) if donated else np.asarray(v, dtype=aval[1]),
-                    aval) for v, aval, donated in zip(values, self.params[:n],
-                                                      self.donated[:n], strict=True)]
+        bufs = [put(_host_value(v, aval, donated), aval)
+                for v, aval, donated in zip(values, self.params[:n], self.donated[:n],
+                                            strict=True)]
         if self.kept:
-            bufs += self._buffers.donors("twin", lambda aval: put(aligned_empty(aval), aval))
+            bufs += self._buffers.donors(client, lambda aval: put(aligned_empty(aval), aval))
         try:
             outs = [a[0] for a in twin_exe.execute_sharded(bufs)
                     .disassemble_into_single_device_arrays()]
         except Exception as exc:
+            if _MISSING_KERNEL in str(exc):
+                raise _TwinUnusable(str(exc)) from exc
             raise _execution_error(exc) from exc
         if self.kept:
-            self._buffers.keep("twin", outs)
+            self._buffers.keep(client, outs)
         if on_host:
             return outs
         put = placer(self.device)

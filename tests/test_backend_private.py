@@ -94,6 +94,7 @@ def test_pinned_jax_runs_compiled_calls_through_its_fast_call(rng, monkeypatch):
 
 
 def test_pinned_jax_runs_a_write_back_kernel_through_its_executable(rng, monkeypatch):
+    monkeypatch.setattr(backend.Executable, "small", False)  # JAX's client, not the small one
     u, out = rng.random(16), rng.random(16)
     compiled = rl.trace(relax, u, out.copy()).stages("none").compile()
     exe = compiled._exe
