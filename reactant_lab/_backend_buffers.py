@@ -129,7 +129,7 @@ def aligned_empty(aval: Aval) -> np.ndarray:
     CPU client then takes it without a copy)."""
     shape, dtype, _ = aval
     dtype = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = math.prod(shape) * dtype.itemsize
     raw = np.empty(size + 64, np.uint8)
     start = -raw.ctypes.data % 64
     return raw[start:start + size].view(dtype).reshape(shape)

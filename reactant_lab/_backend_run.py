@@ -11,7 +11,8 @@ runner runs a twin of the executable loaded into a synchronous XLA:CPU client of
 (``twin``), which runs everything inline on the runner: a computation left running there keeps
 that thread, a core (its priority lowered) and its buffers until the process ends, and nothing
 that JAX's client or a later call needs. At most ``MAX_LEFT_RUNNING`` are left running;
-beyond that a guarded call is refused until the process restarts.
+beyond that a guarded call is refused until the process restarts. ``small_client`` is the client
+a NumPy caller's small calls run on (``Executable.call_small``).
 
 Only backend and its private modules import this module.
 """

@@ -147,9 +147,11 @@ class Compiled:
         long one: ``long_loop``) or a time limit is set. The hand-off costs 20-120 us a call
         here (``benchmarks/guarded_calls.py``)."""
         self.small = not guarded and layout.numpy_out and exe.small
-        """Whether each call runs the executable on the calling thread, on XLA's client that
+        """Whether calls may run the executable on the calling thread, on XLA's client that
         runs small computations without handing them to other threads (``backend.Executable.
-        call_small``): a NumPy caller's call that XLA's cost model calls small."""
+        call_small``): a NumPy caller's call that XLA's cost model calls small. The first 30
+        such calls run in blocks on each client, timed, and the faster is kept
+        (``small_chosen``)."""
         structured = exe.structured and not guarded and not self.small
         self._call = self._fast_call if structured else self._flat_call
         self._takes_leaves = not structured and not layout.captures
@@ -181,6 +183,12 @@ class Compiled:
         self._direct = exe.fast_call if (
             structured and not self._x64 and not layout.numpy_out
             and not layout.layout_deps) else None
+
+    @property
+    def small_chosen(self) -> bool | None:
+        """Whether ``small`` calls run on the small client from now on: None while the first
+        ones are timed (or when the call is not ``small``), then True or False."""
+        return self._exe.small_chosen if self.small else None
 
     @property
     def timeout(self) -> float | None:

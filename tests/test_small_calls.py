@@ -5,11 +5,14 @@ client where the executable cannot be moved there."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 import reactant_lab as rl
 from reactant_lab import _backend_run, backend
+from reactant_lab._backend_jax import SMALL_TRIALS
 from tests import numpy_kernels as nk
 from tests.conftest import assert_close, float_rtol
 
@@ -35,9 +38,9 @@ def _unaligned(a):
 
 
 @pytest.mark.parametrize("aligned", [True, False], ids=["aligned", "unaligned"])
-def test_a_small_kernel_runs_on_the_small_client_and_equals_numpy(rng, aligned):
+def test_a_small_kernel_equals_numpy_on_either_client_and_one_is_chosen(rng, aligned):
     jf = rl.jit(relax)
-    for _ in range(3):  # the first call, then the lean path of later ones
+    for _ in range(SMALL_TRIALS + 3):  # both clients timed, then the faster one's calls
         u, out = rng.random(300), rng.random(300)
         if not aligned:
             u, out = _unaligned(u), _unaligned(out)
@@ -48,6 +51,33 @@ def test_a_small_kernel_runs_on_the_small_client_and_equals_numpy(rng, aligned):
         assert_close(out, want_out, float_rtol(out.dtype))
     compiled = jf.last.compiled
     assert compiled.small and not compiled.guarded and jf.cache_size == 1
+    assert compiled.small_chosen in (True, False)
+
+
+def _slowed(fn):
+    def slow(*args, **kwargs):
+        time.sleep(0.003)
+        return fn(*args, **kwargs)
+    return slow
+
+
+@pytest.mark.parametrize("slower", ["small client", "jax client"])
+def test_the_faster_client_of_the_first_calls_is_kept(rng, monkeypatch, slower):
+    if slower == "small client":
+        monkeypatch.setattr(backend.Executable, "_run_twin",
+                            _slowed(backend.Executable._run_twin))
+    else:
+        monkeypatch.setattr(backend.Executable, "call_flat", _slowed(backend.Executable.call_flat))
+    jf = rl.jit(relax)
+    for k in range(SMALL_TRIALS + 2):
+        u, out = rng.random(64), rng.random(64)
+        want_out = out.copy()
+        want = relax(u.copy(), want_out)
+        assert_close(jf(u, out), want, rtol=1e-12)
+        assert_close(out, want_out, float_rtol(out.dtype))
+        if k < SMALL_TRIALS - 1:
+            assert jf.last.compiled.small_chosen is None
+    assert jf.last.compiled.small_chosen is (slower == "jax client")
 
 
 def test_another_dtype_on_the_small_path_is_traced_anew_not_converted(rng):
@@ -96,7 +126,10 @@ def test_a_twin_without_every_kernel_falls_back_to_jaxs_client(rng):
                 assert_close(got, want, kernel.tol)
             for x, y in zip(args, ref, strict=True):
                 assert_close(x, y, kernel.tol)
-        assert jf.last.compiled.guarded == (timeout is not None)
+        compiled = jf.last.compiled
+        assert compiled.guarded == (timeout is not None)
+        if timeout is None:
+            assert compiled.small and compiled.small_chosen is False
 
 
 def test_small_calls_can_be_turned_off(rng, monkeypatch):
