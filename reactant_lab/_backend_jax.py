@@ -34,15 +34,7 @@ from reactant_lab._backend_ir import (
     prepare,
     set_result_names,
 )
-from reactant_lab._backend_run import (
-    long_loop,
-    placer,
-    run_guarded,
-    small_client,
-    small_enough,
-    twin,
-    twin_client,
-)
+from reactant_lab._backend_run import long_loop, placer, run_guarded, twin, twin_client
 from reactant_lab._backend_text import compile_message, module_text
 from reactant_lab._backend_xla import XlaDump, capture, named_call_sites
 from reactant_lab._compile_isolation import (
@@ -214,13 +206,6 @@ def _twin_placer() -> Callable[[Any, Aval], Any]:
     return placer(twin_client().devices()[0])
 
 
-SMALL_BLOCK = 5
-"""``call_small``'s first calls run in blocks of this many on one client, then the other."""
-SMALL_TRIALS = 6 * SMALL_BLOCK
-"""How many of ``call_small``'s first calls are timed (the first two blocks warm up)."""
-SMALL_MARGIN = 0.95
-"""The small client is kept when its median call takes at most this fraction of JAX's."""
-
 _MISSING_KERNEL = "NOT_FOUND: Function"
 """XLA's error when a twin lacks a kernel of the executable it was serialized from ("NOT_FOUND:
 Function dynamic-update-slice_slice_fusion.36 not found", seen for the adi kernel): jaxlib
@@ -228,8 +213,8 @@ Function dynamic-update-slice_slice_fusion.36 not found", seen for the adi kerne
 
 
 class _TwinUnusable(Exception):
-    """A twin cannot run its executable (``_MISSING_KERNEL``): the caller runs the executable
-    itself, from then on."""
+    """A twin cannot run its executable (``_MISSING_KERNEL``): the guarded call runs the
+    executable itself, from then on."""
 
 
 def _host_value(value: Any, aval: Aval, copy: bool) -> np.ndarray:
@@ -292,13 +277,6 @@ class Executable:
         self._twin: list[Any] = []
         """The twin guarded calls run (``_backend_run.twin``; None where there is none), once
         made."""
-        self._small: list[Any] = []
-        """The twin on ``_backend_run.small_client`` that ``call_small`` runs and the placer of
-        its device (None where it could not be made), once made."""
-        self._small_trials: list[tuple[bool, float]] = []
-        """(on the small client, seconds) of ``call_small``'s first calls."""
-        self._small_choice: bool | None = None
-        """``small_chosen``."""
         self._c_order = strided_complex_params(device.platform, self.params)
         """The arguments copied into C order before a call (complex ones the device's copy
         gets wrong otherwise: ``_backend_devices.STRIDED_COMPLEX_PLATFORMS``)."""
@@ -386,84 +364,6 @@ class Executable:
                     value.delete()
         return outs
 
-    @functools.cached_property
-    def small(self) -> bool:
-        """Whether a NumPy caller's calls run on ``_backend_run.small_client`` (``call_small``):
-        on the CPU, one device, and small by XLA's cost model (``small_enough``)."""
-        if self.device.platform != "cpu" or self.sharded or small_client() is None:
-            return False
-        try:
-            return small_enough(self.cost_analysis())
-        except Exception:  # no cost model: JAX's client, as before
-            return False
-
-    def call_small(self, values: Sequence[Any]) -> list[Any]:
-        """``call_flat(values)`` for a NumPy caller (``small``), its results on the host: on
-        the calling thread by a twin on ``small_client`` when that is faster (``small_chosen``:
-        the first ``SMALL_TRIALS`` calls alternate between the two clients, timed, and the
-        twin is kept when its median time is at most ``SMALL_MARGIN`` of JAX's client's), else
-        ``call_flat``. The caller checked the values' shapes and dtypes; the twin copies
-        donated ones, and a donated JAX array is given up as JAX's dispatch does. Where the
-        twin cannot be made (an executable XLA cannot serialize) or lacks a kernel,
-        ``call_flat``."""
-        if self._small_choice is False:
-            return self.call_flat(values)
-        small = self._small_twin()
-        if small is None:
-            self._small_choice = False
-            return self.call_flat(values)
-        if self._small_choice:
-            return self._run_small(small, values)
-        trials = self._small_trials
-        on_small = len(trials) // SMALL_BLOCK % 2 == 0  # in blocks: switching costs a call
-        start = time.perf_counter()
-        outs = (self._run_small(small, values) if on_small
-                else list(jax.block_until_ready(self.call_flat(values))))
-        trials.append((on_small, time.perf_counter() - start))
-        if len(trials) >= SMALL_TRIALS and self._small_choice is None:
-            # the first block warms both up; the first call of each block is left out
-            timed = [trial for k, trial in enumerate(trials)
-                     if k >= 2 * SMALL_BLOCK and k % SMALL_BLOCK]
-            mine = float(np.median([t for small, t in timed if small]))
-            theirs = float(np.median([t for small, t in timed if not small]))
-            self._small_choice = mine <= SMALL_MARGIN * theirs
-        return outs
-
-    @property
-    def small_chosen(self) -> bool | None:
-        """Whether ``call_small`` runs on the small client: None while its first calls are
-        timed, then True or False."""
-        return self._small_choice
-
-    def _small_twin(self) -> tuple[Any, Callable[[Any, Aval], Any]] | None:
-        """The twin on ``small_client`` and the placer of its device (made on first use), or
-        None where it cannot be made."""
-        if not self._small:
-            made: tuple[Any, Callable[[Any, Aval], Any]] | None = None
-            client = small_client()
-            with contextlib.suppress(Exception):  # whatever stops it, run the executable
-                exe: Any = (self._raw if self._compiled is None
-                            else self._compiled.runtime_executable())
-                options = cpu_options(jex_backend.get_compile_options(
-                    num_replicas=1, num_partitions=1), "cpu")
-                if client is not None:
-                    made = (twin(exe.serialize(), options, client), placer(client.devices()[0]))
-            self._small.append(made)
-        found: tuple[Any, Callable[[Any, Aval], Any]] | None = self._small[0]
-        return found
-
-    def _run_small(self, small: tuple[Any, Callable[[Any, Aval], Any]],
-                   values: Sequence[Any]) -> list[Any]:
-        try:
-            outs = self._run_twin(small[0], values, True, "small", small[1])
-        except _TwinUnusable:
-            self._small[0], self._small_choice = None, False  # from now on JAX's client
-            return self.call_flat(values)
-        for value, donated in zip(values, self.donated[:len(values)], strict=True):
-            if donated and isinstance(value, jax.Array):
-                value.delete()
-        return outs
-
     def _guarded_twin(self) -> Any | None:
         """The twin (made on first use), or None: not on the CPU, sharded, or not serializable
         (host callbacks): guarded calls then run the executable itself."""
@@ -479,20 +379,17 @@ class Executable:
             self._twin.append(made)
         return self._twin[0]
 
-    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool,
-                  client: str = "twin", put: Callable[[Any, Aval], Any] | None = None
-                  ) -> list[Any]:
+    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool) -> list[Any]:
         """Run the twin on ``values`` (the caller checked their shapes and dtypes; donated ones
         are copied, so no buffer of the caller's is given up); results on this executable's
-        device unless ``on_host``. ``client``: "twin" (``twin_client``, the default placer) or
-        "small" (``small_client``, whose ``put`` the caller gives)."""
-        place = _twin_placer() if put is None else put
+        device unless ``on_host``."""
+        put = _twin_placer()
         n = len(values)
-        bufs = [place(_host_value(v, aval, donated), aval)
+        bufs = [put(_host_value(v, aval, donated), aval)
                 for v, aval, donated in zip(values, self.params[:n], self.donated[:n],
                                             strict=True)]
         if self.kept:
-            bufs += self._buffers.donors(client, lambda aval: place(aligned_empty(aval), aval))
+            bufs += self._buffers.donors("twin", lambda aval: put(aligned_empty(aval), aval))
         try:
             outs = [a[0] for a in twin_exe.execute_sharded(bufs)
                     .disassemble_into_single_device_arrays()]
@@ -501,11 +398,11 @@ class Executable:
                 raise _TwinUnusable(str(exc)) from exc
             raise _execution_error(exc) from exc
         if self.kept:
-            self._buffers.keep(client, outs)
+            self._buffers.keep("twin", outs)
         if on_host:
             return outs
-        back = placer(self.device)
-        return [back(np.asarray(a), (a.shape, a.dtype, False)) for a in outs]
+        put = placer(self.device)
+        return [put(np.asarray(a), (a.shape, a.dtype, False)) for a in outs]
 
     def hlo_text(self) -> str:
         """XLA's optimized HLO."""

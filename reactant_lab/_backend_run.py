@@ -11,8 +11,7 @@ runner runs a twin of the executable loaded into a synchronous XLA:CPU client of
 (``twin``), which runs everything inline on the runner: a computation left running there keeps
 that thread, a core (its priority lowered) and its buffers until the process ends, and nothing
 that JAX's client or a later call needs. At most ``MAX_LEFT_RUNNING`` are left running;
-beyond that a guarded call is refused until the process restarts. ``small_client`` is the client
-a NumPy caller's small calls run on (``Executable.call_small``).
+beyond that a guarded call is refused until the process restarts.
 
 Only backend and its private modules import this module.
 """
@@ -76,58 +75,11 @@ def twin_client() -> Any:
     return xla_client.make_cpu_client(asynchronous=False, num_devices=1)
 
 
-SMALL_CALLS_VAR = "REACTANT_LAB_SMALL_CALLS"
-"""Environment variable: 0 runs every call through JAX's own CPU client (``small_client``)."""
-SMALL_CALL_BYTES = 8 << 20
-"""A NumPy kernel's executable whose cost model reads and writes at most this many bytes (a
-loop's body counted once) and computes at most ``SMALL_CALL_FLOPS`` runs on ``small_client``."""
-SMALL_CALL_FLOPS = 4e6
-
-
-@functools.cache
-def small_client() -> Any | None:
-    """A synchronous XLA:CPU client made on a thread that may run on one core only, so that XLA
-    sizes its worker pool to that core; None off Linux, when making it fails, or when
-    ``SMALL_CALLS_VAR`` is 0.
-
-    Why: on this two-core virtual machine JAX's client hands each computation to a thread of
-    its own, and splits a fusion across its workers; waking a worker on the idle core costs
-    ~45 us, so a computation of a few microseconds takes 60-100 us. On this client a small one
-    runs on the calling thread, without those hand-offs: 2-3.6x faster executables for
-    syrk, syr2k, pair_matches and upwind_sweep at benchmark sizes, 1.1-1.8x for a dozen more
-    small loop kernels, 0.99x or better for every kernel of ``benchmarks/numpy_speed.py`` under
-    ``SMALL_CALL_BYTES`` and ``SMALL_CALL_FLOPS`` (a matrix product or a large array would lose
-    the second core: 0.5-0.95x, so those stay on JAX's client)."""
-    if os.environ.get(SMALL_CALLS_VAR, "").strip() == "0" or not hasattr(os, "sched_setaffinity"):
-        return None
+def twin(serialized: bytes, options: Any) -> Any:
+    """An executable serialized from JAX's CPU client, loaded into ``twin_client``."""
     from jaxlib import xla_client
 
-    made: list[Any] = []
-
-    def make() -> None:
-        with contextlib.suppress(Exception):  # whatever stops it, calls go through JAX
-            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # this thread only
-            made.append(xla_client.make_cpu_client(asynchronous=False, num_devices=1))
-
-    thread = threading.Thread(target=make, name="reactant_lab-small-client")
-    thread.start()
-    thread.join()
-    return made[0] if made else None
-
-
-def small_enough(cost: dict[str, float]) -> bool:
-    """Whether XLA's cost model (``Executable.cost_analysis``) puts an executable under
-    ``SMALL_CALL_BYTES`` and ``SMALL_CALL_FLOPS``."""
-    return (0 < cost.get("bytes accessed", 0.0) <= SMALL_CALL_BYTES
-            and cost.get("flops", 0.0) <= SMALL_CALL_FLOPS)
-
-
-def twin(serialized: bytes, options: Any, client: Any | None = None) -> Any:
-    """An executable serialized from JAX's CPU client, loaded into ``client`` (default
-    ``twin_client``)."""
-    from jaxlib import xla_client
-
-    client = twin_client() if client is None else client
+    client = twin_client()
     return client.deserialize_executable(
         serialized, xla_client.DeviceList((client.devices()[0],)), options)
 

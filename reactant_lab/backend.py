@@ -3,8 +3,8 @@
 Everything above it sees module text, plain tuples and the small classes it offers. Its parts
 live in private modules that only backend imports: _backend_text (module text: checks, size,
 messages), _backend_ir (edits to MLIR modules), _backend_jax (lowering, compiling, Executable),
-_backend_run (guarded calls: Ctrl-C and time limits; the client of small calls),
-_backend_buffers (result buffers kept between calls), _compile_isolation (the compile worker),
+_backend_run (guarded calls: Ctrl-C and time limits), _backend_buffers (result buffers kept
+between calls), _compile_isolation (the compile worker),
 _backend_enzyme (Enzyme ops in a JAX trace: enzyme.autodiff / enzyme.fwddiff as primitives),
 _backend_kernels (kernels custom calls carry: a Pallas TPU kernel's Mosaic module as MLIR),
 _backend_devices (an accelerator another process holds; arguments a platform's copy to the

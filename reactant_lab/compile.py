@@ -146,18 +146,12 @@ class Compiled:
         True when the executable may not end (a loop whose length XLA cannot tell, or a very
         long one: ``long_loop``) or a time limit is set. The hand-off costs 20-120 us a call
         here (``benchmarks/guarded_calls.py``)."""
-        self.small = not guarded and layout.numpy_out and exe.small
-        """Whether calls may run the executable on the calling thread, on XLA's client that
-        runs small computations without handing them to other threads (``backend.Executable.
-        call_small``): a NumPy caller's call that XLA's cost model calls small. The first 30
-        such calls run in blocks on each client, timed, and the faster is kept
-        (``small_chosen``)."""
-        structured = exe.structured and not guarded and not self.small
+        structured = exe.structured and not guarded
         self._call = self._fast_call if structured else self._flat_call
         self._takes_leaves = not structured and not layout.captures
         """Whether ``call_flattened`` can use its caller's leaves (captures are not in them)."""
         self._run_exe: Callable[[Sequence[Any]], list[Any]] = (
-            self._run_guarded if guarded else exe.call_small if self.small else exe.call_flat)
+            self._run_guarded if guarded else exe.call_flat)
         taken = range(len(layout.avals)) if self.used_args is None else self.used_args
         self._taken = [(i, *layout.avals[i][:2]) for i in taken]
         """(index, shape, dtype) of each linear argument the executable takes."""
@@ -183,12 +177,6 @@ class Compiled:
         self._direct = exe.fast_call if (
             structured and not self._x64 and not layout.numpy_out
             and not layout.layout_deps) else None
-
-    @property
-    def small_chosen(self) -> bool | None:
-        """Whether ``small`` calls run on the small client from now on: None while the first
-        ones are timed (or when the call is not ``small``), then True or False."""
-        return self._exe.small_chosen if self.small else None
 
     @property
     def timeout(self) -> float | None:
@@ -258,10 +246,7 @@ class Compiled:
         full check to explain a failure; a single computed result and a single updated array
         skip the general rebuild and write-back."""
         layout, n, used, x64 = self._layout, self.array_args, self.used_args, self._x64
-        deps, writeback = layout.layout_deps, layout.writeback
-        # The arrays whose shapes and dtypes the call checks: JAX's dispatch checks those the
-        # executable takes, except on the small client (``small``).
-        unused = [*self._unused, *self._taken] if self.small else self._unused
+        deps, unused, writeback = layout.layout_deps, self._unused, layout.writeback
         n_linear = len(self._linear_pos)
         others = [(i, [j for j in range(n_linear) if j != i]) for i in self._targets]
         linear_of = None if self._leaves_linear else _taker(tuple(self._linear_pos))
@@ -270,7 +255,7 @@ class Compiled:
         # the full way, which keys it as the same value.
         statics_of = _taker(tuple(i for i, _ in self._statics)) if self._statics else None
         static_values = tuple(key[1] for _, key in self._statics)
-        call_flat, asarray = self._run_exe, np.asarray
+        call_flat, asarray = self._exe.call_flat, np.asarray
         take = None if used is None else _taker(used)
         swap, restore = backend.x64_switch(bool(x64))
         slots = layout.out_slots
@@ -363,10 +348,10 @@ class Compiled:
             if getattr(value, "shape", None) != shape or getattr(value, "dtype", None) != dtype:
                 self._check(args, kwargs)  # raises on a real mismatch (a Python number may pass)
                 break
+        if self.guarded and not _arrays_hold(self._taken, linear):
+            self._check(args, kwargs)  # raises on a real mismatch (a Python number may pass)
         if self._targets:
             self._check_targets(linear)
-        if (self.guarded or self.small) and not _arrays_hold(self._taken, linear):
-            self._check(args, kwargs)  # raises on a real mismatch (a Python number may pass)
         try:
             with backend.x64_scope(self._x64):
                 outs = self._run_exe(linear if self.used_args is None
