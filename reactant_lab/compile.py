@@ -234,7 +234,7 @@ class Compiled:
         """``self(*args, **kwargs)``, given ``(leaves, treedef)`` of
         ``jax.tree_util.tree_flatten((args, kwargs))``: a caller that flattened the call
         already (``jit``, comparing its leaves' kinds) spares it a second flattening."""
-        if self._takes_leaves:
+        if self._takes_leaves and not _LEFT_RUNNING:  # else the full call (a busy device)
             return self._run_flat(args, kwargs, leaves, treedef)
         return self(*args, **kwargs)
 

@@ -164,3 +164,22 @@ def test_a_window_reading_only_itself_at_each_position_stays_in_place(rng):
     got = a.copy()
     rl.jit(same_window, optimize="none")(got)
     np.testing.assert_array_equal(got, numpy_result(same_window, a))
+
+
+def empty_window_from_its_last_row(a):
+    a.T[-2, -4:5] = a[3:1:-2, ::2]
+    a[:, 2:0:1, ...] = a[-1:, -1]  # an empty window at the end of a's 2 columns
+    return a + 1
+
+
+def test_an_empty_window_reads_and_writes_nothing(rng):
+    """The fuzzer's `a[:, 2:0:1, ...] = a[-1:, -1]` after a write into `a` raised "invalid entry
+    in coordinates array" while tracing: the empty window, past a's last column, was placed as
+    if it held an element there."""
+    for preset in ("none", "before_raise", "all"):
+        a = rng.integers(-9, 9, (5, 2))
+        want_a = a.copy()
+        want = empty_window_from_its_last_row(want_a)
+        got = rl.jit(empty_window_from_its_last_row, optimize=preset)(a)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(a, want_a)

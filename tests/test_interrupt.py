@@ -318,9 +318,10 @@ def test_a_device_still_running_a_stopped_computation_refuses_calls_until_it_end
     XLA, out of Ctrl-C's reach: a call there is refused, naming the device and what runs."""
     earlier_overruns_ended()
     monkeypatch.setattr(backend.Executable, "_guarded_twin", lambda self: None)
-    g = rl.jit(double_in_place)
-    g(rng.random(5))  # compiled: the refused call below takes the lean path of NumPy kernels
-    assert g._arrays is not None
+    g, h = rl.jit(double_in_place), rl.jit(double_in_place)
+    g(rng.random(5))  # compiled: g's refused call below takes the lean path of NumPy kernels,
+    h(x=rng.random(5))  # h's (a keyword) jit's flattened path
+    assert g._arrays is not None and h._arrays is None
     f = rl.jit(count_up, timeout=0.05)
     a = rng.random(3)
     with pytest.raises(rl.CallTimeoutError, match="count_up ran past its time limit") as info:
@@ -335,6 +336,8 @@ def test_a_device_still_running_a_stopped_computation_refuses_calls_until_it_end
     message = str(refused.value)
     assert f"{device} still runs the computation of count_up" in message
     assert "Restart the process" in message
+    with pytest.raises(rl.LeftRunningError, match="still runs the computation of count_up"):
+        h(x=b)
     with pytest.raises(rl.LeftRunningError, match="still runs the computation of count_up"):
         g.last.compiled.device_runner(b)  # what bench times
     assert b.tobytes() == before

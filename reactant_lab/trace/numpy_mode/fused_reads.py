@@ -181,6 +181,8 @@ def _window_read(eqn: Any, operand: Any, aliased: dict[Any, bool],
     box = list(zip(starts, stops, strict=True))
     if of is operand and all(k == 1 for k in strides) and box == window:
         return "same"
+    if any(hi <= lo for lo, hi in (*window, *box)):  # nothing written, or nothing read
+        return "outside"
     lasts = [start + (stop - start - 1) // k * k
              for start, stop, k in zip(starts, stops, strides, strict=True)]
     read = _flat(starts, of.aval.shape), _flat(lasts, of.aval.shape)
