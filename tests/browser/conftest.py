@@ -74,10 +74,20 @@ class LabServer:
         return self.api("api/kernels")
 
     def shutdown_kernels(self) -> None:
-        """Shut every running kernel down."""
-        for k in self.kernels():
-            req = urllib.request.Request(f"{self.url}/api/kernels/{k['id']}", method="DELETE")
-            urllib.request.urlopen(req, timeout=30).close()
+        """Shut every running kernel down. The server's answer is asked again, up to three
+        times a second apart, after an internal error (500): listing kernels while one is going
+        away failed so once in a full run on a loaded machine."""
+        for attempt in range(3):
+            try:
+                for k in self.kernels():
+                    req = urllib.request.Request(f"{self.url}/api/kernels/{k['id']}",
+                                                 method="DELETE")
+                    urllib.request.urlopen(req, timeout=30).close()
+                return
+            except urllib.error.HTTPError as exc:
+                if exc.code < 500 or attempt == 2:
+                    raise
+                time.sleep(1.0)
 
 
 def start_lab(tmp: Path, extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, LabServer]:
