@@ -112,9 +112,9 @@ _TARGET: list = []
 
 def steps_over_in_seconds() -> float:
     """Steps of a counting loop (``while a[0] < n: a[0] += 1``) far past a 0.05 s time limit
-    that are over in seconds: 2 s on this CPU for 1e9; a TPU v5e's loop took over 4 s for 1e6
-    (its while loop costs microseconds a step), and while a loop it was left running runs,
-    every later computation there waits for it (calls are refused: ``LeftRunningError``)."""
+    that are over in seconds: 2 s on this CPU for 1e9; a TPU v5e took over 4 s for 1e6 (its
+    while loop costs microseconds a step). While a stopped loop still runs on a device, every
+    later computation there waits for it, so calls there are refused (``LeftRunningError``)."""
     return 1e9 if target_platform() == "cpu" else 1e5
 
 
