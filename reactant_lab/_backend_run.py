@@ -114,8 +114,8 @@ class _Job:
         self.name, self.loop, self.where = name, loop, where
         """The function called, its loop that may not end, and where it runs (None: a thread
         of this process; else the device, whose later computations wait for it)."""
-        self.since = time.monotonic()
-        """When it started (restarted when the caller stops waiting)."""
+        self.since = 0.0
+        """When the caller stopped waiting (``_leave``; ``time.monotonic``)."""
         self.done = _thread.allocate_lock()
         self.done.acquire()  # released by the runner when the work has ended
         self.result: Any = None

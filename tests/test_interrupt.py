@@ -304,7 +304,8 @@ def test_bench_stops_a_preset_past_its_time_limit(rng):
         rl.bench(count_up, a, steps_over_in_seconds(), presets=("none",),
                  baselines=("numpy",), timeout=0.05)
     assert a.tobytes() == before
-    earlier_overruns_ended()  # on an accelerator, later tests' computations would wait for it
+    if target_platform() != "cpu":  # the device runs it: later tests' calls would be refused
+        earlier_overruns_ended()
 
 
 def double_in_place(x):

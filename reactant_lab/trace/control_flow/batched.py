@@ -349,7 +349,7 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
     narrow = _narrow_writes(jaxpr, slots)
-    invariant = tuple(walk.hoisted)
+    invariant = tuple(walk.slot_invariants)
     given = set(walk.sources)
     return _Plan(slots, known, ahead, narrow, walk.reads, _read_before_write(jaxpr, narrow),
                  invariant, tuple(hoisted._needed(jaxpr.eqns, invariant, given)))
@@ -460,7 +460,7 @@ class _Walk:
     """Variables of the body that are the same in every iteration: computed from the inputs it
     does not update alone (a nested batched loop's view of a whole input). The batched body
     computes them once, not once per iteration, so they are not counted in ``held``."""
-    hoisted: dict[Any, int] = field(default_factory=dict)
+    slot_invariants: dict[Any, int] = field(default_factory=dict)
     """Those of them read at the slot, at the body's own level -> their index in
     ``_Plan.invariant``."""
     depth: int = 0
@@ -475,7 +475,7 @@ class _Walk:
         operand = eqn.invars[0]
         source = self.sources.get(operand)
         if source is None and self.depth == 0 and operand in self.invariant:
-            source = ("invariant", self.hoisted.get(operand, len(self.hoisted)))
+            source = ("invariant", self.slot_invariants.get(operand, len(self.slot_invariants)))
         if source is None:
             return
         starts, sizes = ins[1:], eqn.params["slice_sizes"]
@@ -488,7 +488,7 @@ class _Walk:
         if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
             self.reads[id(eqn)] = ("read", source, axes[0], at.coef, at.const)
             if source[0] == "invariant":
-                self.hoisted.setdefault(operand, source[1])
+                self.slot_invariants.setdefault(operand, source[1])
 
     def eqns(self, eqns: Sequence[Any], env: dict[Any, Value], version: dict[Any, int]) -> bool:
         """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
@@ -633,11 +633,14 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             if value is not _BIND:
                 env[eqn.outvars[0]] = value
                 continue
-        ans = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
-        outs = ans if eqn.primitive.multiple_results else [ans]
-        for v, o in zip(eqn.outvars, outs, strict=True):
-            env[v] = o
+        env.update(zip(eqn.outvars, _bind(eqn, ins), strict=True))
     return [read(v) for v in jaxpr.outvars]
+
+
+def _bind(eqn: Any, ins: Sequence[Any]) -> list[Any]:
+    """``eqn``'s primitive bound on ``ins``: its results, as a list."""
+    ans = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
+    return list(ans) if eqn.primitive.multiple_results else [ans]
 
 
 _BIND = object()
@@ -802,10 +805,7 @@ def _invariant_values(the_plan: _Plan, jaxpr: Any, flat: Sequence[Any],
         return v.val if isinstance(v, jcore.Literal) else env[v]
 
     for eqn in the_plan.invariant_eqns:
-        ans = eqn.primitive.bind(*[read(v) for v in eqn.invars],
-                                 **eqn.primitive.get_bind_params(eqn.params))
-        env.update(zip(eqn.outvars, ans if eqn.primitive.multiple_results else [ans],
-                       strict=True))
+        env.update(zip(eqn.outvars, _bind(eqn, [read(v) for v in eqn.invars]), strict=True))
     return [env[v] for v in the_plan.invariant]
 
 
