@@ -236,6 +236,17 @@ def _execution_error(exc: Exception) -> ExecutionError:
     return ExecutionError(f"the compiled executable failed while running: {exc}")
 
 
+def _check_params(values: Sequence[Any], params: Sequence[Aval]) -> None:
+    """Raise TypeError unless each value has its parameter's shape and dtype (a Python number:
+    its shape). XLA's client checks them on the CPU, not on a TPU, which ran an executable on a
+    buffer of another shape (measured on a TPU v5e with jax 0.10.2)."""
+    for i, (v, (shape, dtype, _weak)) in enumerate(zip(values, params, strict=False)):
+        have = getattr(v, "dtype", None)
+        if tuple(np.shape(v)) != tuple(shape) or (have is not None and have != dtype):
+            raise TypeError(f"argument {i} of the executable is {have}{list(np.shape(v))}, "
+                            f"compiled for {np.dtype(dtype)}{list(shape)}")
+
+
 class Executable:
     """A compiled XLA executable for one module, with JAX's fast call path when possible.
 
@@ -319,6 +330,7 @@ class Executable:
                 out = self._compiled(*values)  # JAX's Compiled makes its C++ call on the first
                 self._dispatch = getattr(self._compiled, "_call", None)
                 return list(out)
+            _check_params(values, self.params)
             bufs = [jax.device_put(v, self.device) for v in values]
             results = self._raw.execute_sharded(bufs)
             return [a[0] for a in results.disassemble_into_single_device_arrays()]

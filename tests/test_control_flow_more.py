@@ -17,7 +17,7 @@ import pytest
 import reactant_lab as rl
 from reactant_lab.errors import ControlFlowError
 from reactant_lab.trace import trace
-from tests.conftest import assert_close
+from tests.conftest import assert_close, float_rtol
 
 
 def _copies(args: tuple[Any, ...]) -> list[Any]:
@@ -557,7 +557,7 @@ def test_a_wrong_guess_of_the_written_arrays_is_corrected(rng: np.random.Generat
     a2, b2 = a.copy(), b.copy()
     fn(a2, b2, False)
     np.testing.assert_array_equal(a2, a)
-    assert_close(b2, b * 2.0 + a, rtol=1e-15)
+    assert_close(b2, b * 2.0 + a, rtol=float_rtol(np.float64, 1e-15))
 
 
 def test_written_in_place_reads_the_loop_source() -> None:

@@ -15,7 +15,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.errors import ControlFlowError, UnassignedVariableError
-from tests.conftest import assert_close
+from tests.conftest import assert_close, assert_values_equal
 
 
 def _copies(args: tuple[Any, ...]) -> list[Any]:
@@ -32,7 +32,7 @@ def same_as_python(fn: Any, *args: Any, optimize: str = "none", mode: str = "aut
         _close(np.asarray(g), np.asarray(w))
     for g, w in zip(got_args, want_args, strict=True):
         if isinstance(w, np.ndarray):
-            np.testing.assert_array_equal(g, w)
+            assert_values_equal(g, w)
     return got
 
 

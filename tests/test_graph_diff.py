@@ -58,7 +58,9 @@ def models_of():
     """The graph models of the traced and the optimized (``all``) module of ``fn(*args)``."""
     def build(fn, *args):
         t = rl.trace(fn, *args)
-        st = t.stages("all")
+        # the CPU's stages: on a TPU the last one strips the locations the boxes are matched by
+        # (Reactant's strip-debuginfo, docs/accelerator.md)
+        st = t.stages("all", device="cpu")
         sig = signature_of(t)
         return graph_model(st.stages[0].ir, sig)["nodes"], graph_model(st.final.ir, sig)["nodes"]
     return build

@@ -27,6 +27,14 @@ def _same(kernel, *args, preset: str = "none", rtol: float = 1e-12) -> None:
     assert_same_as_numpy(kernel, lambda: tuple(a.copy() for a in args), preset, rtol)
 
 
+_EMULATED = pytest.mark.cpu_only(
+    "a TPU computes float64 in software, to about 49 bits: the values one ulp either side of an "
+    "edge, and edges taken from the data (float64 for integer data too), cannot fall where "
+    "NumPy's 53 bits put them (measured: counts off by a few in most bins)")
+F64_EDGES = pytest.param(np.float64, marks=_EMULATED, id="float64")
+I64_EDGES = pytest.param(np.int64, marks=_EMULATED, id="int64")
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 def test_histogram_with_a_range_matches_numpy(preset, rng):
     def kernel(x, w):
@@ -38,7 +46,7 @@ def test_histogram_with_a_range_matches_numpy(preset, rng):
     _same(kernel, _data(rng), rng.random(60), preset=preset)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", [F64_EDGES, np.float32])
 @pytest.mark.parametrize("bins", [10, 37, 64])
 def test_equal_bins_are_computed_and_agree_with_the_edges_to_the_last_bit(dtype, bins, rng):
     """bins=N: each value's bin is computed from (x - first) / width (no search), and values
@@ -59,7 +67,7 @@ def test_equal_bins_are_computed_and_agree_with_the_edges_to_the_last_bit(dtype,
         _same(kernel, x.astype(dtype), rtol=1e-6 if dtype is np.float32 else 1e-12)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.uint8])
+@pytest.mark.parametrize("dtype", [F64_EDGES, np.float32, np.uint8])
 @pytest.mark.parametrize(("bins", "hi"), [(64, 1.0), (256, 256.0), (128, 256.0), (8, 0.5)])
 def test_binary_grid_bins_skip_the_correction_and_still_agree_with_the_edges(dtype, bins, hi,
                                                                              rng):
@@ -102,7 +110,7 @@ def test_histogram_dtypes_follow_numpy(dtype, rng):
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("dtype", [F64_EDGES, np.float32, I64_EDGES])
 def test_histogram_without_range_takes_numpys_edges_from_the_data(dtype, preset, rng):
     def kernel(x):
         return np.histogram(x, bins=7), np.histogram(x, bins=13, density=True)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from tests.conftest import target_platform
 
 HERE = __file__
 
@@ -163,7 +164,9 @@ def _assert_same(got, want):
     for g, w in zip(got_leaves, want_leaves, strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         assert np.shape(g) == np.shape(w)
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=0)
+        # a TPU's float32 power (logspace's 10 ** x) was 2.9e-6 off NumPy's
+        np.testing.assert_allclose(g, w, rtol=1e-6 if target_platform() == "cpu" else 1e-5,
+                                   atol=0)
 
 
 CASES = [pytest.param(name, np.float32, id=name) for name in KERNELS] + [

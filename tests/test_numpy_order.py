@@ -16,7 +16,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab.trace.numpy_mode.order import NETWORK_MAX, _median_network, _sorting_network
-from tests.conftest import assert_close
+from tests.conftest import assert_close, assert_values_equal
 
 
 @pytest.mark.parametrize("n", range(1, 13))
@@ -51,7 +51,7 @@ def test_median_on_short_axes_equals_numpys(dtype, rng: np.random.Generator) -> 
             want, got = kernel(x.copy()), rl.jit(kernel)(x.copy())
         for g, w in zip(got, want, strict=True):
             assert (g.dtype, g.shape) == (w.dtype, w.shape), (n, g.dtype, w.dtype)
-            np.testing.assert_array_equal(g, w, err_msg=f"length {n}")
+            assert_values_equal(g, w, err_msg=f"length {n}")
 
 
 def test_a_short_axis_median_is_no_sort_and_a_long_one_is() -> None:
@@ -135,7 +135,8 @@ def test_sort_percentile_quantile_median_equal_numpys(dtype, shape,
                     np.percentile(x, [0.0, 95.0], axis=axis, keepdims=True)]
         return out
 
-    ir = rl.trace(kernel, np.zeros(shape, dtype)).ir
+    # the keys are XLA:CPU's (_on_cpu); other platforms sort with jax.numpy, checked below too
+    ir = rl.trace(kernel, np.zeros(shape, dtype), platform="cpu").ir
     assert _sort_operands(ir) and all(t in (["i16"] * 2, ["i32"] * 2, ["i64"] * 2)
                                       for t in _sort_operands(ir))
     assert "stablehlo.xor" not in ir  # XLA's TPU compiler rejected the keys' int64 xor
@@ -173,7 +174,7 @@ def test_argsort_by_packed_keys_equals_numpys_stable(dtype, shape,
     def kernel(x):
         return np.argsort(x), np.argsort(x, axis=0), np.argsort(x, axis=None)
 
-    ir = rl.trace(kernel, xs[0]).ir
+    ir = rl.trace(kernel, xs[0], platform="cpu").ir  # the keys are XLA:CPU's (_on_cpu)
     assert all(t == ["i64"] * 2 for t in _sort_operands(ir))
     assert "stablehlo.xor" not in ir  # XLA's TPU compiler rejected the keys' int64 xor
     for x in xs:
@@ -197,14 +198,38 @@ def test_integer_sort_keys_are_for_the_cpu_only(rng, monkeypatch) -> None:
 
     b = rng.standard_normal((40, 300))
     b[3, 7] = np.nan
-    cpu = rl.trace(_orders, b).as_text()
+    cpu = rl.trace(_orders, b, platform="cpu").as_text()
     tpu = rl.trace(_orders, b, platform="tpu").as_text()
     for keyed in ("stablehlo.shift_left", "stablehlo.bitcast_convert"):
         assert keyed in cpu and keyed not in tpu, keyed
     monkeypatch.setattr(context, "platform", lambda: "tpu")
     got = rl.jit(_orders)(b.copy())
     want = _orders(b)
-    for g, w in zip(got[:2], want[:2], strict=True):  # the orders: exact
-        np.testing.assert_array_equal(g, w)
+    for g, w in zip(got[:2], want[:2], strict=True):  # the orders: exact (float64 as stored)
+        assert_values_equal(g, w)
     for g, w in zip(got[2:], want[2:], strict=True):  # interpolated: jax.numpy's arithmetic
         assert_close(g, w, 1e-13)
+
+
+def test_without_the_keys_a_list_of_percentiles_and_numpys_range_error_hold(rng, monkeypatch):
+    """Lowered for a platform without the integer keys (a TPU's lowering, forced here on the
+    CPU), the quantiles are jax.numpy's: ``q`` given as a list reaches it as an array (jax.numpy
+    refuses a list), and a ``q`` out of range is NumPy's ValueError (jax.numpy gives NaN)."""
+    from reactant_lab.trace.numpy_mode import context
+
+    monkeypatch.setattr(context, "platform", lambda: "tpu")
+    x = rng.standard_normal((41, 7))
+
+    def kernel(x):
+        return (np.percentile(x, [0.0, 95.0], axis=0, keepdims=True), np.quantile(x, [0.25, 0.5]),
+                np.percentile(x, 5.0, axis=-1))
+
+    for g, w in zip(rl.jit(kernel)(x.copy()), kernel(x), strict=True):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape)
+        assert_close(g, w, 1e-13)
+    for q, message in ((120.0, r"Percentiles must be in the range \[0, 100\]"),
+                       ([5.0, -1.0], r"Percentiles must be in the range \[0, 100\]")):
+        with pytest.raises(ValueError, match=message):
+            rl.jit(lambda x, q=q: np.percentile(x, q))(x)
+    with pytest.raises(ValueError, match=r"Quantiles must be in the range \[0, 1\]"):
+        rl.jit(lambda x: np.quantile(x, 1.5, axis=0))(x)

@@ -14,7 +14,7 @@ import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab.stages import patterns
 from reactant_lab.stages.pipeline import split_passes
-from tests.conftest import assert_close
+from tests.conftest import assert_close, assert_values_equal
 
 needs_enzyme = pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
 
@@ -59,7 +59,9 @@ def test_the_shipped_list_is_reactants():
 @pytest.mark.parametrize("no_nan", [False, True])
 def test_all_preset_runs_reactants_list_minus_the_documented_missing_and_excluded_plus_additions(
         no_nan, rng):
-    st = rl.trace(lambda x: jax.numpy.sin(x) * 2, rng.random(4)).stages("all", no_nan=no_nan)
+    # the CPU's stages (on a TPU the raise stage runs the list a fourth time)
+    st = rl.trace(lambda x: jax.numpy.sin(x) * 2, rng.random(4)).stages("all", no_nan=no_nan,
+                                                                        device="cpu")
     wanted = patterns.reactant_patterns(no_nan=no_nan)
     listed = patterns.pattern_list(no_nan=no_nan)
     missing, excluded = set(listed.missing), set(listed.excluded)
@@ -163,7 +165,10 @@ def _dus_clamped(z):
 @pytest.mark.parametrize("preset", list(rl.PRESETS))
 def test_an_out_of_range_dynamic_update_slice_start_is_clamped_in_every_preset(preset):
     z = np.arange(4, dtype=np.float32) + 1
-    np.testing.assert_array_equal(np.asarray(rl.jit(_dus_clamped, optimize=preset)(z)), [1.5])
+    # on the CPU, whose XLA clamps; XLA's TPU compile gave 4.0 for it in every preset, `none`
+    # too (docs/accelerator.md, known wrong results): the passes are what this test is about
+    got = rl.jit(_dus_clamped, optimize=preset, device="cpu")(z)
+    np.testing.assert_array_equal(np.asarray(got), [1.5])
 
 
 @needs_enzyme
@@ -175,7 +180,7 @@ def test_the_excluded_pattern_is_still_wrong_so_its_exclusion_still_holds(monkey
         exact = patterns.pattern_list(no_nan=False)
         assert exact.source == "reactant-exact" and "slice_of_dynamic_update<1>" in exact.patterns
         z = np.arange(4, dtype=np.float32) + 1
-        got = np.asarray(rl.jit(_dus_clamped, optimize="all")(z))
+        got = np.asarray(rl.jit(_dus_clamped, optimize="all", device="cpu")(z))
         assert got.tolist() == [4.0], "enzyme-ad now clamps: remove the exclusion"
     finally:
         monkeypatch.delenv("REACTANT_LAB_PATTERNS")
@@ -191,7 +196,7 @@ def test_a_select_on_a_comparison_passes_over_nan_in_every_preset(preset, rng):
     """select(b > a, b, a) keeps a when b is NaN (Python's max); compare_select_simplify made it
     a maximum, which gives NaN (issue 38)."""
     a = np.array([rng.uniform(1, 2), np.nan])
-    assert rl.jit(_first_unless_greater, optimize=preset)(a) == a[0]
+    assert_values_equal(rl.jit(_first_unless_greater, optimize=preset)(a), a[0])
 
 
 @needs_enzyme
@@ -302,10 +307,11 @@ def test_exact_runs_reactants_list_with_the_excluded_pattern_and_says_so(rng):
     assert all("slice_of_dynamic_update<1>" in run for run in td_patterns(st.pipeline))
     assert "exact: Reactant's list untouched" in st["optimize"].unavailable
     z = np.arange(4, dtype=np.float32) + 1
-    assert np.asarray(rl.jit(_dus_clamped, exact=True)(z)).tolist() == [4.0]  # still wrong
-    assert np.asarray(rl.jit(_dus_clamped)(z)).tolist() == [1.5]
+    on_cpu = {"device": "cpu"}  # XLA's TPU compile does not clamp it either (above)
+    assert np.asarray(rl.jit(_dus_clamped, exact=True, **on_cpu)(z)).tolist() == [4.0]  # wrong
+    assert np.asarray(rl.jit(_dus_clamped, **on_cpu)(z)).tolist() == [1.5]
     assert np.asarray(rl.jit(_dus_clamped, exclude_patterns="slice_of_dynamic_update",
-                             exact=True)(z)).tolist() == [1.5]
+                             exact=True, **on_cpu)(z)).tolist() == [1.5]
 
 
 @needs_enzyme

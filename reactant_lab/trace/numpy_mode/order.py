@@ -102,18 +102,22 @@ def _quantile(a: Any, q: Any, scale: float, axis: Any, out: Any, overwrite_input
     except jax.errors.TracerArrayConversionError:  # a traced q: jax.numpy's quantile
         qs = None
     n = _axis_length(a, axis) if axis is not None else int(a.size)
+    if qs is not None and qs.dtype.kind in "fiu":
+        # NumPy's error on every platform (jax.numpy's quantile gives NaN instead)
+        qf = qs.astype(np.float64) / scale
+        if np.any((qf < 0) | (qf > 1)) or np.any(np.isnan(qf)):
+            raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100.0
+                             else "Quantiles must be in the range [0, 1]")
     if (out is not None or weights is not None or interpolation is not None
             or method != "linear" or qs is None or qs.dtype.kind not in "fiu" or n is None
             or n == 0 or not _keyed(a)):
         fallback = jnp.percentile if scale == 100.0 else jnp.quantile
         given = {k: v for k, v in (("weights", weights), ("interpolation", interpolation))
                  if v is not None}  # keywords jax.numpy has in some versions only
-        return fallback(a, q, axis=axis, out=out, overwrite_input=overwrite_input,
-                        method=method, keepdims=keepdims, **given)
-    qf = qs.astype(np.float64) / scale
-    if np.any((qf < 0) | (qf > 1)) or np.any(np.isnan(qf)):
-        raise ValueError("Percentiles must be in the range [0, 100]" if scale == 100.0 else
-                         "Quantiles must be in the range [0, 1]")
+        # jax.numpy takes no list for q (NumPy does): the concrete values, or traced ones stacked
+        return fallback(a, qs if qs is not None else jnp.asarray(q), axis=axis, out=out,
+                        overwrite_input=overwrite_input, method=method, keepdims=keepdims,
+                        **given)
     last, ax = _sorted_last(a, axis)
     # NumPy's linear method: virtual index (n - 1) q, its floor and the next one, clamped;
     # above the last index both are the last and gamma is taken from index -1, as NumPy does.
