@@ -58,8 +58,8 @@ def models_of():
     """The graph models of the traced and the optimized (``all``) module of ``fn(*args)``."""
     def build(fn, *args):
         t = rl.trace(fn, *args)
-        # the CPU's stages: on a TPU the last one strips the locations the boxes are matched by
-        # (Reactant's strip-debuginfo, docs/accelerator.md)
+        # the CPU's stages, whose passes the counts below are of (a TPU's raise stage runs the
+        # pattern list once more)
         st = t.stages("all", device="cpu")
         sig = signature_of(t)
         return graph_model(st.stages[0].ir, sig)["nodes"], graph_model(st.final.ir, sig)["nodes"]

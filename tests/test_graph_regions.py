@@ -64,9 +64,7 @@ def cluster_labels(g: Dataflow) -> list[str]:
 @pytest.fixture(scope="module")
 def rolled() -> Any:
     t = trace(stencil, np.random.default_rng().random(16), 12, loops="auto")
-    # the CPU's stages: on a TPU the last one strips the locations that name the clusters
-    # (Reactant's strip-debuginfo, docs/accelerator.md)
-    return t, t.stages("all", device="cpu")
+    return t, t.stages("all")
 
 
 def test_a_rolled_loop_is_a_cluster_named_by_its_statement_and_line(rolled: Any) -> None:

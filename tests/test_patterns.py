@@ -409,17 +409,25 @@ def test_each_presets_pipeline_is_the_seeds(preset, monkeypatch):
 def test_each_presets_pipeline_for_a_tpu_is_what_reactant_runs_there(preset):
     """On a TPU Reactant lowers kernels and jit calls for the host (backend=cpu), raises
     (raise=true) and strips debug info: the pipeline rendered for platform 'tpu', stage by
-    stage."""
+    stage, under exact=True; by default the same less strip-debuginfo (the locations stay)."""
+    from reactant_lab.stages.patterns import PatternChoice
     from reactant_lab.stages.runner import plan
 
-    listed = patterns.pattern_list(no_nan=False, target="tpu")
+    exact = PatternChoice(exact=True)
+    listed = patterns.pattern_list(no_nan=False, target="tpu", choice=exact)
     td = "enzyme-hlo-generate-td{patterns=" + listed.text + "}"
-    steps = plan(preset, None, "stage", no_nan=False, target="tpu")
+    steps = plan(preset, None, "stage", no_nan=False, target="tpu", choice=exact)
     want = _seed_pipeline(preset, td, "tpu")
     assert ",".join(p for *_, p in steps) == want
+    listed = patterns.pattern_list(no_nan=False, target="tpu")
+    td = "enzyme-hlo-generate-td{patterns=" + listed.text + "}"
+    kept = plan(preset, None, "stage", no_nan=False, target="tpu")
+    assert ",".join(p for *_, p in kept) == _seed_pipeline(preset, td, "tpu").replace(
+        ",strip-debuginfo", "")
     by_name = {name: p for name, _, p in steps}
     if "jit lowering" in by_name:
         assert by_name["jit lowering"].endswith("symbol-dce,strip-debuginfo")
+        assert {n: p for n, _, p in kept}["jit lowering"].endswith("symbol-dce")
         assert "backend=cpu" in by_name["jit lowering"]
     if "raise" in by_name:
         assert by_name["raise"].startswith("canonicalize,llvm-to-memref-access,")
@@ -492,16 +500,43 @@ def test_the_reduce_pad_and_compare_exclusions_still_hold(rng):
 def test_the_tpu_lowering_stages_run_here():
     """Every pass of the TPU's kernel, raise and jit stages is registered: they run on a
     module here (a pass pipeline does not depend on the device)."""
+    from reactant_lab.stages.patterns import PatternChoice
     from reactant_lab.stages.runner import plan
 
-    steps = plan("noopt", None, "stage", no_nan=False, target="tpu")
     x = np.linspace(-1.0, 1.0, 6, dtype=np.float32)
-    text = rl.trace(lambda a: jnp.sin(a) * 2.0, x).ir
-    assert 'loc("args[0]")' in text
-    for _, _, pipeline in steps:
-        text = rl.run_pipeline(text, pipeline)
-    # strip-debuginfo: the argument's path and the ops' source lines are gone
-    assert "stablehlo.sine" in text and 'loc("' not in text
+    traced = rl.trace(lambda a: jnp.sin(a) * 2.0, x).ir
+    assert 'loc("args[0]")' in traced
+    for exact in (False, True):
+        text = traced
+        for _, _, pipeline in plan("noopt", None, "stage", no_nan=False, target="tpu",
+                                   choice=PatternChoice(exact=exact)):
+            text = rl.run_pipeline(text, pipeline)
+        assert "stablehlo.sine" in text
+        # exact=True runs strip-debuginfo: the argument's path and the ops' source lines go
+        assert ('loc("args[0]")' in text) is not exact and ('loc("' in text) is not exact
+
+
+@needs_enzyme
+def test_stages_for_a_tpu_keep_their_locations_unless_exact(rng, monkeypatch):
+    """Lowered for a TPU (its platform forced here), the final stage still links its ops to
+    the user's lines and its graph names the loop by its statement; the jit lowering says why;
+    exact=True strips them as Reactant does."""
+    from reactant_lab.analysis.graph import dataflow, signature_of
+    from reactant_lab.stages import runner
+    from tests.test_graph_regions import cluster_labels, line_of, stencil
+
+    t = rl.trace(stencil, rng.random(16), 12, loops="auto")
+    monkeypatch.setattr(runner.backend, "platform", lambda device: "tpu")
+    kept, stripped = t.stages("all"), t.stages("all", exact=True)
+    assert kept.target == "tpu" and "raise-affine-to-stablehlo" in kept["raise"].pipeline
+    jit = kept["jit lowering"]
+    assert "strip-debuginfo left out" in (jit.unavailable or "")
+    assert "strip-debuginfo" in stripped["jit lowering"].pipeline
+    line = line_of(stencil, "for _ in range(steps)")
+    labels = cluster_labels(dataflow(kept.final.ir, signature_of(t)))
+    assert f"for _ in range(steps) — line {line}" in labels
+    where = 'test_graph_regions.py":'  # a location in the user's file
+    assert where in kept.final.ir and where not in stripped.final.ir
 
 
 def test_the_note_names_each_left_out_pattern_once():

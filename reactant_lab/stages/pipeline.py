@@ -7,7 +7,7 @@ import re
 from string import Template
 
 from reactant_lab.errors import PipelineError
-from reactant_lab.stages.presets import target_of
+from reactant_lab.stages.presets import jit_after, target_of
 
 # These three only work together: generate the transform script, interpret it, remove it.
 TRANSFORM_TRIO = ("enzyme-hlo-generate-td", "transform-interpreter", "enzyme-hlo-remove-transform")
@@ -73,9 +73,11 @@ def group_steps(passes: list[str]) -> list[tuple[str, str]]:
     return steps
 
 
-def fill(template: str, *, patterns: str, target: str) -> str:
+def fill(template: str, *, patterns: str, target: str, exact: bool = False) -> str:
     """Resolve ``${patterns}`` and the lowering options of platform ``target`` (presets.TARGETS)
-    in a stage template."""
+    in a stage template; ``exact``: Reactant's passes after the jit lowering, all of them
+    (presets.jit_after)."""
     t = target_of(target)
     return Template(template).substitute(patterns=patterns, kernel_backend=t.kernel_backend,
-                                         jit_backend=t.jit_backend, jit_after=t.jit_after)
+                                         jit_backend=t.jit_backend,
+                                         jit_after=jit_after(t, exact))

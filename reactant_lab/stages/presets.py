@@ -110,6 +110,26 @@ TARGETS: MappingProxyType[str, Target] = MappingProxyType({
 platform not listed gets its own name as both backends (``target_of``)."""
 
 
+LOCATIONS_PASS = "strip-debuginfo"
+"""A pass of Reactant's lowering for a TPU (after the jit lowering) that runs only under
+``exact=True``: it drops every source location, and with them the final stage's links to the
+user's lines, its graph's loop names and its matches in the graph diff, and the source lines of
+XLA's own stages (XLA's HLO metadata is made from them). Locations are metadata: XLA compiles
+the same ops either way, as it does for ``jax.jit``'s modules, which keep theirs."""
+
+LOCATIONS_NOTE = (f"{LOCATIONS_PASS} left out (Reactant runs it here): the source locations stay "
+                  "for the explorer's source links and XLA's stages; exact=True runs it")
+"""The jit lowering stage's note where LOCATIONS_PASS was left out."""
+
+
+def jit_after(target: Target, exact: bool) -> str:
+    """``target``'s passes after the jit lowering (with a leading comma): Reactant's, less
+    LOCATIONS_PASS unless ``exact``."""
+    if exact:
+        return target.jit_after
+    return "".join(f",{p}" for p in target.jit_after.split(",") if p and p != LOCATIONS_PASS)
+
+
 def target_of(platform: str) -> Target:
     """TARGETS' entry for ``platform``; for one it lacks, its name as both backends."""
     return TARGETS.get(platform) or Target(platform, platform)

@@ -29,6 +29,8 @@ from reactant_lab.stages.pipeline import (
     split_passes,
 )
 from reactant_lab.stages.presets import (
+    LOCATIONS_NOTE,
+    LOCATIONS_PASS,
     ONLY_ON,
     PRESETS,
     SHARDY_STAGES,
@@ -37,6 +39,7 @@ from reactant_lab.stages.presets import (
     check_preset,
     check_shardy_passes,
     stage_keys,
+    target_of,
 )
 from reactant_lab.stages.presets import SHARDY_PASSES as SHARDY_CHOICES
 from reactant_lab.stages.progress import StageProgress
@@ -306,7 +309,8 @@ def plan(optimize: str, pipeline: str | None, granularity: str, *, no_nan: bool,
         check_preset(optimize)
         listed = pattern_list(no_nan=no_nan, target=target, choice=choice).text \
             if PRESETS[optimize] else ""
-        stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=listed, target=target))
+        stages = [(STAGES[k].name, fill(STAGES[k].pipeline, patterns=listed, target=target,
+                                        exact=choice.exact))
                   for k in stage_keys(optimize, target)]
     if sharded:
         stages += [(SHARDY_STAGES[k].name, SHARDY_STAGES[k].pipeline)
@@ -411,10 +415,13 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
     current, current_norm = text, normalize(text)
     note = pattern_list(no_nan=no_nan, target=target, choice=choice).note \
         if pipeline is None else None
+    kept_locations = (pipeline is None and not choice.exact
+                      and LOCATIONS_PASS in target_of(target).jit_after.split(","))
     for name, group, step in steps:
-        stage = _run_step(len(stages), name, group, step, current, current_norm,
-                          note if TRANSFORM_TRIO[0] in step else None, stages[-1].ops,
-                          shardy_stage(group) if sharded else None)
+        step_note = note if TRANSFORM_TRIO[0] in step else (
+            LOCATIONS_NOTE if kept_locations and "lower-jit" in step else None)
+        stage = _run_step(len(stages), name, group, step, current, current_norm, step_note,
+                          stages[-1].ops, shardy_stage(group) if sharded else None)
         if stage.ir is not current:
             current, current_norm = stage.ir, normalize(stage.ir)
         stages.append(stage)

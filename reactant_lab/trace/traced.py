@@ -71,7 +71,8 @@ class Traced:
 
         ``granularity='pass'`` makes every top-level pass its own step. The enzyme-hlo pattern
         list is Reactant's, less the patterns measured wrong, crashing, never finishing or slow on
-        the target; ``exact=True`` runs Reactant's list untouched, ``exclude_patterns`` leaves more out
+        the target; ``exact=True`` runs Reactant's list untouched (and, on a TPU, its
+        ``strip-debuginfo``: presets.LOCATIONS_PASS), ``exclude_patterns`` leaves more out
         (entries or names, e.g. ``("slice_of_dynamic_update",)``), ``patterns`` replaces it.
 
         ``shardy_passes`` (Reactant's option, for a call sharded over a mesh; an unsharded
