@@ -1399,7 +1399,7 @@ def _address_space_capped(headroom: int = 4 << 30) -> Iterator[None]:
     NumPy's allocation of a case's huge reference array fails at once with NumPy's MemoryError
     whatever the operating system grants. Where every allocation is granted (Linux's
     vm.overcommit_memory = 1, as on the TPU machine, which may not show /proc/sys), NumPy's
-    8 TiB array was granted and then, filled, filled the machine."""
+    8 TiB array was granted, and filling it filled the machine."""
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     mapped = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
     cap = mapped + headroom if hard == resource.RLIM_INFINITY else min(mapped + headroom, hard)
