@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 
+import jax
 import ml_dtypes
 import numpy as np
 import pytest
@@ -133,3 +134,23 @@ def test_an_empty_result(rng):
     x = rng.random(8)
     got = rl.jit(lambda v: v[5:2] * 2.0)(x)
     assert got.shape == (0,) and got.dtype == np.float64 and got.flags.writeable
+
+
+@pytest.mark.parametrize("shape", [(64, 32), (256, 128)], ids=["copied", "viewed"])
+def test_a_result_in_another_layout_is_handed_over_in_c_order(shape, rng):
+    """A TPU's float64 results came back from the device in Fortran order; NumPy's are in C
+    order. Made here with a column-major result layout on the CPU: the caller's array is C
+    ordered, writable, with the values (above and below the size results are viewed from)."""
+    from jax.experimental.layout import Format, Layout
+
+    from reactant_lab.compile import VIEW_MIN_BYTES, _owned
+
+    x = rng.standard_normal(shape).astype(np.float32)  # 8 KB and 128 KB
+    device = jax.devices("cpu")[0]
+    column_major = Format(Layout(major_to_minor=(1, 0)), jax.sharding.SingleDeviceSharding(device))
+    out = jax.jit(lambda a: a * 2.0, out_shardings=column_major)(jax.device_put(x, device))
+    assert np.asarray(out).flags.f_contiguous and not np.asarray(out).flags.c_contiguous
+    got = _owned(out)
+    assert got.flags.c_contiguous and got.flags.writeable
+    assert (got.nbytes >= VIEW_MIN_BYTES) == (shape == (256, 128))
+    np.testing.assert_array_equal(got, x * np.float32(2.0))
