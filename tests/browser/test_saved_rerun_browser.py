@@ -26,9 +26,19 @@ SETUP = "%load_ext reactant_lab\nimport numpy as np"
 CELL = "%%reactant_jit\ndef f(v):\n    return np.cos(v) * 2 + 1\n\nf(np.linspace(0, 1, 8))"
 
 
-def explorer_outputs(path: Path) -> list[dict[str, Any]]:
-    """The data of each explorer output the notebook file holds."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
+def explorer_outputs(path: Path, within: float = 30.0) -> list[dict[str, Any]]:
+    """The data of each explorer output the notebook file holds. Jupyter's save writes the file
+    in place (its atomic writing keeps a backup, not the readers out): a read in the middle of
+    one found it empty, so an unreadable file is read again, for up to ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            break
+        except json.JSONDecodeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
     return [o["data"] for c in nb["cells"] if c["cell_type"] == "code"
             for o in c.get("outputs", []) if MIME_TYPE in o.get("data", {})]
 
