@@ -47,10 +47,11 @@ def _module_bytes(fn, *args) -> int:
 
 def test_a_lowpass_mask_is_two_vectors_in_the_module_and_gives_numpys_result(rng):
     img = rng.random((512, 256))
-    if target_platform() == "tpu":  # XLA's TPU compiler has no complex128 FFT: said up front
+    on_tpu = target_platform() == "tpu"
+    if on_tpu:  # XLA's TPU compiler has no complex128 FFT: said up front
         with pytest.raises(rl.CompileError, match="no implementation of this op for 64-bit"):
             rl.jit(lowpass)(img, 0.1)
-    got = rl.jit(lowpass, device="cpu" if target_platform() == "tpu" else None)(img, 0.1)
+    got = rl.jit(lowpass, device="cpu" if on_tpu else None)(img, 0.1)
     np.testing.assert_allclose(got, lowpass(img, 0.1), rtol=1e-12, atol=1e-12)
     assert _module_bytes(lowpass, img, 0.1) < 20_000  # the dense mask alone: 262 KB of hex
 

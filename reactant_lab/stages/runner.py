@@ -30,7 +30,6 @@ from reactant_lab.stages.pipeline import (
 )
 from reactant_lab.stages.presets import (
     LOCATIONS_NOTE,
-    LOCATIONS_PASS,
     ONLY_ON,
     PRESETS,
     SHARDY_STAGES,
@@ -38,6 +37,7 @@ from reactant_lab.stages.presets import (
     StageSpec,
     check_preset,
     check_shardy_passes,
+    jit_after,
     stage_keys,
     target_of,
 )
@@ -415,8 +415,9 @@ def run_on_text(text: str, *, optimize: str = "all", granularity: str = "stage",
     current, current_norm = text, normalize(text)
     note = pattern_list(no_nan=no_nan, target=target, choice=choice).note \
         if pipeline is None else None
-    kept_locations = (pipeline is None and not choice.exact
-                      and LOCATIONS_PASS in target_of(target).jit_after.split(","))
+    # a pass of Reactant's left out after the jit lowering (presets.LOCATIONS_PASS)
+    lowering = target_of(target)
+    kept_locations = pipeline is None and jit_after(lowering, choice.exact) != lowering.jit_after
     for name, group, step in steps:
         step_note = note if TRANSFORM_TRIO[0] in step else (
             LOCATIONS_NOTE if kept_locations and "lower-jit" in step else None)
