@@ -141,8 +141,15 @@ def child_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     if target_platform() != "cpu":
         env.update(JAX_PLATFORMS="cpu", REACTANT_LAB_DEVICE="cpu")
+    # JAX's start-up on a TPU machine warns that the machine's transparent hugepages are off, in
+    # every process (the CPU-only ones too), naming its own file: not output of ours, which
+    # these tests read (a saved notebook's streams, the command line's stderr)
+    env["PYTHONWARNINGS"] = ",".join(w for w in (env.get("PYTHONWARNINGS"), _HUGEPAGES) if w)
     env.update(extra)
     return env
+
+
+_HUGEPAGES = "ignore:Transparent hugepages:UserWarning"
 
 
 def unattached_platform() -> str:

@@ -161,7 +161,7 @@ def test_a_compiled_update_of_aligned_arrays_equals_numpys(aligned, rng):
     y_unaligned = np.empty(y.size + 2)[2:]
     y_unaligned[...] = y
     jf(1.5, x, y_unaligned)
-    np.testing.assert_allclose(y_unaligned, y + 1.5 * x, rtol=1e-14, atol=1e-15)
+    assert_close(y_unaligned, y + 1.5 * x, float_rtol(np.float64, 1e-14))
 
 
 def test_without_a_c_compiler_the_allocator_is_refused_with_the_reason(tmp_path):

@@ -24,7 +24,7 @@ from reactant_lab.notebook import last_explorations
 from reactant_lab.notebook.session import CellFunction
 from reactant_lab.render.payload import MIME_TYPE
 from reactant_lab.render.texts import decode_text
-from tests.conftest import assert_close, child_env
+from tests.conftest import assert_close, child_env, matmul_rtol, unattached_platform
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -86,8 +86,8 @@ def test_jax_mlp_cell_computes_what_the_plain_cell_does(shell, rng):
     plain = run(shell, MLP)[0]
     result, outputs, _ = run(shell, "%%reactant_jit" + MLP)
     assert result.success, result.error_in_exec
-    np.testing.assert_allclose(np.asarray(result.result), np.asarray(plain.result), rtol=1e-5,
-                               atol=1e-6)
+    # float32 dots: bf16 passes on a TPU, by default, in both cells (fused otherwise in ours)
+    assert_close(np.asarray(result.result), np.asarray(plain.result), matmul_rtol(1e-5))
     [payload] = explorers(outputs)
     assert payload["meta"]["function"] == "mlp" and payload["meta"]["mode"] == "jax"
     assert [a["path"] for a in payload["signature"]["args"]][:2] == ["args[0][0][0]",
@@ -193,15 +193,12 @@ def test_failing_pass_is_a_panel_with_stage_pass_diagnostics_and_reproducer(
 
 
 def test_asking_for_a_missing_device_is_a_panel(shell, rng):
-    import jax
-
-    if any(d.platform == "gpu" for d in jax.devices()):
-        pytest.skip("a GPU is attached")
+    missing = unattached_platform()
     shell.push({"x": rng.random(3)})
-    result, outputs, _ = run(shell, "%%reactant_jit --device gpu\ndef f(x):\n    return x + 1\n"
-                                    "f(x)\n")
+    result, outputs, _ = run(shell, f"%%reactant_jit --device {missing}\ndef f(x):\n"
+                                    "    return x + 1\nf(x)\n")
     assert isinstance(result.error_in_exec, PipelineError)
-    assert "no 'gpu' device" in outputs[0]["text/plain"]
+    assert f"no '{missing}' device" in outputs[0]["text/plain"]
 
 
 def test_fn_explores_functions_of_earlier_cells_only(shell, rng):
@@ -574,15 +571,19 @@ def test_without_verify_the_payload_has_no_verification(shell, rng):
 
 @pytest.mark.skipif(not rl.enzyme_available(), reason="needs enzyme-ad")
 def test_exact_and_exclude_patterns_reach_the_pipeline_and_verify_finds_the_wrong_stage(shell):
+    # On the CPU: XLA's TPU compile drops the clamp under jax.jit too (4.0 for 1.5 there), so
+    # the reference would agree with the wrong stage (docs/accelerator.md, known wrong results)
     shell.push({"z": np.arange(4, dtype=np.float32) + 1})
-    result, outputs, _ = run(shell, "%%reactant_jit --verify --exact" + CLAMPED + "clamped(z)\n")
+    result, outputs, _ = run(shell, "%%reactant_jit --verify --exact --device cpu" + CLAMPED
+                                    + "clamped(z)\n")
     assert result.success, result.error_in_exec
     [payload] = explorers(outputs)
     v = payload["verification"]
     assert v["reference"] == "jax" and v["first_wrong"] == 1
     assert "1.5" in v["checks"][1]["first_bad"]
-    result, outputs, _ = run(shell, "%%reactant_jit --verify --exact --exclude-patterns "
-                                    "slice_of_dynamic_update" + CLAMPED + "clamped(z)\n")
+    result, outputs, _ = run(shell, "%%reactant_jit --verify --exact --device cpu "
+                                    "--exclude-patterns slice_of_dynamic_update" + CLAMPED
+                                    + "clamped(z)\n")
     assert result.success and np.asarray(result.result).tolist() == [1.5]
     assert explorers(outputs)[0]["verification"]["first_wrong"] is None
     [ex] = last_explorations()
@@ -604,7 +605,9 @@ def test_reactant_bisect_finds_the_culprit_pattern_with_progress(shell, tmp_path
     z = np.arange(4, dtype=np.float32) + 1
     shell.push({"z": z})
     assert run(shell, CLAMPED)[0].success
-    result, outputs, _ = run(shell, "%reactant_bisect --exact --metric result clamped(z)")
+    # on the CPU, whose XLA clamps (the TPU's does not, under jax.jit either)
+    result, outputs, _ = run(shell, "%reactant_bisect --exact --metric result --device cpu "
+                                    "clamped(z)")
     assert result.success, result.error_in_exec
     res = result.result
     assert isinstance(res, BisectResult) and res.found
@@ -699,9 +702,9 @@ def test_a_syntax_error_the_cell_raises_while_running_keeps_its_frames(shell):
 
 
 @pytest.mark.parametrize(("line", "says"), [
-    ("%%reactant_jit --optimise none --granularity pas --device tpu\nx = 1\n",
+    ("%%reactant_jit --optimise none --granularity pas --device tpv\nx = 1\n",
      ["'--optimise' (did you mean '--optimize'?)", "--granularity 'pas'",
-      "(did you mean 'pass'?)", "--device 'tpu'"]),
+      "(did you mean 'pass'?)", "--device 'tpv'", "(did you mean 'tpu'?)"]),
     ("%%reactant_jit --optimize alll --bench -2 --loop roll --verfy\nx = 1\n",
      ["--optimize 'alll'", "(did you mean 'all'?)", "--bench '-2'", "'--verfy' (did you mean "
       "'--verify'?)"]),

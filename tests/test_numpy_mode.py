@@ -1061,3 +1061,33 @@ def test_variances_match_numpy_and_leave_the_deviations_to_fuse(dtype, rng):
         full = re.findall(rf"= {'f64' if dtype == np.float64 else 'f32'}"
                           rf"\[{','.join(map(str, x.shape))}\]\S* fusion\(", hlo)
         assert len(full) == 1, full
+
+
+def test_float64_running_sums_off_the_cpu_are_scans_that_equal_numpys(rng, monkeypatch):
+    """Lowered for a TPU, a float64 cumsum, cumprod or their nan- forms is an associative scan,
+    not jax.numpy's reduce window (XLA's TPU compiler took 129 s on one of 20,000 values);
+    float32 keeps the reduce window, and so does the CPU's lowering. Their values are NumPy's
+    (run here on the CPU with the TPU's lowering forced), NaN skipped by the nan- forms, along
+    every axis, of ints summed as float64 and of an empty axis."""
+    from reactant_lab.trace.numpy_mode import context
+
+    def kernel(x, y, i):
+        return (np.cumsum(x), np.cumsum(x, axis=1), np.cumprod(1 + x / 100, axis=0),
+                np.nancumsum(y), np.nancumprod(y, axis=-1), x.cumsum(axis=0),
+                np.cumsum(i, dtype=np.float64), np.cumsum(x[:, :0], axis=1), np.cumsum(i))
+
+    x = rng.standard_normal((50, 40))
+    y = x.copy()
+    y[::3, ::7] = np.nan
+    i = rng.integers(-5, 5, (50, 40)).astype(np.int32)
+    def windows(text):  # the element type of each reduce window
+        return set(re.findall(r"reduce_window.*?\^bb0\(%\w+: tensor<(\w+)>", text, re.S))
+
+    assert windows(rl.trace(kernel, x, y, i, platform="tpu").as_text()) == {"i64"}
+    assert windows(rl.trace(kernel, x, y, i, platform="cpu").as_text()) == {"f64", "i64"}
+    f32 = rl.trace(lambda v: np.cumsum(v, axis=0), x.astype(np.float32), platform="tpu").as_text()
+    assert windows(f32) == {"f32"}
+    monkeypatch.setattr(context, "platform", lambda: "tpu")
+    for g, w in zip(rl.jit(kernel)(x.copy(), y.copy(), i.copy()), kernel(x, y, i), strict=True):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape)
+        assert_close(g, w, 1e-12)

@@ -213,8 +213,10 @@ def test_integer_sort_keys_are_for_the_cpu_only(rng, monkeypatch) -> None:
 
 def test_without_the_keys_a_list_of_percentiles_and_numpys_range_error_hold(rng, monkeypatch):
     """Lowered for a platform without the integer keys (a TPU's lowering, forced here on the
-    CPU), the quantiles are jax.numpy's: ``q`` given as a list reaches it as an array (jax.numpy
-    refuses a list), and a ``q`` out of range is NumPy's ValueError (jax.numpy gives NaN)."""
+    CPU), the quantiles sort with jax.numpy and keep NumPy's interpolation: between -inf and a
+    finite value NumPy's is NaN (jax.numpy's quantile gave -inf on a TPU). ``q`` given as a list
+    reaches jax.numpy's quantile as an array (it refuses a list), and a ``q`` out of range is
+    NumPy's ValueError (jax.numpy gives NaN)."""
     from reactant_lab.trace.numpy_mode import context
 
     monkeypatch.setattr(context, "platform", lambda: "tpu")
@@ -227,6 +229,14 @@ def test_without_the_keys_a_list_of_percentiles_and_numpys_range_error_hold(rng,
     for g, w in zip(rl.jit(kernel)(x.copy()), kernel(x), strict=True):
         assert (g.dtype, g.shape) == (w.dtype, w.shape)
         assert_close(g, w, 1e-13)
+    for dtype, tol in ((np.float64, 1e-13), (np.float16, 1e-3)):
+        for odd in _awkward(rng, (6, 40, 3), dtype)[1:]:  # NaN, infinities, signed zeros; ties
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want, got = kernel(odd.copy()), rl.jit(kernel)(odd.copy())
+            for g, w in zip(got, want, strict=True):
+                assert (g.dtype, g.shape) == (w.dtype, w.shape)
+                np.testing.assert_allclose(g, w, rtol=tol, atol=tol)  # NaN where NumPy's is
     for q, message in ((120.0, r"Percentiles must be in the range \[0, 100\]"),
                        ([5.0, -1.0], r"Percentiles must be in the range \[0, 100\]")):
         with pytest.raises(ValueError, match=message):

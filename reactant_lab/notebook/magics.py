@@ -60,7 +60,7 @@ class ReactantMagics(Magics):
     @argument("--baselines", default=None, metavar="B1,B2",
               help="with --bench, the baselines to time (default: numpy, jax, and numba where "
                    "installed), e.g. numpy")
-    @argument("--device", choices=("cpu", "gpu"), default=None,
+    @argument("--device", choices=("cpu", "gpu", "tpu"), default=None,
               help="device to compile for and run on (default: JAX's default device)")
     @argument("--no-run", action="store_true",
               help="explore without running compiled code: the calls run the original Python")
@@ -162,7 +162,7 @@ class ReactantMagics(Magics):
     @argument("--granularity", choices=("stage", "pass"), default="stage",
               help="one step per preset stage (default) or per pass")
     @argument("--no-nan", action="store_true", help="let the enzyme-hlo patterns assume no NaNs")
-    @argument("--device", choices=("cpu", "gpu"), default=None,
+    @argument("--device", choices=("cpu", "gpu", "tpu"), default=None,
               help="target of the lowering passes (default: JAX's default device)")
     @argument("--no-display", action="store_true", help="show no explorer")
     @argument("pipeline", nargs="*", metavar="PIPELINE-or-PRESET",
@@ -194,7 +194,7 @@ class ReactantMagics(Magics):
               help="samples per variant (default: as many as --min-time allows)")
     @argument("--min-time", type=seconds, default=0.2, metavar="SECONDS",
               help="measure each variant for at least this long (default 0.2)")
-    @argument("--device", choices=("cpu", "gpu"), default=None, help="device to run on")
+    @argument("--device", choices=("cpu", "gpu", "tpu"), default=None, help="device to run on")
     @argument("--timeout", type=float, default=None, metavar="SECONDS",
               help="limit each preset's first run (a CallTimeoutError past it)")
     @argument("call", nargs="*", help="the call to time, e.g. f(x, y)")
@@ -233,7 +233,7 @@ class ReactantMagics(Magics):
     @argument("--exact", action="store_true",
               help="run Reactant's pattern list untouched (no exclusions applied)")
     @argument("--no-nan", action="store_true", help="let the enzyme-hlo patterns assume no NaNs")
-    @argument("--device", choices=("cpu", "gpu"), default=None, help="device to run on")
+    @argument("--device", choices=("cpu", "gpu", "tpu"), default=None, help="device to run on")
     @argument("--no-reproducer", action="store_true", help="write no reproducer directory")
     @argument("call", nargs="*", help="the call to bisect, e.g. f(x, y)")
     @line_magic

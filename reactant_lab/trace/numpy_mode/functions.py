@@ -9,6 +9,7 @@ computes in NumPy's precision; the others keep jax.numpy's dtype, which is NumPy
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from reactant_lab.trace.numpy_mode import errors, masks, matvec, order, ranged
+from reactant_lab.trace.numpy_mode import context, errors, masks, matvec, order, ranged
 from reactant_lab.trace.numpy_mode.binning import BINNING
 from reactant_lab.trace.numpy_mode.creation import LIKE, bind, check_static_shape, from_nested
 from reactant_lab.trace.numpy_mode.inplace import INPLACE
@@ -92,6 +93,31 @@ def _deviations_apart(jnp_fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _scanned_off_cpu(jnp_fn: Callable[..., Any], combine: Callable[[Any, Any], Any],
+                     skip_nan: Any = None) -> Callable[..., Any]:
+    """``jnp.cumsum`` or ``jnp.cumprod`` (``jnp_fn``; with ``skip_nan``, the identity that
+    replaces NaN, their nan- forms), lowered off the CPU for float64 results as
+    ``lax.associative_scan`` of ``combine``, not as jax.numpy's reduce window. XLA's TPU
+    compiler took 129 s to compile a float64 cumsum of 20,000 values lowered as the reduce
+    window, 2.9 s as the scan, which runs as fast and ends as close to the exact sum (both
+    1.3e-15 relative; TPU v5e, jax 0.10.2). Float32 compiled in about a second either way, and
+    XLA:CPU compiles the reduce window quickly: those keep ``jnp_fn``, as jax.jit does."""
+
+    def fn(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        x = jnp.asarray(a)
+        if skip_nan is not None and x.dtype.kind in "fc":
+            x = jnp.where(jnp.isnan(x), jnp.asarray(skip_nan, x.dtype), x)
+        result = jax.eval_shape(lambda v: jnp_fn(v, axis=axis, dtype=dtype), x)
+        if out is not None or result.dtype != jnp.float64 or context.platform() == "cpu":
+            return jnp_fn(x, axis=axis, dtype=dtype, out=out)
+        x = x.astype(result.dtype)
+        x, ax = (x.ravel(), 0) if axis is None else (x, operator.index(axis) % x.ndim)
+        return jax.lax.associative_scan(combine, x, axis=ax) if x.shape[ax] else x
+
+    fn.__name__, fn.__doc__ = jnp_fn.__name__, jnp_fn.__doc__
+    return fn
+
+
 @dataclass(frozen=True)
 class Entry:
     """How one NumPy function runs on proxies."""
@@ -118,6 +144,10 @@ TABLE: dict[Callable[..., Any], Entry] = {
     **_entries(np.fft, jnp.fft, _FFT_KEEP, False),
     np.around: Entry(jnp.round), np.amax: Entry(jnp.max), np.amin: Entry(jnp.min),
     np.var: Entry(_deviations_apart(jnp.var), promote=True),
+    np.cumsum: Entry(_scanned_off_cpu(jnp.cumsum, jnp.add), promote=True),
+    np.cumprod: Entry(_scanned_off_cpu(jnp.cumprod, jnp.multiply), promote=True),
+    np.nancumsum: Entry(_scanned_off_cpu(jnp.cumsum, jnp.add, skip_nan=0), promote=True),
+    np.nancumprod: Entry(_scanned_off_cpu(jnp.cumprod, jnp.multiply, skip_nan=1), promote=True),
     np.std: Entry(_deviations_apart(jnp.std), promote=True),
     np.median: Entry(order.median, promote=True), np.argsort: Entry(order.argsort),
     np.sort: Entry(order.sort), np.percentile: Entry(order.percentile, promote=True),

@@ -80,8 +80,9 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
              method: str = "linear", keepdims: bool = False, *, weights: Any = None,
              interpolation: Any = None) -> Any:
     """np.quantile of a traced array (cast to NumPy's result dtype already): for real floats, a
-    concrete ``q`` and the linear method along one axis or all, the key sort and NumPy's own
-    interpolation (its indices and its two-sided lerp); else jax.numpy's quantile."""
+    concrete ``q`` and the linear method along one axis or all, a sort (``_sorted_last``) and
+    NumPy's own interpolation (its indices and its two-sided lerp, which gives NaN between -inf
+    and a finite value where jax.numpy's gives -inf); else jax.numpy's quantile."""
     return _quantile(a, q, 1.0, axis, out, overwrite_input, method, keepdims, weights,
                      interpolation)
 
@@ -110,7 +111,7 @@ def _quantile(a: Any, q: Any, scale: float, axis: Any, out: Any, overwrite_input
                              else "Quantiles must be in the range [0, 1]")
     if (out is not None or weights is not None or interpolation is not None
             or method != "linear" or qs is None or qs.dtype.kind not in "fiu" or n is None
-            or n == 0 or not _keyed(a)):
+            or n == 0 or not _real_float(a)):
         fallback = jnp.percentile if scale == 100.0 else jnp.quantile
         given = {k: v for k, v in (("weights", weights), ("interpolation", interpolation))
                  if v is not None}  # keywords jax.numpy has in some versions only
@@ -150,9 +151,14 @@ def _on_cpu() -> bool:
     return context.platform() == "cpu"
 
 
+def _real_float(a: Any) -> bool:
+    """Whether ``a`` holds real floats of 16, 32 or 64 bits."""
+    return a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8)
+
+
 def _keyed(a: Any) -> bool:
     """Whether ``a`` sorts by integer keys: real floats of 16, 32 or 64 bits, on the CPU."""
-    return a.dtype.kind == "f" and a.dtype.itemsize in (2, 4, 8) and _on_cpu()
+    return _real_float(a) and _on_cpu()
 
 
 def _float_key(a: Any, zeros_equal: bool = False) -> Any:
@@ -186,10 +192,13 @@ def _key_sort(a: Any, axis: int, move: bool = True) -> Any:
 
 
 def _sorted_last(a: Any, axis: Any) -> tuple[Any, int]:
-    """``a`` sorted by ``_key_sort`` along ``axis`` (all of it, flattened, when None) with that
-    axis last, and the axis's index."""
+    """``a`` sorted along ``axis`` (all of it, flattened, when None) with that axis last, and the
+    axis's index: by ``_key_sort`` on the CPU, by jax.numpy's sort elsewhere (NaN last in both)."""
     ax = 0 if axis is None else operator.index(axis) % a.ndim
-    return _key_sort(a.ravel() if axis is None else a, ax), ax
+    x = a.ravel() if axis is None else a
+    if _on_cpu():
+        return _key_sort(x, ax), ax
+    return jnp.sort(jnp.moveaxis(x, ax, -1), axis=-1), ax
 
 
 def _nan_if_any(last: Any, value: Any) -> Any:
