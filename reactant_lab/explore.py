@@ -57,7 +57,7 @@ class ExploreOptions:
     no_nan: bool = False
     """Let the enzyme-hlo patterns assume no NaNs."""
     device: Any = None
-    """None (JAX's default device), 'cpu', 'gpu' or a jax Device."""
+    """None (JAX's default device), 'cpu', 'gpu', 'tpu' or a jax Device."""
     donate: bool | str = False
     """Donate argument buffers to the executable: True (every one not preserved), 'updated'
     (those of the arguments a NumPy kernel updates in place), 'auto' (those, but for large

@@ -171,10 +171,25 @@ def energy(u, c):
 @needs_enzyme
 @pytest.mark.xfail(strict=True, raises=rl.PassFailedError,
                    reason="enzyme-ad 0.0.16 has no forward-mode rule for stablehlo.reduce_window "
-                          "(what np.cumsum lowers to): 'could not compute the adjoint'")
+                          "(what np.cumsum of float32 lowers to, and of float64 on the CPU): "
+                          "'could not compute the adjoint'")
 def test_forward_mode_through_cumsum(rng):
-    u = rng.standard_normal(12)
+    u = rng.standard_normal(12).astype(np.float32)
     rle.jvp(np.cumsum, (u,), (u,))
+
+
+@needs_enzyme
+def test_forward_mode_through_a_float64_cumsum_off_the_cpu(rng, monkeypatch):
+    """Off the CPU a float64 cumsum is an associative scan (XLA's TPU compiler took minutes on
+    the reduce window), which Enzyme's forward mode goes through: the tangent is the running
+    sum of the tangent (run here on the CPU with a TPU's lowering forced)."""
+    from reactant_lab.trace.numpy_mode import context
+
+    monkeypatch.setattr(context, "platform", lambda: "tpu")
+    u, du = rng.standard_normal(12), rng.standard_normal(12)
+    value, tangent = rle.jvp(np.cumsum, (u,), (du,))
+    assert_close(value, np.cumsum(u), 1e-12)
+    assert_close(tangent, np.cumsum(du), 1e-12)
 
 
 def _finite_differences(f, u, *rest, eps=1e-6):
