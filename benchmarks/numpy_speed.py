@@ -1086,7 +1086,11 @@ CAUSES: dict[str, str] = {
                 "index operand (XLA:CPU's comparator path); NumPy mode now packs each 64-bit "
                 "key above its index and sorts single int64 operands in two passes (low then "
                 "high 32 bits, stable), ~3x faster and 2.4x the jax.jit port; the ranks are "
-                "the inverse permutation, one scatter. NumPy's SIMD argsort stays ahead",
+                "the inverse permutation, one scatter (0.47-0.62x). Now float64 keys sort once, "
+                "less the 11 low bits the index needs, and a check of the order falls back to "
+                "the two passes where two values differ only in those bits: argsort 15 -> 9 ms "
+                "(NumPy's SIMD argsort: 2.6 ms; XLA:CPU sorts one int64 operand of 2000x100 "
+                "along either axis in 7-8 ms, its comparator sort's floor)",
     # elementwise with masks and clipping: one fused select / clamp each (no scatter, sort or
     # compaction for a[mask] = ...); what is left is where the result is written
     "clip_inplace": "0.19x (was 0.08-0.10x). NumPy clips the 128 MB array where it lies: one "

@@ -243,3 +243,24 @@ def test_without_the_keys_a_list_of_percentiles_and_numpys_range_error_hold(rng,
             rl.jit(lambda x, q=q: np.percentile(x, q))(x)
     with pytest.raises(ValueError, match=r"Quantiles must be in the range \[0, 1\]"):
         rl.jit(lambda x: np.quantile(x, 1.5, axis=0))(x)
+
+
+def test_argsort_of_floats_one_ulp_apart_takes_the_exact_sort(rng) -> None:
+    """A float64 argsort sorts once, by keys less the low bits the index needs (9 for 300
+    values), and checks the order it got: values that differ only in those bits (here one ulp
+    apart, in one column) come out of order there, and the exact two-pass sort runs instead. The
+    order and the ranks are NumPy's stable ones either way."""
+    ulps = 1.0 + np.arange(300) * np.finfo(np.float64).eps
+    x = np.column_stack([rng.standard_normal(300), rng.permutation(ulps)])
+
+    def kernel(v):
+        order = np.argsort(v, axis=0)
+        return order, np.argsort(order, axis=0), np.argsort(v[:, 1]), np.argsort(v[:, 0])
+
+    ir = rl.trace(kernel, x, platform="cpu").as_text()
+    assert ir.count("stablehlo.case") + ir.count("stablehlo.if") == 3  # the checked sorts
+    want = (np.argsort(x, axis=0, kind="stable"), np.argsort(np.argsort(x, axis=0, kind="stable"),
+            axis=0, kind="stable"), np.argsort(x[:, 1], kind="stable"),
+            np.argsort(x[:, 0], kind="stable"))
+    for g, w in zip(rl.jit(kernel)(x.copy()), want, strict=True):
+        np.testing.assert_array_equal(g, w)

@@ -14,7 +14,9 @@ is lowered for the CPU: ``_on_cpu``):
   ones' magnitude bits flipped, order as integers the way the floats do; every NaN is given the
   positive quiet NaN's key, so NaN sorts last as in NumPy;
 - np.argsort of real numbers through sorts of single int64 operands, each key shifted above its
-  index (a sort carrying the indices as a second operand takes the comparator path too).
+  index (a sort carrying the indices as a second operand takes the comparator path too); a
+  float64 key in one sort, less the low bits the index needs, checked, with the exact two-pass
+  sort where the check fails (``_truncated_argsort``).
 
 The network is Batcher's odd-even merge sort for the next power of two, cut to the axis length
 (the missing values would be +inf at the end: their exchanges change nothing) and pruned to the
@@ -243,14 +245,33 @@ def _key_argsort(a: Any, axis: int) -> Any:
     def by(digit: Any) -> Any:  # the stable order of a signed 32-bit digit (held in int64)
         return jax.lax.sort((digit << 32) | index, dimension=key.ndim - 1) & low
 
-    wide = a.dtype.itemsize == 8 and a.dtype.kind != "b"
-    if not wide:
-        perm = by(key)
-    else:
+    def two_passes() -> Any:
         first = by((key & low) - np.int64(1 << 31))  # low digit, unsigned, moved to signed
         high = jnp.take_along_axis(key >> 32, first, axis=-1)
-        perm = jnp.take_along_axis(first, by(high), axis=-1)
+        return jnp.take_along_axis(first, by(high), axis=-1)
+
+    if a.dtype.itemsize < 8 or a.dtype.kind == "b":
+        perm = by(key)
+    elif a.dtype.kind == "f" and key.shape[-1] > 1:
+        perm = _truncated_argsort(key, index, two_passes)
+    else:
+        perm = two_passes()
     return jnp.moveaxis(perm, -1, axis)
+
+
+def _truncated_argsort(key: Any, index: Any, exact: Any) -> Any:
+    """The stable order of the int64 ``key`` along its last axis in one sort, checked, else
+    ``exact()``'s: each key less the low bits the index needs (11 for 2,000 values), shifted
+    above the index, sorted once; right unless two distinct keys of a slice differ only in those
+    bits (floats within about 2**-42 of each other, relative), which shows as a key out of order
+    in the result, and then the exact sort runs instead (a conditional: one branch runs). For
+    float64 (2000x100 along the first axis) about twice as fast as the two passes."""
+    bits = (key.shape[-1] - 1).bit_length()
+    mask = np.int64((1 << bits) - 1)
+    fast = jax.lax.sort(((key >> bits) << bits) | index, dimension=key.ndim - 1) & mask
+    seen = jnp.take_along_axis(key, fast, axis=-1)
+    in_order = jnp.all(seen[..., 1:] >= seen[..., :-1])
+    return jax.lax.cond(in_order, lambda: fast, exact)
 
 
 def _keep(value: Any, ndim: int, axis: int, keepdims: bool, flat: bool) -> Any:
