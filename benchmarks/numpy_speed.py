@@ -1094,8 +1094,9 @@ CAUSES: dict[str, str] = {
     # elementwise with masks and clipping: one fused select / clamp each (no scatter, sort or
     # compaction for a[mask] = ...); what is left is where the result is written
     "clip_inplace": "0.42-0.44x (0.19x before, 0.08-0.10x at first). NumPy clips the "
-                    "128 MB array where it lies: one pass over memory it has just read. XLA:CPU cannot write into the caller's "
-                    "array (a donated zero-copy buffer over it is not written to), so the new "
+                    "128 MB array where it lies: one pass over memory it has just read. "
+                    "XLA:CPU cannot write into the caller's array (a donated zero-copy buffer "
+                    "over it is not written to), so the new "
                     "value is computed into a buffer of XLA's and copied back: two passes, each "
                     "writing a second 128 MB region, each ~2-3x NumPy's in-place pass here. The "
                     "buffer was new memory, faulted in page by page, on every call (32,769 "
