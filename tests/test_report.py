@@ -300,3 +300,23 @@ def test_a_note_shared_by_stages_is_one_footnote_in_the_static_rendering():
     assert html.count("a&lt;1&gt;, b&lt;16&gt;") == 1
     assert html.count('href="#pass-note-1"') == 3 and 'id="pass-note-1"' in html
     assert re.search(r"stages 1 s1, 3 s3, 4 s4:</span> left out as measured", html)
+
+
+def test_the_stage_table_writes_each_pattern_list_once():
+    """A preset runs Reactant's pattern list (about 190 patterns) in three or four stages: the
+    stage table writes it out at the first and names that stage in the later ones; another
+    list is written out again, and every pass around a list is kept."""
+    from reactant_lab.render.tables import stage_table_html
+
+    same = "a<1>;b<16>;c"
+    other = "a<1>;d"
+    pipes = ["", f"inline,enzyme-hlo-generate-td{{patterns={same}}},cse", "canonicalize",
+             f"enzyme-hlo-generate-td{{patterns={same}}},transform-interpreter",
+             f"enzyme-hlo-generate-td{{patterns={other}}}"]
+    stages = [{"index": i, "name": f"s{i}", "pipeline": p, "changed": True, "ops": 3,
+               "seconds": 0.001} for i, p in enumerate(pipes)]
+    html = stage_table_html(stages)
+    assert html.count("a&lt;1&gt;;b&lt;16&gt;;c") == 1 and html.count("a&lt;1&gt;;d") == 1
+    assert ('enzyme-hlo-generate-td{patterns=<i>the 3 patterns of <a href="#stage-1">stage 1'
+            "</a></i>},transform-interpreter") in html
+    assert "inline,enzyme-hlo-generate-td{patterns=a&lt;1&gt;" in html and "},cse" in html
