@@ -207,7 +207,9 @@ def test_tolerance_follows_the_dtype(rng):
     w = rng.standard_normal(50)
     assert verify.compare(_one(w * (1 + 1e-12)), _one(w)).ok
     off = w.copy()
-    off[7] *= 1 + 1e-7
+    # 1e-7 of the result's scale: 50x float64's bound, whatever w[7] is (the bound is relative
+    # to |want| + max|want|: w[7] * (1 + 1e-7) passed when w[7] was near zero)
+    off[7] += 1e-7 * np.abs(w).max()
     c = verify.compare(_one(off), _one(w))
     assert not c.ok and c.first_bad.startswith("result[7]")
     w32 = w.astype(np.float32)
