@@ -107,10 +107,10 @@ def _scanned_off_cpu(jnp_fn: Callable[..., Any], combine: Callable[[Any, Any], A
         x = jnp.asarray(a)
         if skip_nan is not None and x.dtype.kind in "fc":
             x = jnp.where(jnp.isnan(x), jnp.asarray(skip_nan, x.dtype), x)
-        result = jax.eval_shape(lambda v: jnp_fn(v, axis=axis, dtype=dtype), x)
-        if out is not None or result.dtype != jnp.float64 or context.platform() == "cpu":
+        result = np.dtype(dtype) if dtype is not None else x.dtype  # jax.numpy's result's
+        if out is not None or result != np.float64 or context.platform() == "cpu":
             return jnp_fn(x, axis=axis, dtype=dtype, out=out)
-        x = x.astype(result.dtype)
+        x = x.astype(np.float64)
         x, ax = (x.ravel(), 0) if axis is None else (x, operator.index(axis) % x.ndim)
         return jax.lax.associative_scan(combine, x, axis=ax) if x.shape[ax] else x
 
