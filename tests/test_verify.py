@@ -152,6 +152,29 @@ def test_jax_code_against_jit_and_stage0(rng):
     assert "reference: the traced module" in stage0.table()
 
 
+def test_the_jax_reference_runs_on_the_device_the_stages_run_on(rng):
+    """verify and bisect compile the stages for ``device``; jax.jit, their reference, must run
+    there too, not on JAX's default device: on a TPU machine, stages verified on the CPU were
+    compared with the TPU's jax.jit (whose XLA drops a clamp the CPU's keeps), and every stage
+    was 'wrong'. The function notes JAX's default device each time it is traced."""
+    from reactant_lab.bisect import bisect
+
+    seen: list[object] = []
+
+    def f(x):
+        seen.append(jax.config.jax_default_device)
+        return jnp.tanh(x) * 2
+
+    x = jnp.asarray(rng.standard_normal(6).astype(np.float32))
+    cpu = jax.devices("cpu")[0]
+    stages = rl.trace(f, x).stages("all", device="cpu")
+    seen.clear()
+    assert stages.verify(x, device="cpu").ok
+    assert seen and seen[-1] == cpu  # traced once more, by the reference's jax.jit
+    seen.clear()
+    assert not bisect(f, x, metric="result", progress=False, device="cpu").found
+    assert cpu in seen
+
 def test_references_that_cannot_run_this_code_are_refused(rng):
     x = rng.standard_normal(4)
     jax_code = rl.trace(jnp.sin, jnp.asarray(x)).stages("none")

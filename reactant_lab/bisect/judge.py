@@ -34,7 +34,7 @@ class Judge:
         self.metric, self.threshold, self.repeat, self.device = metric, threshold, repeat, device
         self.say, self.reference = say, reference
         self.want = reference_outcome(traced, args, kwargs, reference,
-                                      lambda: self._compile(traced.ir))
+                                      lambda: self._compile(traced.ir), device)
         self.tests = 0
         self.log: list[str] = []
         self._seen: dict[str, tuple[StageCheck, bool]] = {}

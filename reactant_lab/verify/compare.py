@@ -201,10 +201,13 @@ REFERENCE_LABELS = {"numpy": "NumPy eager", "jax": "jax.jit", "stage0": "the tra
 
 
 def reference_outcome(traced: Traced, args: tuple[Any, ...], kwargs: dict[str, Any],
-                      reference: str, stage0: Callable[[], Compiled] | None = None) -> Outcome:
+                      reference: str, stage0: Callable[[], Compiled] | None = None,
+                      device: Any | None = None) -> Outcome:
     """The reference outcome: the function run eagerly by NumPy, under ``jax.jit`` (every
-    leaf that is not an array static), or the traced module (stage 0, compiled by
-    ``stage0()``). A reference that fails raises TraceError naming it."""
+    leaf that is not an array static) on ``device`` (``backend.resolve_device``: the device the
+    stages run on, so that the reference and the stages meet the same XLA backend), or the
+    traced module (stage 0, compiled by ``stage0()``). A reference that fails raises TraceError
+    naming it."""
     fn = traced.fn
     if reference in ("numpy", "jax") and fn is None:
         raise TraceError("the traced call keeps no function to run as a reference; use "
@@ -218,7 +221,8 @@ def reference_outcome(traced: Traced, args: tuple[Any, ...], kwargs: dict[str, A
         if reference == "numpy":
             with np.errstate(all="ignore"):
                 return outcome(fn, args, kwargs)
-        with backend.x64_scope(traced.layout.x64):
+        with backend.x64_scope(traced.layout.x64), \
+                jax.default_device(backend.resolve_device(device)):
             return outcome(_jitted(fn, args, kwargs), args, kwargs)
     except ReactantLabError:
         raise

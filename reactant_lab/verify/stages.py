@@ -251,7 +251,7 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
                          "rl.explore(fn, *args, verify=True).")
     ref = reference_name(traced, reference)
     want = reference_outcome(traced, args, kwargs, ref,
-                             lambda: stages.compile(0, device=device))
+                             lambda: stages.compile(0, device=device), device)
     platform = device_support.platform_of(backend.resolve_device(device))
     floors, widened = precision_floors(stages.stages[0].ir, platform)
     checks: list[StageCheck] = []
