@@ -210,9 +210,20 @@ def lab_page(browser: Any, jupyterlab_server: LabServer, artifacts_dir: Path,
     finally:
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
-            page.screenshot(path=str(artifacts_dir / f"FAILED-{request.node.name}.png"))
+            keep_failure(page, jupyterlab_server, artifacts_dir, request.node.name)
         context.close()
         jupyterlab_server.shutdown_kernels()
+
+
+def keep_failure(page: Any, server: LabServer, artifacts_dir: Path, name: str) -> None:
+    """What a failed browser test leaves in ``artifacts_dir``: a screenshot of the page and the
+    end of JupyterLab's log (which kernels started, restarted or were shut down, and why: what
+    the rare rerun of a test whose kernel was interrupted while it started needs to be
+    diagnosed), both named after the test (``FAILED-<test>.png``, ``.log``); a rerun's attempt
+    keeps them."""
+    page.screenshot(path=str(artifacts_dir / f"FAILED-{name}.png"))
+    (artifacts_dir / f"FAILED-{name}.log").write_text(
+        server.log.read_text(errors="replace")[-30_000:])
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -33,6 +33,7 @@ from reactant_lab.explore import ExploreOptions, build_from_text
 from reactant_lab.notebook.display import explorer_payload
 from reactant_lab.render.payload import notebook_payload
 from tests.browser.conftest import (
+    keep_failure,
     live_explorer,
     open_in_lab,
     run_all_cells,
@@ -111,7 +112,7 @@ def page(browser, jupyterlab_server, artifacts_dir, request):
     finally:
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
-            p.screenshot(path=str(artifacts_dir / f"FAILED-{request.node.name}.png"))
+            keep_failure(p, jupyterlab_server, artifacts_dir, request.node.name)
         context.close()
         jupyterlab_server.shutdown_kernels()
 
