@@ -250,9 +250,10 @@ def verify_stages(stages: StageTrace, args: tuple[Any, ...], kwargs: dict[str, A
                          "rl.trace(fn, *args).stages(...).verify(*args), or "
                          "rl.explore(fn, *args, verify=True).")
     ref = reference_name(traced, reference)
+    target = backend.resolve_device(device)
     want = reference_outcome(traced, args, kwargs, ref,
-                             lambda: stages.compile(0, device=device), device)
-    platform = device_support.platform_of(backend.resolve_device(device))
+                             lambda: stages.compile(0, device=device), target)
+    platform = device_support.platform_of(target)
     floors, widened = precision_floors(stages.stages[0].ir, platform)
     checks: list[StageCheck] = []
     for stage in stages.stages:
