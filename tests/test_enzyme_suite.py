@@ -35,7 +35,7 @@ import reactant_lab as rl
 from reactant_lab import backend
 from reactant_lab import enzyme as rle
 from reactant_lab.errors import CompileError, PassFailedError
-from tests.conftest import assert_close_to_scale
+from tests.conftest import assert_close_to_scale, matmul_rtol, target_platform
 
 pytestmark = pytest.mark.skipif(not backend.enzyme_available(),
                                 reason=f"enzyme-ad: {backend.enzyme_unavailable_reason()}")
@@ -384,8 +384,14 @@ def test_enzyme_matches_jax(case: Case, preset: str, rng):
                           else ("enzyme.autodiff",))
     with backend.x64_scope(case.x64):
         want = theirs(case)(args, ct, tangents)
+    # float32 products on a TPU run at bf16-pass precision, so derivative code that the
+    # optimizer arranged another way than JAX rounds another way (measured: conv's gradient under
+    # 'all', 8.5e-5 of its scale)
+    products = any(ex.stages.final.op_counts.get(op, 0)
+                   for op in ("stablehlo.dot_general", "stablehlo.convolution"))
+    tol = matmul_rtol(case.tol) if products and not case.x64 else case.tol
     for key, value in want.items():
-        assert_close_to_scale(ex.outputs[key], value, case.tol, f"{case.name} {key}")
+        assert_close_to_scale(ex.outputs[key], value, tol, f"{case.name} {key}")
 
 
 def test_the_suite_covers_its_brief():
@@ -480,11 +486,12 @@ def _scatter_into_zeros(x):
     return jnp.zeros(4, x.dtype).at[np.array([0, 2, 2, 3, 0, 1])].add(x)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
+@pytest.mark.xfail(target_platform() == "cpu", strict=True, raises=AssertionError,
                    reason="XLA CPU miscompiles a variadic stablehlo.scatter whose two operands "
                           "are one value: Enzyme's forward mode of a scatter into constant zeros "
                           "scatters the primal and the tangent into zeros that XLA merges, and "
-                          "both results come out as one (duplicated indices not summed)")
+                          "both results come out as one (duplicated indices not summed); XLA:TPU "
+                          "computes it right (passed on a TPU v5e)")
 def test_jvp_of_scatter_into_a_constant(rng):
     x, t = _f32(rng, 6) + 3.0, _f32(rng, 6) - 3.0
     ex = rl.explore(lambda x, t: rle.jvp(_scatter_into_zeros, (x,), (t,)), x, t, mode="jax")

@@ -9,6 +9,7 @@ import pytest
 
 import reactant_lab as rl
 from reactant_lab import backend
+from tests.conftest import float_rtol
 
 
 def kernel(a, b):
@@ -22,8 +23,8 @@ def _call(rng, **options):
     want = np.sin(want_a).sum()
     f = rl.jit(kernel, **options)
     got = f(a, b)
-    np.testing.assert_allclose(a, want_a, rtol=1e-15)
-    assert got == pytest.approx(want, rel=1e-14)
+    np.testing.assert_allclose(a, want_a, rtol=float_rtol(a.dtype, 1e-15))
+    assert got == pytest.approx(want, rel=float_rtol(a.dtype, 1e-14, functions=True))
     return f.last.compiled
 
 
