@@ -41,6 +41,7 @@ from reactant_lab._compile_isolation import (
     Guard,
     ReproducerWriter,
     compile_lowered,
+    compiled_text,
     cpu_options,
     guard_for,
     isolated,
@@ -594,7 +595,7 @@ def _compile_via_jax(text: str, donation: Donation, avals: Sequence[Aval],
             raise
         except Exception as exc:
             raise CompileError(compile_message(text, exc)) from exc
-        return asm(module), compiled
+        return compiled_text() or asm(module), compiled
 
 
 def swap_module(lowered: jax.stages.Lowered, text: str, donation: Donation) -> ir.Module | None:

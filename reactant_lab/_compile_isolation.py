@@ -113,6 +113,9 @@ class _Current(threading.local):
     """Whether this thread's last compile of ours was served by ``_EXECUTABLES``."""
     fresh: int = 0
     """How many ``fresh_compiles`` blocks this thread is in (none: executables are reused)."""
+    text: str | None = None
+    """The module text of this thread's last compile of ours, as XLA was given it (printing a
+    module with its locations again costs as much as a small module's XLA compile)."""
 
 
 EXECUTABLE_CACHE_SIZE = 32
@@ -145,6 +148,13 @@ def fresh_compiles() -> Iterator[None]:
         yield
     finally:
         _CURRENT.fresh -= 1
+
+
+def compiled_text() -> str | None:
+    """The module text the calling thread's last ``compile_lowered`` gave XLA (once), or None
+    when JAX's compile was not routed through ``wrap_jax_compile``."""
+    text, _CURRENT.text = _CURRENT.text, None
+    return text
 
 
 def not_reused() -> None:
@@ -270,6 +280,7 @@ def compile_lowered(lowered: jax.stages.Lowered, module: ir.Module, device: Any,
     """``lowered.compile()`` with ``cpu_options`` and the XLA ``options`` (``overrides``), in
     the compile worker when ``guard`` says so; never from or into JAX's persistent cache
     (``wrap_jax_compile``)."""
+    _CURRENT.text = None
     if wrap_jax_compile():
         _CURRENT.guard, _CURRENT.ours = guard, True
         try:
@@ -318,7 +329,7 @@ def wrap_jax_compile() -> bool:
         if not ours:
             return original(client, module, devices, options, host_callbacks)
         options = cpu_options(options, devices[0].platform)
-        text = asm(module)
+        text = _CURRENT.text = asm(module)
         # An identical compile of ours (the same module under another preset, the same call
         # again) reuses its executable: XLA's executables are immutable and run any number of
         # times. Callbacks live in this process, bound to one executable: never shared.

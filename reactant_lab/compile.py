@@ -21,8 +21,8 @@ import numpy as np
 from reactant_lab import backend, device_memory, device_support
 from reactant_lab.analysis.collectives import CollectiveReport, collective_report
 from reactant_lab.analysis.custom_calls import CustomCall, custom_calls
-from reactant_lab.analysis.mlir_func import parse_function
-from reactant_lab.analysis.normalize import replace_long_hex, strip_locations
+from reactant_lab.analysis.mlir_func import returned_names
+from reactant_lab.analysis.normalize import strip_locations
 from reactant_lab.errors import (
     AnalysisError,
     CompileError,
@@ -979,18 +979,14 @@ def check_timeout(seconds: Any) -> float | None:
 def returned_arguments(ir: str, n_args: int) -> dict[int, int]:
     """``@main`` result index -> argument index, for each result that is an argument returned
     unchanged (empty when the module cannot be read that way)."""
-    # Only where @main's results come from matters: a large constant's hex digits (megabytes of
-    # them on one line, e.g. a table folded at trace time) are shortened before the text is read.
     try:
-        results = parse_function(replace_long_hex(ir, lambda _: '"0x0"')).results
+        names = returned_names(ir)
     except AnalysisError:
         return {}
     found = {}
-    for r in results:
-        if r.source is not None and r.source.startswith("arg") and r.source[3:].isdigit():
-            arg = int(r.source[3:])
-            if arg < n_args:
-                found[r.index] = arg
+    for index, name in enumerate(names):
+        if name.startswith("%arg") and name[4:].isdigit() and int(name[4:]) < n_args:
+            found[index] = int(name[4:])
     return found
 
 

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
+from reactant_lab.analysis.mlir_func import parse_function, returned_names
+from reactant_lab.analysis.normalize import strip_locations
+from reactant_lab.errors import AnalysisError
 from reactant_lab.examples import EXAMPLES, mlp
 from tests.conftest import assert_close, float_rtol, target_platform, unattached_platform
 
@@ -250,3 +253,25 @@ def test_a_numpy_kernel_rounds_16_bit_intermediates_as_numpy(rng, monkeypatch, p
     ja, jb = jnp.asarray(a), jnp.asarray(b)
     np.testing.assert_array_equal(np.asarray(rl.jit(_product_in_float32, mode="jax")(ja, jb)),
                                   np.asarray(jax.jit(_product_in_float32)(ja, jb)))
+
+
+def test_returned_names_read_the_return_line_as_the_parser_reads_the_results(rng):
+    """What compile reads after every compile (which results are arguments given back) from the
+    return line alone agrees with the whole function's parse, with locations and without."""
+    def kernel(a, b, c):
+        b *= 1.0  # the optimizer gives b back unchanged, and a and c
+        return a * 1.0, c * 2, c + 0.0, b.sum()
+
+    shape = (int(rng.integers(2, 9)),)
+    st = rl.trace(kernel, *(rng.random(shape) for _ in range(3))).stages("all")
+    for text in (st[0].ir, st.final.ir, strip_locations(st.final.ir)):
+        names = returned_names(text)
+        parsed = [r.source for r in parse_function(text).results]
+        assert [n[1:] if n.startswith("%arg") else None for n in names] == \
+            [s if s and s.startswith("arg") else None for s in parsed]
+    assert sorted(n for n in returned_names(st.final.ir) if n.startswith("%arg")) == \
+        ["%arg0", "%arg1", "%arg2"]
+    empty = "module {\n  func.func @main() {\n    return loc(#loc3)\n  } loc(#loc)\n}\n"
+    assert returned_names(empty) == []
+    with pytest.raises(AnalysisError, match="no return of a function @main"):
+        returned_names("module {\n}\n")

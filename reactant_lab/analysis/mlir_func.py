@@ -93,6 +93,35 @@ class ParsedFunc:
     whose location is a name (text printed with locations only)."""
 
 
+_RETURN_LINE = re.compile(r"^\s*(?:func\.)?return\b(.*)$")
+
+
+def returned_names(text: str, name: str = "main") -> list[str]:
+    """The SSA names function ``@name`` returns, in order (``%arg1``, ``%0``, ``%3#1``), read
+    from its return line alone: what ``parse_function(text).results`` says a result comes from,
+    without parsing every op (a module's text is read this way after every compile). Raises
+    AnalysisError when the text has no such function or its return cannot be read."""
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        m = _FUNC_LINE.match(line)
+        if not (m and _unquote(m.group(2)) == name):
+            continue
+        close = m.group(1) + "}"
+        end = next((k for k in range(n + 1, len(lines))
+                    if lines[k] == close or lines[k].startswith(close + " ")), None)
+        ret = _RETURN_LINE.match(lines[end - 1]) if end is not None else None
+        if ret is None:
+            break
+        operands = ret.group(1).split(" : ", 1)[0].strip()
+        if operands.startswith("loc("):  # `return loc(#loc3)`: nothing returned
+            operands = ""
+        names = [o.strip() for o in operands.split(",")] if operands else []
+        if not all(_NAME.fullmatch(o.split("#", 1)[0]) for o in names):
+            break
+        return names
+    raise AnalysisError(f"no return of a function @{name} could be read in the module")
+
+
 def parse_function(text: str, name: str = "main") -> ParsedFunc:
     """Parse function ``@name`` of module text (with or without locations)."""
     lines = strip_locations(text).splitlines()
