@@ -254,9 +254,25 @@ def choose_no_kernel(page: Any) -> None:
 
 
 def wait_for_kernel_idle(page: Any, timeout: float = 120_000) -> None:
-    """Wait until the open notebook's kernel is idle (started and done running)."""
+    """Wait until the open notebook's kernel is idle: started, connected to the page and done
+    running, as the server sees it. (The notebook's execution indicator says idle from the moment
+    the notebook opens, before its session has a kernel; cells run then found no kernel, and
+    JupyterLab asked which kernel to start: the rare rerun of a browser test, whose first cell
+    was interrupted when that dialog's answer started a second kernel.)"""
     page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"] >> visible=true').first \
         .wait_for(timeout=timeout)
+    base = re.match(r"https?://[^/]+", page.url).group(0)
+    deadline = time.monotonic() + timeout / 1000
+    kernels: list[Any] = []
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base}/api/sessions", timeout=10) as r:
+            kernels = [s["kernel"] for s in json.load(r) if s.get("kernel")]
+        if kernels and all(k.get("execution_state") == "idle" and k.get("connections", 0) >= 1
+                           for k in kernels):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no kernel of the open notebook was idle and connected in "
+                         f"{timeout / 1000:.0f} s; the server's kernels: {kernels}")
 
 
 def run_all_cells(page: Any, timeout: float = 180_000) -> None:
