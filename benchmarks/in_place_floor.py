@@ -18,7 +18,10 @@ machine's drift hits all alike), with its minor page faults per call:
 - ``numpy``            ``np.clip(a, -0.5, 0.5, out=a)``;
 - ``xla, new memory``  jax.jit's clip of the array, result in memory XLA allocates per call;
 - ``xla, kept buffer`` the same, the result written into the last call's result (donated);
-- ``copy back``        copying a result into the caller's array (what a write-back costs);
+- ``copy back, numpy`` copying a result into the caller's array with ``np.copyto``;
+- ``copy back, ours``  the same as rl.jit writes back a large array: two threads, each
+  copying half with non-temporal stores (``host_memory.stream_copy``: the caller's lines are
+  not read first, as a plain copy's are);
 - ``rl.jit``           ``rl.jit`` of the NumPy kernel: read in place, kept buffer, copy back;
 - ``rl.jit, no keep``  the same with no buffer kept (what rl.jit did before).
 
@@ -73,7 +76,8 @@ def _variants(a: np.ndarray) -> dict[str, Callable[[], object]]:
         "numpy": lambda: np.clip(a, -0.5, 0.5, out=a),
         "xla, new memory": lambda: new(x).block_until_ready(),
         "xla, kept buffer": lambda: kept.append(into(x, kept.pop()).block_until_ready()),
-        "copy back": lambda: np.copyto(a, result),
+        "copy back, numpy": lambda: np.copyto(a, result),
+        "copy back, ours": lambda: rl_compile.copy_into(a, result),
         "rl.jit": lambda: fast(a),
         "rl.jit, no keep": lambda: plain(a),
     }

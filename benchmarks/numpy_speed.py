@@ -1093,18 +1093,19 @@ CAUSES: dict[str, str] = {
                 "along either axis in 7-8 ms, its comparator sort's floor)",
     # elementwise with masks and clipping: one fused select / clamp each (no scatter, sort or
     # compaction for a[mask] = ...); what is left is where the result is written
-    "clip_inplace": "0.42-0.44x (0.19x before, 0.08-0.10x at first). NumPy clips the "
-                    "128 MB array where it lies: one pass over memory it has just read. "
-                    "XLA:CPU cannot write into the caller's array (a donated zero-copy buffer "
-                    "over it is not written to), so the new "
-                    "value is computed into a buffer of XLA's and copied back: two passes, each "
-                    "writing a second 128 MB region, each ~2-3x NumPy's in-place pass here. The "
-                    "buffer was new memory, faulted in page by page, on every call (32,769 "
-                    "faults, half the time); it is now kept between calls "
-                    "(compile.KEPT_RESULT_MIN_BYTES). The jax.jit port, which returns a new "
-                    "array (no copy back, but new memory each call), is as slow. Reproducer: "
-                    "benchmarks/in_place_floor.py (NumPy; XLA into new memory, into a kept "
-                    "buffer; the copy back; where a donated caller's array lands)",
+    "clip_inplace": "0.43-0.48x (0.42-0.44x before the streamed copy back, 0.19x before "
+                    "the kept buffer, 0.08-0.10x at first). NumPy clips the 128 MB array where "
+                    "it lies: one pass over memory it has just read (9-9.5 ms). XLA:CPU cannot "
+                    "write into the caller's array (a donated zero-copy buffer over it is not "
+                    "written to), so the new value is computed into a buffer of XLA's, kept "
+                    "between calls (compile.KEPT_RESULT_MIN_BYTES; new memory each call faulted "
+                    "in 32,769 pages, half the time), on two threads in 11 ms (each line of "
+                    "that buffer read before it is written), then copied back: two threads, "
+                    "non-temporal stores (host_memory.stream_copy), 8.4 ms where np.copyto "
+                    "takes 19. The two passes are the floor. The jax.jit port, which returns a "
+                    "new array (no copy back, but new memory each call), is slower. "
+                    "Reproducer: benchmarks/in_place_floor.py (NumPy; XLA into new memory, into "
+                    "a kept buffer; both copies back; where a donated caller's array lands)",
     "mandelbrot": "1.2-1.3x on 2 cores; was 0.79-0.87x. Its 50 iterations each run two "
                   "fusions over the 150x200 grid (each recomputing |Z|, XLA's overflow-safe "
                   "complex abs: the mask is not kept) and copy the carried Z, where NumPy "

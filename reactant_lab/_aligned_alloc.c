@@ -8,13 +8,20 @@
  * start is stored in the pointer just before the data, for free and realloc. calloc stays
  * calloc, so large zeroed arrays keep the lazily zeroed pages NumPy's own allocator gets.
  * As NumPy's default allocator on Linux, blocks of 4 MiB and more ask for transparent huge
- * pages when the context says so. */
+ * pages when the context says so.
+ *
+ * rl_stream_copy copies a large result into the caller's array (compile.copy_into) with
+ * non-temporal stores where the CPU has them (SSE2): written past the cache, the destination's
+ * lines are not read first, which a plain memcpy of tens of megabytes does. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
 #include <sys/mman.h>
+#endif
+#ifdef __SSE2__
+#include <emmintrin.h>
 #endif
 
 #define ALIGN 64u
@@ -100,4 +107,34 @@ void rl_aligned_free(void *ctx, void *ptr, size_t size) {
     if (ptr != NULL) {
         free(((void **)ptr)[-1]);
     }
+}
+
+void rl_stream_copy(void *dst, const void *src, size_t n) {
+#ifdef __SSE2__
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    size_t head = (16u - ((uintptr_t)d & 15u)) & 15u, blocks, i;
+    if (head > n) {
+        head = n;
+    }
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
+    blocks = n / 64u;
+    for (i = 0; i < blocks; i++, d += 64, s += 64) {
+        __m128i w0 = _mm_loadu_si128((const __m128i *)s);
+        __m128i w1 = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i w2 = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i w3 = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, w0);
+        _mm_stream_si128((__m128i *)(d + 16), w1);
+        _mm_stream_si128((__m128i *)(d + 32), w2);
+        _mm_stream_si128((__m128i *)(d + 48), w3);
+    }
+    _mm_sfence(); /* the streamed stores are visible before the call returns */
+    memcpy(d, s, n - blocks * 64u);
+#else
+    memcpy(dst, src, n);
+#endif
 }

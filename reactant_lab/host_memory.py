@@ -314,3 +314,25 @@ def is_aligned(array: np.ndarray) -> bool:
     C-contiguous array in place)."""
     checks.instance("array", array, np.ndarray, "a NumPy array")
     return array.ctypes.data % ALIGNMENT == 0
+
+
+def stream_copy(target: np.ndarray, source: np.ndarray) -> bool:
+    """``target[...] = source`` with non-temporal stores (``rl_stream_copy`` of
+    ``_aligned_alloc.c``), for arrays of the same dtype and shape, both C-contiguous and apart;
+    returns False, having copied nothing, when they are not or the library cannot be had here
+    (the caller then assigns). For large copies only: the target's lines end up out of the
+    cache. Measured with two threads each copying half (``compile.copy_into``): 16 MB in 0.76 ms
+    against NumPy's 1.03 ms, 64 MB 3.2 against 4.9 ms (``benchmarks/in_place_floor.py``)."""
+    if not (target.dtype == source.dtype and target.shape == source.shape
+            and target.flags.c_contiguous and source.flags.c_contiguous
+            and target.flags.writeable and not np.may_share_memory(target, source)):
+        return False
+    try:
+        library = _install().library
+    except AlignedArraysUnavailable:
+        return False
+    copy = library.rl_stream_copy
+    copy.restype = None
+    copy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    copy(target.ctypes.data, source.ctypes.data, target.nbytes)  # ctypes lets go of the GIL
+    return True

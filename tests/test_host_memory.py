@@ -227,3 +227,28 @@ def test_an_unwritable_cache_builds_into_a_private_temporary_folder(tmp_path):
                           env=env, timeout=300, check=True)
     aligned, library = done.stdout.split()
     assert aligned == "True" and "reactant_lab-" in library and str(blocker) not in library
+
+
+def test_stream_copy_writes_every_byte_at_any_offset_and_refuses_what_it_cannot_copy(rng):
+    """The non-temporal copy of a large write-back: every byte of the target, whatever the
+    start addresses (its head and tail are copied apart from the 64-byte blocks); arrays that
+    are not C-contiguous, of other shapes or dtypes, or that overlap are left to NumPy."""
+    if host_memory.available() is not None:
+        pytest.skip(host_memory.available())
+    raw = rng.integers(0, 256, 4096 + 300, dtype=np.uint8)
+    for _ in range(30):
+        n, start, at = int(rng.integers(0, 4097)), *(int(v) for v in rng.integers(0, 301, 2))
+        target = np.zeros(4096 + 300, np.uint8)
+        before = target.copy()
+        assert host_memory.stream_copy(target[at:at + n], raw[start:start + n])
+        before[at:at + n] = raw[start:start + n]
+        np.testing.assert_array_equal(target, before)  # and nothing outside it
+    x = rng.standard_normal((300, 70))
+    y = np.zeros_like(x)
+    assert host_memory.stream_copy(y, x) and np.array_equal(y, x)
+    for target, source in ((np.zeros((70, 300)).T, x), (np.zeros_like(x), x.T.copy().T),
+                           (np.zeros(x.size), x), (np.zeros(x.shape, np.float32), x),
+                           (x[1:], x[:-1])):
+        kept = target.copy()
+        assert not host_memory.stream_copy(target, source)
+        np.testing.assert_array_equal(target, kept)
