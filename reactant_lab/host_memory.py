@@ -10,7 +10,8 @@ choose the allocator of the arrays it creates from then on (NEP 49, ``PyDataMem_
 
 The allocator is four C functions (``_aligned_alloc.c``, the C library's ``malloc``, ``calloc``,
 ``realloc`` and ``free`` over-allocated by 72 bytes) built once with the system C compiler into
-a per-user cache and loaded with ``ctypes``; NumPy's handler capsule and its C-API entry are
+a per-user cache and loaded with ``ctypes`` (the same library has the non-temporal copy of
+:func:`stream_copy`, for large write-backs); NumPy's handler capsule and its C-API entry are
 reached through ``ctypes`` too, so nothing needs Python's or NumPy's headers. Without a C
 compiler the allocator is unavailable (:class:`AlignedArraysUnavailable` says why) and everything
 else works as before, with the copies.
