@@ -175,6 +175,7 @@ def test_the_jax_reference_runs_on_the_device_the_stages_run_on(rng):
     assert not bisect(f, x, metric="result", progress=False, device="cpu").found
     assert cpu in seen
 
+
 def test_references_that_cannot_run_this_code_are_refused(rng):
     x = rng.standard_normal(4)
     jax_code = rl.trace(jnp.sin, jnp.asarray(x)).stages("none")

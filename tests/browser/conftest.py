@@ -53,6 +53,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def get_json(url: str) -> Any:
+    """GET ``url`` (a JupyterLab server's REST endpoint) as JSON."""
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return json.loads(r.read())
+
+
 @dataclass
 class LabServer:
     """A running JupyterLab: its base URL and root directory."""
@@ -66,8 +72,7 @@ class LabServer:
 
     def api(self, path: str) -> Any:
         """GET a REST endpoint (``api/kernels``, ...) as JSON."""
-        with urllib.request.urlopen(f"{self.url}/{path}", timeout=10) as r:
-            return json.loads(r.read())
+        return get_json(f"{self.url}/{path}")
 
     def kernels(self) -> list[dict[str, Any]]:
         """The kernels running now."""
@@ -265,8 +270,7 @@ def wait_for_kernel_idle(page: Any, timeout: float = 120_000) -> None:
     deadline = time.monotonic() + timeout / 1000
     kernels: list[Any] = []
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{base}/api/sessions", timeout=10) as r:
-            kernels = [s["kernel"] for s in json.load(r) if s.get("kernel")]
+        kernels = [s["kernel"] for s in get_json(f"{base}/api/sessions") if s.get("kernel")]
         if kernels and all(k.get("execution_state") == "idle" and k.get("connections", 0) >= 1
                            for k in kernels):
             return
