@@ -56,6 +56,17 @@ UNPARSABLE = ("module {\n  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 SMALL = "module {\n  func.func @main() {\n    return\n  }\n}\n"
 
 
+def on_the_worker() -> str:
+    """Run a pipeline on a text never run before, so that it reaches the pass worker (a result
+    kept from an earlier run does not): the worker runs afterwards. Returns the output."""
+    on_the_worker.runs += 1
+    return rl.run_pipeline(SMALL.replace("@main", f"@main_{os.getpid()}_{on_the_worker.runs}"),
+                           "canonicalize")
+
+
+on_the_worker.runs = 0
+
+
 def nested_calls(depth: int) -> str:
     """A module whose inlining nests ``depth`` stablehlo.case regions (slow to inline)."""
     t = "tensor<4xf32>"
@@ -148,12 +159,48 @@ def test_parser_crash_is_blamed_on_the_parser(monkeypatch):
 
 
 def test_worker_killed_while_idle_is_replaced_silently():
-    rl.run_pipeline(SMALL, "canonicalize")
+    on_the_worker()
     pid = backend.worker_pid()
     os.kill(pid, signal.SIGKILL)
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # dead, not yet reaped
-    assert rl.run_pipeline(SMALL, "canonicalize")
+    assert on_the_worker()
     assert backend.worker_pid() != pid
+
+
+def test_a_pipeline_run_again_on_the_same_text_is_not_sent_to_the_worker_again(monkeypatch):
+    """The passes are deterministic: a second run of a pipeline on the same text gives the text
+    the first gave, without the worker; another pipeline, another text, a run that failed and
+    the other pass mode do go to it."""
+    backend._PIPELINE_RESULTS.clear()
+    sent = []
+    real = backend._WORKER.run
+    monkeypatch.setattr(backend._WORKER, "run",
+                        lambda mode, text, pipeline, **kw: sent.append(pipeline) or real(
+                            mode, text, pipeline, **kw))
+    other = SMALL.replace("@main", "@other")
+    first = backend.run_pipeline(SMALL, "canonicalize")
+    assert backend.run_pipeline(SMALL, "canonicalize") == first and len(sent) == 1
+    backend.run_pipeline(SMALL, "canonicalize,cse")
+    backend.run_pipeline(other, "canonicalize")
+    assert len(sent) == 3
+    for _ in range(2):
+        with pytest.raises(rl.UnknownPassError):
+            backend.run_pipeline(SMALL, "canonicalize,no-such-pass")
+    assert len(sent) == 5
+    if rl.enzyme_available():
+        backend.run_pipeline(SMALL, "canonicalize", use_enzyme=False)
+        assert len(sent) == 6
+
+
+def test_kept_pipeline_results_stay_within_their_budget():
+    kept = backend._PipelineResults(1000)
+    for i in range(20):
+        kept.put(("m", "p", f"text {i:03d}" * 10), "x" * 50)
+    assert kept.get(("m", "p", "text 000" * 10)) is None
+    assert kept.get(("m", "p", "text 019" * 10)) == "x" * 50
+    assert kept._size <= 1000
+    kept.put(("m", "p", "too large"), "x" * 400)  # over a quarter of the budget: not kept
+    assert kept.get(("m", "p", "too large")) is None
 
 
 def test_worker_dies_with_its_parent():
@@ -178,6 +225,7 @@ def test_in_process_mode_gives_the_same_stages(monkeypatch, rng):
     traced = rl.trace(case.fn, *args, **kwargs)
     worker = traced.stages("all")
     monkeypatch.setenv("REACTANT_LAB_INPROCESS_PASSES", "1")
+    backend._PIPELINE_RESULTS.clear()  # the passes run again, here
     here = traced.stages("all")
     assert [s.ir for s in here.stages] == [s.ir for s in worker.stages]
 
@@ -336,7 +384,7 @@ class InterruptingProgress(progress.StageProgress):
 def test_ctrl_c_stops_a_long_stage_and_the_worker(monkeypatch, capsys):
     monkeypatch.setattr(progress, "AFTER_SECONDS", 0.5)
     monkeypatch.setattr(runner, "StageProgress", InterruptingProgress)
-    rl.run_pipeline(SMALL, "canonicalize")
+    on_the_worker()
     pid = backend.worker_pid()
     start = time.perf_counter()
     with pytest.raises(PassInterruptedError) as info:
@@ -348,14 +396,14 @@ def test_ctrl_c_stops_a_long_stage_and_the_worker(monkeypatch, capsys):
     assert not alive(pid)
     err = capsys.readouterr().err
     assert re.search(r"stage 'custom' running for \d+ s \(module of [\d,]+ ops\)", err)
-    assert rl.run_pipeline(SMALL, "canonicalize")  # a new worker
+    assert on_the_worker()  # a new worker
     assert backend.worker_pid() != pid
 
 
 @needs_enzyme  # as above: a stage long enough to run past a short limit
 def test_a_stage_past_the_pass_time_limit_is_stopped_with_a_clear_error(monkeypatch):
     monkeypatch.setenv(backend.PASS_TIME_LIMIT_VAR, "1")
-    rl.run_pipeline(SMALL, "canonicalize")
+    on_the_worker()
     pid = backend.worker_pid()
     start = time.perf_counter()
     with pytest.raises(rl.PassTimeoutError) as info:
@@ -369,7 +417,7 @@ def test_a_stage_past_the_pass_time_limit_is_stopped_with_a_clear_error(monkeypa
     assert err.reproducer and os.path.exists(os.path.join(err.reproducer, "input.mlir"))
     assert "func.func" in err.last_good_ir
     assert not alive(pid)
-    assert rl.run_pipeline(SMALL, "canonicalize")  # a new worker
+    assert on_the_worker()  # a new worker
     assert backend.worker_pid() != pid
 
 
