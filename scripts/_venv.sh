@@ -13,12 +13,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# --no-compile: Python compiles each module when it is first imported (and keeps it), instead of
-# pip compiling every module of every package (jax, JupyterLab, ...) up front: ~11 s less here.
 if [ -n "${1:-}" ]; then
-  .venv/bin/python -m pip install --quiet --no-compile -e ".[$1]"
+  .venv/bin/python -m pip install --quiet -e ".[$1]"
 else
-  .venv/bin/python -m pip install --quiet --no-compile -e .
+  .venv/bin/python -m pip install --quiet -e .
 fi
 if node_bin="$(.venv/bin/python build_frontend.py)"; then
   export PATH="$node_bin:$PATH"
