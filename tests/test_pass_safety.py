@@ -60,8 +60,8 @@ def on_the_worker() -> str:
     """Run a pipeline on a text never run before, so that it reaches the pass worker (a result
     kept from an earlier run does not): the worker runs afterwards. Returns the output."""
     on_the_worker.runs += 1
-    return rl.run_pipeline(SMALL.replace("@main", f"@main_{os.getpid()}_{on_the_worker.runs}"),
-                           "canonicalize")
+    fresh = f"module attributes {{rl.run = \"{os.getpid()}-{on_the_worker.runs}\"}} {{"
+    return rl.run_pipeline(SMALL.replace("module {", fresh), "canonicalize")
 
 
 on_the_worker.runs = 0
@@ -132,7 +132,7 @@ def test_crashing_pass_is_an_error_naming_pass_and_signal():
     assert os.path.exists(os.path.join(err.reproducer, "input.mlir"))
     assert isinstance(err, rl.PassFailedError)
     # this process is fine and the next run starts a new worker
-    assert "func.func public @main" in rl.run_pipeline(SMALL, "canonicalize")
+    assert "func.func public @main" in on_the_worker()
     assert backend.worker_pid() not in (None, before)
 
 
@@ -155,7 +155,7 @@ def test_parser_crash_is_blamed_on_the_parser(monkeypatch):
         rl.run_pipeline("module {" * 5000 + "}" * 5000, "canonicalize")
     assert info.value.pass_name == PARSER and info.value.signal == "SIGSEGV"
     assert str(info.value).startswith("MLIR's parser crashed the pass worker (SIGSEGV)")
-    assert rl.run_pipeline(SMALL, "cse")
+    assert on_the_worker()
 
 
 def test_worker_killed_while_idle_is_replaced_silently():
