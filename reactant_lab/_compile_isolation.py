@@ -142,12 +142,19 @@ def _executable_key(text: str, options: Any, devices: Any, client: Any) -> bytes
 
 @contextlib.contextmanager
 def fresh_compiles() -> Iterator[None]:
-    """Compiles in this block run XLA even when an identical one ran before (timing them)."""
+    """Compiles in this block run XLA, and pass pipelines run their passes, even when an
+    identical one ran before (timing them)."""
     _CURRENT.fresh += 1
     try:
         yield
     finally:
         _CURRENT.fresh -= 1
+
+
+def reuse_allowed() -> bool:
+    """Whether this thread may take an identical earlier compile's or pipeline's result (not in
+    a ``fresh_compiles`` block)."""
+    return not _CURRENT.fresh
 
 
 def compiled_text() -> str | None:

@@ -100,6 +100,7 @@ from reactant_lab._compile_isolation import (
     fresh_compiles,
     isolation_reason,
     last_compile_reused,
+    reuse_allowed,
     small_loop_bytes,
 )
 from reactant_lab._compile_isolation import COMPILER as _COMPILER  # noqa: F401 - tests and benchmarks stop it
@@ -365,7 +366,8 @@ def run_pipeline(text: str, pipeline: str, *, use_enzyme: bool = True,
     in_process = inprocess_passes()
     limit = None if in_process else pass_time_limit()  # a bad setting is refused every time
     key = (mode, pipeline, text)
-    kept = _PIPELINE_RESULTS.get(key) if isinstance(pipeline, str) else None
+    reuse = isinstance(pipeline, str) and reuse_allowed()
+    kept = _PIPELINE_RESULTS.get(key) if reuse else None
     if kept is not None:
         return kept
     if in_process:
