@@ -32,6 +32,7 @@ import functools
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -244,7 +245,7 @@ _WORKER = _worker_client.PassWorker()
 
 class _PipelineResults:
     """The texts the latest pipelines gave, by (mode, pipeline, module text), up to ``budget``
-    characters of keys and results together, the least recently used dropped first. Passes are
+    bytes of keys and results together, the least recently used dropped first. Passes are
     deterministic, so a cell run again, a stage view opened again or a bisection's repeated
     prefix takes the text from here instead of the worker. Only runs that succeeded are kept: a
     failure or a crash runs again (and is reported again)."""
@@ -261,15 +262,18 @@ class _PipelineResults:
             self._texts.move_to_end(key)
         return out
 
+    @staticmethod
+    def _bytes(key: tuple[str, str, str], out: str) -> int:
+        return sys.getsizeof(key[1]) + sys.getsizeof(key[2]) + sys.getsizeof(out)
+
     def put(self, key: tuple[str, str, str], out: str) -> None:
-        size = len(key[1]) + len(key[2]) + len(out)
+        size = self._bytes(key, out)
         if size > self.budget // 4 or key in self._texts:
             return
         self._texts[key] = out
         self._size += size
         while self._size > self.budget:
-            (_, old_pipeline, old_text), old_out = self._texts.popitem(last=False)
-            self._size -= len(old_pipeline) + len(old_text) + len(old_out)
+            self._size -= self._bytes(*self._texts.popitem(last=False))
 
     def clear(self) -> None:
         self._texts.clear()

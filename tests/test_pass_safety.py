@@ -197,14 +197,19 @@ def test_a_pipeline_run_again_on_the_same_text_is_not_sent_to_the_worker_again(m
 
 
 def test_kept_pipeline_results_stay_within_their_budget():
-    kept = backend._PipelineResults(1000)
-    for i in range(20):
+    kept = backend._PipelineResults(4000)
+    for i in range(40):
         kept.put(("m", "p", f"text {i:03d}" * 10), "x" * 50)
     assert kept.get(("m", "p", "text 000" * 10)) is None
-    assert kept.get(("m", "p", "text 019" * 10)) == "x" * 50
-    assert kept._size <= 1000
-    kept.put(("m", "p", "too large"), "x" * 400)  # over a quarter of the budget: not kept
+    assert kept.get(("m", "p", "text 039" * 10)) == "x" * 50
+    assert 0 < kept._size <= 4000
+    kept.put(("m", "p", "too large"), "x" * 1000)  # over a quarter of the budget: not kept
     assert kept.get(("m", "p", "too large")) is None
+    kept.put(("m", "p", "ascii"), "x" * 300)
+    assert kept.get(("m", "p", "ascii")) == "x" * 300
+    wide = "\N{MATHEMATICAL ITALIC SMALL X}" * 300  # 4 bytes a character: counted as such
+    kept.put(("m", "p", "wide"), wide)
+    assert kept.get(("m", "p", "wide")) is None
 
 
 def test_worker_dies_with_its_parent():
