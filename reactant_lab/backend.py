@@ -33,6 +33,7 @@ import math
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -255,12 +256,14 @@ class _PipelineResults:
         self._texts: collections.OrderedDict[tuple[str, str, str], str] = (
             collections.OrderedDict())
         self._size = 0
+        self._lock = threading.Lock()  # pipelines run from any thread (the worker has its own)
 
     def get(self, key: tuple[str, str, str]) -> str | None:
-        out = self._texts.get(key)
-        if out is not None:
-            self._texts.move_to_end(key)
-        return out
+        with self._lock:
+            out = self._texts.get(key)
+            if out is not None:
+                self._texts.move_to_end(key)
+            return out
 
     @staticmethod
     def _bytes(key: tuple[str, str, str], out: str) -> int:
@@ -268,16 +271,20 @@ class _PipelineResults:
 
     def put(self, key: tuple[str, str, str], out: str) -> None:
         size = self._bytes(key, out)
-        if size > self.budget // 4 or key in self._texts:
+        if size > self.budget // 4:
             return
-        self._texts[key] = out
-        self._size += size
-        while self._size > self.budget:
-            self._size -= self._bytes(*self._texts.popitem(last=False))
+        with self._lock:
+            if key in self._texts:
+                return
+            self._texts[key] = out
+            self._size += size
+            while self._size > self.budget:
+                self._size -= self._bytes(*self._texts.popitem(last=False))
 
     def clear(self) -> None:
-        self._texts.clear()
-        self._size = 0
+        with self._lock:
+            self._texts.clear()
+            self._size = 0
 
 
 _PIPELINE_RESULTS = _PipelineResults(64 << 20)
