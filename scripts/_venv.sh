@@ -14,8 +14,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 target="."
 if [ -n "${1:-}" ]; then target=".[$1]"; fi
-# uv (from PyPI, into .venv) downloads and installs the ~140 wheels side by side: about 25 s on a
-# fresh machine, where pip takes about 2 minutes, one wheel at a time. Where
+# uv (from PyPI, into .venv) downloads and installs the ~140 wheels side by side: about 35 s on a
+# fresh machine with the front end's build, where pip takes about 2 minutes, one wheel at a time. Where
 # PYTHONDONTWRITEBYTECODE is set, no process keeps the bytecode it compiles, and each would compile
 # jax anew: there uv compiles every installed module once (--compile-bytecode, as pip always does;
 # ~12 s of 2 cores). Elsewhere (scripts/test.sh unsets it) a module is compiled when first
