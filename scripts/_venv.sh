@@ -15,11 +15,11 @@ fi
 target="."
 if [ -n "${1:-}" ]; then target=".[$1]"; fi
 # uv (from PyPI, into .venv) downloads and installs the ~140 wheels side by side: about 35 s on a
-# fresh machine with the front end's build, where pip takes about 2 minutes, one wheel at a time. Where
-# PYTHONDONTWRITEBYTECODE is set, no process keeps the bytecode it compiles, and each would compile
-# jax anew: there uv compiles every installed module once (--compile-bytecode, as pip always does;
-# ~12 s of 2 cores). Elsewhere (scripts/test.sh unsets it) a module is compiled when first
-# imported, and kept. pip does it all where uv cannot be had (REACTANT_LAB_PIP=1 asks for it).
+# fresh machine with the front end's build, where pip takes about 2 minutes, one wheel at a time.
+# Where PYTHONDONTWRITEBYTECODE is set, no process keeps the bytecode it compiles, and each would
+# compile jax anew: there uv compiles every installed module once (--compile-bytecode, as pip
+# always does; ~12 s of 2 cores). Elsewhere (scripts/test.sh unsets it) a module is compiled when
+# first imported, and kept. pip does it all where uv cannot be had (REACTANT_LAB_PIP=1 asks).
 compile=()
 if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then compile=(--compile-bytecode); fi
 if [ -z "${REACTANT_LAB_PIP:-}" ] && { [ -x .venv/bin/uv ] || .venv/bin/python -m pip install --quiet uv; }; then
