@@ -31,6 +31,10 @@ SEED_VAR = "REACTANT_LAB_SEED"
 """Environment variable holding the run's seed."""
 FUZZ_VAR = "REACTANT_LAB_FUZZ"
 """Environment variable naming the Hypothesis profile: 'ci' (default), 'shrink' or 'long'."""
+XLA_OPT_VAR = "REACTANT_LAB_TEST_XLA_OPT"
+"""Environment variable: 'default' compiles with XLA's own LLVM optimization level, as users
+get it; unset, the suite compiles on the CPU with LLVM's optimizations off (``_quick_codegen``)."""
+QUICK_CODEGEN = "--xla_backend_optimization_level=0"
 
 _SEED = pytest.StashKey[int]()
 _REPRO = pytest.StashKey[str]()
@@ -159,7 +163,25 @@ def unattached_platform() -> str:
     return "tpu" if "tpu" not in have else "gpu"
 
 
+def _quick_codegen(config: pytest.Config) -> None:
+    """Compile with LLVM's optimizations off (XLA_FLAGS, before any backend starts; the kernels,
+    workers and command-line children the tests start inherit it). Half of a test worker's time
+    is XLA compiling small modules, which each run a few times; without LLVM's optimizations an
+    XLA:CPU compile takes about half the CPU, and the whole suite about a tenth less
+    (docs/testing.md). What the tests check does not change: XLA's HLO passes, fusions and
+    layouts are the same, and the references (jax.jit at the same level, NumPy) run beside the
+    result. Left alone where XLA_FLAGS sets the level, where the suite targets an accelerator,
+    and with REACTANT_LAB_TEST_XLA_OPT=default."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    chosen = (config.getoption("--device") or os.environ.get(DEVICE_VAR, "")).strip().lower()
+    if (os.environ.get(XLA_OPT_VAR, "").strip().lower() == "default"
+            or "xla_backend_optimization_level" in flags or chosen not in ("", "cpu")):
+        return
+    os.environ["XLA_FLAGS"] = f"{flags} {QUICK_CODEGEN}".strip()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _quick_codegen(config)
     _TARGET[:] = [_target_device(config)]
     # Under pytest-xdist every worker runs with the controller's seed (pytest_configure_node).
     worker_input = getattr(config, "workerinput", None)
@@ -214,7 +236,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     each = f" (each test that draws from it under {seeds} seeds: --seeds)" if seeds > 1 else ""
     return (f"reactant_lab: {SEED_VAR}={config.stash[_SEED]}{each}, "
             f"hypothesis profile {settings.get_current_profile_name()!r} ({FUZZ_VAR}), "
-            f"device {_TARGET[0] if _TARGET else jax.devices()[0]}")
+            f"device {_TARGET[0] if _TARGET else jax.devices()[0]}, "
+            f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r} ({XLA_OPT_VAR})")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
