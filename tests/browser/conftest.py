@@ -10,6 +10,7 @@ kernel), ``lab_page`` (a fresh browser page; failures leave a screenshot in ``ar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -178,18 +179,88 @@ def jupyterlab_server(chromium: str, tmp_path_factory: pytest.TempPathFactory) -
         stop_lab(proc)
 
 
+class Profile:
+    """Chromium on one profile kept on disk (``browser``), standing in for a Playwright Browser:
+    ``new_context`` gives a test its own ``Pages``.
+
+    A fresh browser context per test forgot the compiled JavaScript with the context: Chromium
+    keeps the code it compiled for a page's scripts only in a profile on disk, so every test
+    compiled JupyterLab's whole front end again. Opening a notebook and waiting for its kernel
+    took 4.1-4.5 CPU-s of Chromium in a fresh context (a context kept for several pages: the
+    same) and 2.7-2.8 in a profile kept on disk, from its third page on (docs/testing.md)."""
+
+    def __init__(self, context: Any):
+        self._context = context
+
+    def new_context(self, viewport: dict[str, int] | None = None,
+                    accept_downloads: bool = True) -> Pages:
+        """A test's pages (``viewport`` sized); downloads are always accepted."""
+        del accept_downloads  # the profile's context accepts them (Playwright's default)
+        return Pages(self._context, viewport)
+
+
+class Pages:
+    """What a test's own browser context was, in the shared profile: the pages it opens, of its
+    viewport's size, with its init scripts and permissions, all gone at ``close``: the pages
+    closed, their origins' storage cleared, the permissions and cookies withdrawn (the compiled
+    code and the HTTP cache stay)."""
+
+    def __init__(self, context: Any, viewport: dict[str, int] | None):
+        self._context, self._viewport = context, viewport
+        self._pages: list[Any] = []
+        self._scripts: list[str] = []
+
+    def new_page(self) -> Any:
+        page = self._context.new_page()
+        if self._viewport:
+            page.set_viewport_size(self._viewport)
+        for script in self._scripts:
+            page.add_init_script(script)
+        self._pages.append(page)
+        return page
+
+    def add_init_script(self, script: str) -> None:
+        """Run ``script`` in every page opened from now on (as a context's init script)."""
+        self._scripts.append(script)
+
+    def grant_permissions(self, permissions: list[str]) -> None:
+        self._context.grant_permissions(permissions)
+
+    def close(self) -> None:
+        from playwright.sync_api import Error
+
+        for page in self._pages:
+            if page.is_closed():
+                continue
+            if page.url.startswith("http"):
+                with contextlib.suppress(Error):  # a page that crashed or is navigating
+                    page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
+            page.close()
+        self._pages.clear()
+        self._context.clear_permissions()
+        self._context.clear_cookies()
+
+
+@pytest.fixture(scope="session")
+def chromium_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the browser tests' Chromium profile, kept for the whole run."""
+    return tmp_path_factory.mktemp("chromium-profile")
+
+
 @pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    """A headless Chromium per test module (Playwright's sync API allows one at a time, and other
-    modules start their own)."""
+def browser(chromium: str, chromium_profile: Path) -> Iterator[Profile]:
+    """A headless Chromium per test module on the run's profile (Playwright's sync API allows
+    one at a time, and other modules start their own)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        context = p.chromium.launch_persistent_context(
+            str(chromium_profile), executable_path=chromium, args=["--no-sandbox"],
+            accept_downloads=True)
         try:
-            yield b
+            yield Profile(context)
         finally:
-            b.close()
+            context.close()
 
 
 @pytest.fixture(scope="session")
