@@ -40,6 +40,12 @@ UNAVOIDABLE = 2500
 FLAG_ON = "--xla_cpu_use_fusion_emitters=true"
 
 
+def with_flag_on() -> str:
+    """XLA_FLAGS asking for the fusion emitters, beside the suite's own flags (tests/conftest.py:
+    the LLVM optimization level)."""
+    return f"{os.environ.get('XLA_FLAGS', '')} {FLAG_ON}".strip()
+
+
 def dus_chain(a, row, steps):
     """``steps`` row updates in a row, then a concatenate: one long fusion for XLA."""
     for i in range(steps):
@@ -167,7 +173,7 @@ def test_crash_avoided_without_fusion_emitters_gives_the_right_answer(rng):
 
 def test_fusion_emitters_asked_for_are_not_turned_off(rng, monkeypatch):
     """XLA_FLAGS naming the option is the user's choice: the crash is reported, not retried."""
-    monkeypatch.setenv("XLA_FLAGS", FLAG_ON)
+    monkeypatch.setenv("XLA_FLAGS", with_flag_on())
     with pytest.raises(CompileCrashedError) as info:
         crashing_stages(rng, AVOIDABLE).compile()
     assert info.value.retried is None and "Compiled again" not in str(info.value)
@@ -201,11 +207,12 @@ def test_cov_reproducer_under_all(monkeypatch):
         n, rng = COV_M + 100, np.random.default_rng(0)
         data, out = rng.random((n, COV_M)), np.zeros((COV_M, COV_M))
         st = rl.trace(cov, data, out, float(n), loops="unroll").stages("all")
-        monkeypatch.setenv("XLA_FLAGS", FLAG_ON)
+        suite_flags = os.environ.get("XLA_FLAGS", "")
+        monkeypatch.setenv("XLA_FLAGS", with_flag_on())
         with pytest.raises(CompileCrashedError) as info:
             st.compile()
         assert info.value.stage == st.final.name and f"({st.final.ops:,} ops)" in str(info.value)
-        monkeypatch.delenv("XLA_FLAGS")
+        monkeypatch.setenv("XLA_FLAGS", suite_flags)
         with pytest.warns(CompileFallbackWarning):
             rl.jit(cov, loops="unroll")(data, out, float(n))
         assert_close(out, data.T @ data / (n - 1.0), rtol=1e-12)

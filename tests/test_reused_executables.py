@@ -37,8 +37,7 @@ def _twice(rng, **options):
 def test_a_second_identical_compile_reuses_the_executable_and_still_updates_in_place(rng):
     backend.forget_executables()
     first, second = _twice(rng)
-    assert not first.reused and second.reused
-    assert second.compile_seconds < 0.5  # nothing but a lookup
+    assert not first.reused and second.reused  # served by the kept executables: no XLA run
     backend.forget_executables()
     assert not _twice(rng)[0].reused
 
