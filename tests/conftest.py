@@ -84,9 +84,9 @@ def _target_device(config: pytest.Config):
     """Point reactant_lab's default device (REACTANT_LAB_DEVICE) and JAX's (the references
     tests compare with) at the platform asked for; the device the suite targets."""
     chosen = config.getoption("--device") or os.environ.get(DEVICE_VAR, "").strip()
-    if not chosen:
+    kind = _platform_kind(chosen)
+    if not kind:
         return jax.devices()[0]
-    kind = {"cuda": "gpu", "rocm": "gpu"}.get(chosen.lower(), chosen.lower())
     if kind == "cpu":
         # JAX opens every platform it finds at once: on a TPU machine, asking for the CPU would
         # open the TPU too (and fail while another process holds it). The CPU alone, as in
@@ -107,8 +107,14 @@ def _target_device(config: pytest.Config):
 def target_platform() -> str:
     """The platform the suite runs on: 'cpu', 'tpu', 'gpu'. (Read from the environment, which
     pytest_configure set: test modules import this file again as ``tests.conftest``.)"""
-    chosen = os.environ.get(DEVICE_VAR, "").strip().lower()
-    return {"cuda": "gpu", "rocm": "gpu"}.get(chosen, chosen) or jax.devices()[0].platform
+    return _platform_kind(os.environ.get(DEVICE_VAR, "")) or jax.devices()[0].platform
+
+
+def _platform_kind(chosen: str) -> str:
+    """The platform a --device / REACTANT_LAB_DEVICE value names ('cpu', 'tpu', 'gpu'; CUDA and
+    ROCm are 'gpu'), or '' when it names none."""
+    kind = chosen.strip().lower()
+    return {"cuda": "gpu", "rocm": "gpu"}.get(kind, kind)
 
 
 _TARGET: list = []
@@ -173,9 +179,9 @@ def _quick_codegen(config: pytest.Config) -> None:
     result. Left alone where XLA_FLAGS sets the level, where the suite targets an accelerator,
     and with REACTANT_LAB_TEST_XLA_OPT=default."""
     flags = os.environ.get("XLA_FLAGS", "")
-    chosen = (config.getoption("--device") or os.environ.get(DEVICE_VAR, "")).strip().lower()
+    kind = _platform_kind(config.getoption("--device") or os.environ.get(DEVICE_VAR, ""))
     if (os.environ.get(XLA_OPT_VAR, "").strip().lower() == "default"
-            or "xla_backend_optimization_level" in flags or chosen not in ("", "cpu")):
+            or "xla_backend_optimization_level" in flags or kind not in ("", "cpu")):
         return
     os.environ["XLA_FLAGS"] = f"{flags} {QUICK_CODEGEN}".strip()
 

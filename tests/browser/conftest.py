@@ -192,10 +192,8 @@ class Profile:
     def __init__(self, context: Any):
         self._context = context
 
-    def new_context(self, viewport: dict[str, int] | None = None,
-                    accept_downloads: bool = True) -> Pages:
-        """A test's pages (``viewport`` sized); downloads are always accepted."""
-        del accept_downloads  # the profile's context accepts them (Playwright's default)
+    def new_context(self, viewport: dict[str, int] | None = None) -> Pages:
+        """A test's pages (``viewport`` sized); the profile accepts downloads (``browser``)."""
         return Pages(self._context, viewport)
 
 

@@ -298,7 +298,7 @@ def test_downloads_work_in_the_report_under_its_csp(browser, real_payload, tmp_p
     assert "default-src 'none'" in html
     report = tmp_path / "report.html"
     report.write_text(html, encoding="utf-8")
-    context = browser.new_context(viewport={"width": 1500, "height": 1100}, accept_downloads=True)
+    context = browser.new_context(viewport={"width": 1500, "height": 1100})  # downloads accepted
     page = context.new_page()
     violations: list[str] = []
     page.on("console", lambda m: violations.append(m.text)
