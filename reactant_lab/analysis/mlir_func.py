@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TypedDict
 
 from reactant_lab.analysis.lexer import tokenize
@@ -124,6 +125,14 @@ def returned_names(text: str, name: str = "main") -> list[str]:
 
 def parse_function(text: str, name: str = "main") -> ParsedFunc:
     """Parse function ``@name`` of module text (with or without locations)."""
+    return _parse_function(text, name)
+
+
+@lru_cache(maxsize=2)
+def _parse_function(text: str, name: str) -> ParsedFunc:
+    """parse_function, remembering the last two: a stage's graph, its model and the payload's
+    signature each read the same text, and a ParsedFunc is immutable (a 20,000-line function
+    parses in about a second and takes some 25 MB, so only the last few are kept)."""
     lines = strip_locations(text).splitlines()
     found = []
     for n, line in enumerate(lines):

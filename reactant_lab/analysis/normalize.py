@@ -138,7 +138,9 @@ def ssa_template(key: str) -> tuple[str, tuple[str, ...]]:
     """A key with every SSA value and block name replaced by its sigil, and the names in order:
     two lines with equal templates differ at most in naming."""
     names = tuple(_NAME.findall(key))
-    return (_NAME.sub(lambda m: m.group(0)[0], key) if names else key), names
+    # an SSA name holds no `^` and a block name no `%`: two plain substitutions (no callback
+    # per name) give _NAME's template
+    return (_SSA.sub("%", _BLOCK.sub("^", key)) if names else key), names
 
 
 def _renumber(lines: list[str]) -> list[str]:
