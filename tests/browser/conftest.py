@@ -3,7 +3,9 @@ own settings, news and update checks off), driven by Playwright with the system'
 a downloaded browser). Skipped, with the reason, only when Playwright or Chromium is absent.
 
 Fixtures for any browser test: ``jupyterlab_server`` (session-wide server with the Python
-kernel), ``lab_page`` (a fresh browser page; failures leave a screenshot in ``artifacts_dir``),
+kernel), ``browser`` (the run's one Chromium), ``lab_page`` (the test's own page: the previous
+test's JupyterLab page with its documents closed, where there is one; failures leave a screenshot
+in ``artifacts_dir``),
 ``artifacts_dir`` (``test-artifacts/`` in the repository, git-ignored); helpers ``open_in_lab``,
 ``wait_for_kernel_idle``, ``run_all_cells``, ``live_explorer``,
 ``choose_no_kernel``, ``write_notebook``."""
@@ -117,7 +119,10 @@ def start_lab(tmp: Path, extra_args: tuple[str, ...] = ()) -> tuple[subprocess.P
            f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
            # REST calls from the tests (shutting a kernel down) carry no XSRF cookie.
-           "--ServerApp.disable_check_xsrf=True", *extra_args]
+           "--ServerApp.disable_check_xsrf=True",
+           # window.jupyterapp, as JupyterLab's own UI tests have it: open_in_lab opens a notebook
+           # in a page already showing JupyterLab through its commands
+           "--LabApp.expose_app_in_browser=True", *extra_args]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root)
     server = LabServer(f"http://127.0.0.1:{port}", root, log)
@@ -187,35 +192,118 @@ class Profile:
     keeps the code it compiled for a page's scripts only in a profile on disk, so every test
     compiled JupyterLab's whole front end again. Opening a notebook and waiting for its kernel
     took 4.1-4.5 CPU-s of Chromium in a fresh context (a context kept for several pages: the
-    same) and 2.7-2.8 in a profile kept on disk, from its third page on (docs/testing.md)."""
+    same) and 2.7-2.8 in a profile kept on disk, from its third page on (docs/testing.md).
+
+    Loading JupyterLab at all is most of that: a page a test leaves on JupyterLab is kept
+    (``Pages.close``, its documents closed) and the next test's first page is that one, where
+    ``open_in_lab`` opens a notebook without loading JupyterLab again (~0.6 CPU-s, not ~3)."""
 
     def __init__(self, context: Any):
         self._context = context
+        self._kept: Any | None = None
 
     def new_context(self, viewport: dict[str, int] | None = None) -> Pages:
         """A test's pages (``viewport`` sized); the profile accepts downloads (``browser``)."""
-        return Pages(self._context, viewport)
+        return Pages(self, self._context, viewport)
+
+    def take_kept(self) -> Any | None:
+        """The page kept from an earlier test, if any (now the caller's)."""
+        page, self._kept = self._kept, None
+        return page
+
+    def keep(self, page: Any) -> bool:
+        """Keep ``page`` for the next test when it shows JupyterLab with nothing in the way (no
+        dialog, no init script of the test's): its documents closed, the sidebars as a freshly
+        loaded JupyterLab has them. False, the page as it was, otherwise."""
+        from playwright.sync_api import Error
+
+        if self._kept is not None or page.is_closed() or getattr(page, "rl_scripted", False) \
+                or getattr(page, "rl_reloaded", False):
+            return False
+        try:
+            kept = page.evaluate(RESET_LAB)
+        except Error:  # a page that crashed or is navigating
+            return False
+        if kept:
+            self._kept = page
+        return bool(kept)
+
+
+RESET_LAB = """() => {
+  const app = window.jupyterapp;
+  if (!app || document.querySelector('.jp-Dialog, .lm-Menu')) { return false; }
+  for (const w of Array.from(app.shell.widgets('main'))) { w.dispose(); }
+  history.replaceState(null, '', location.pathname.replace(/\\/lab\\/.*$/, '/lab'));
+  app.shell.activateById('filebrowser');
+  app.shell.collapseRight();
+  localStorage.clear(); sessionStorage.clear();
+  return true;
+}"""
+"""Close a JupyterLab page's documents (without asking to save: the test is over), leave its
+``/lab/tree/<path>`` address for ``/lab`` (else JupyterLab opens that path again beside the next
+document) and put its sidebars as a fresh load has them (files on the left, the right
+collapsed); false where the page is no JupyterLab (``window.jupyterapp``: the server exposes it)
+or a dialog or menu is open."""
+
+OPEN_IN_LAB = """async path => {
+  const app = window.jupyterapp;
+  const before = Array.from(app.shell.widgets('main'));
+  const opened = await app.commands.execute('docmanager:open', {path});
+  for (const w of before) { if (w !== opened) { w.dispose(); } }
+}"""
+"""Open ``path`` in a JupyterLab page, then close everything else in its main area (the launcher
+an empty main area gets): the main area is never empty meanwhile, so no launcher stays."""
 
 
 class Pages:
     """What a test's own browser context was, in the shared profile: the pages it opens, of its
     viewport's size, with its init scripts and permissions, all gone at ``close``: the pages
-    closed, their origins' storage cleared, the permissions and cookies withdrawn (the compiled
-    code and the HTTP cache stay)."""
+    closed (one left on JupyterLab kept for the next test, see ``Profile``), their origins'
+    storage cleared, their event handlers removed, the permissions and cookies withdrawn (the
+    compiled code and the HTTP cache stay)."""
 
-    def __init__(self, context: Any, viewport: dict[str, int] | None):
-        self._context, self._viewport = context, viewport
+    def __init__(self, profile: Profile, context: Any, viewport: dict[str, int] | None):
+        self._profile, self._context, self._viewport = profile, context, viewport
         self._pages: list[Any] = []
         self._scripts: list[str] = []
+        self._handlers: list[tuple[Any, str, Any]] = []
 
     def new_page(self) -> Any:
-        page = self._context.new_page()
+        page = None if self._scripts else self._profile.take_kept()
+        if page is None:
+            page = self._context.new_page()
+            for script in self._scripts:
+                page.add_init_script(script)
+            page.rl_scripted = bool(self._scripts)
         if self._viewport:
             page.set_viewport_size(self._viewport)
-        for script in self._scripts:
-            page.add_init_script(script)
+        self._watch(page)
         self._pages.append(page)
         return page
+
+    def _watch(self, page: Any) -> None:
+        """Record the handlers the test adds (removed at ``close``), its init scripts (a page
+        given one is loaded anew by ``open_in_lab`` and not kept) and whether it reloads the page
+        (then not kept either: a JupyterLab reloaded on a ``/lab/tree/<path>`` address opens the
+        path twice, from the saved workspace and from the address, and the later one can come
+        after the test, beside the next test's notebook)."""
+        cls = type(page)
+        on, add_init_script = cls.on.__get__(page), cls.add_init_script.__get__(page)
+        reload = cls.reload.__get__(page)
+
+        def on_event(event: str, f: Any) -> None:
+            self._handlers.append((page, event, f))
+            on(event, f)
+
+        def script(*args: Any, **kwargs: Any) -> None:
+            page.rl_scripted = page.rl_load = True
+            add_init_script(*args, **kwargs)
+
+        def reloaded(*args: Any, **kwargs: Any) -> Any:
+            page.rl_reloaded = True
+            return reload(*args, **kwargs)
+
+        page.on, page.add_init_script, page.reload = on_event, script, reloaded
 
     def add_init_script(self, script: str) -> None:
         """Run ``script`` in every page opened from now on (as a context's init script)."""
@@ -224,11 +312,18 @@ class Pages:
     def grant_permissions(self, permissions: list[str]) -> None:
         self._context.grant_permissions(permissions)
 
-    def close(self) -> None:
+    def close(self, keep: bool = True) -> None:
+        """Close the pages; with ``keep`` (a test that passed) one left on JupyterLab is kept
+        for the next test instead."""
         from playwright.sync_api import Error
 
+        for page, event, f in self._handlers:
+            if not page.is_closed():
+                page.remove_listener(event, f)
+        self._handlers.clear()
         for page in self._pages:
-            if page.is_closed():
+            del page.on, page.add_init_script, page.reload
+            if page.is_closed() or (keep and self._profile.keep(page)):
                 continue
             if page.url.startswith("http"):
                 with contextlib.suppress(Error):  # a page that crashed or is navigating
@@ -245,20 +340,69 @@ def chromium_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("chromium-profile")
 
 
-@pytest.fixture(scope="module")
-def browser(chromium: str, chromium_profile: Path) -> Iterator[Profile]:
-    """A headless Chromium per test module on the run's profile (Playwright's sync API allows
-    one at a time, and other modules start their own)."""
-    from playwright.sync_api import sync_playwright
+@dataclass
+class _Chromium:
+    """The browser tests' Chromium while it runs."""
 
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(chromium_profile), executable_path=chromium, args=["--no-sandbox"],
-            accept_downloads=True)
+    playwright: Any
+    context: Any
+    profile: Profile
+    gone: bool = False
+    """Chromium went away (crashed or was closed)."""
+
+
+_RUNNING: list[_Chromium] = []
+"""The browser tests' Chromium, when one runs."""
+
+
+@pytest.fixture
+def browser(chromium: str, chromium_profile: Path) -> Profile:
+    """The one headless Chromium of the browser tests, on the run's profile: started by the first
+    test that asks, kept from test to test (and module to module: a page left on JupyterLab is
+    the next test's, see ``Profile``), stopped after the last browser test of the run, and
+    started again when Chromium went away. Playwright's sync API allows one at a time in a
+    process: other tests (tests/test_report_browser.py) start their own once this one stopped."""
+    if _RUNNING and _RUNNING[0].gone:
+        stop_chromium()
+    if not _RUNNING:
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()
         try:
-            yield Profile(context)
-        finally:
-            context.close()
+            context = playwright.chromium.launch_persistent_context(
+                str(chromium_profile), executable_path=chromium, args=["--no-sandbox"],
+                accept_downloads=True)
+        except BaseException:
+            playwright.stop()
+            raise
+        running = _Chromium(playwright, context, Profile(context))
+        context.on("close", lambda _: setattr(running, "gone", True))
+        _RUNNING.append(running)
+    return _RUNNING[0].profile
+
+
+def stop_chromium() -> None:
+    """Stop the browser tests' Chromium, if it runs."""
+    if not _RUNNING:
+        return
+    running = _RUNNING.pop()
+    try:
+        if not running.gone:
+            running.context.close()
+    finally:
+        running.playwright.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the last browser test in a row (its fixtures torn down), stop Chromium."""
+    yield
+    if nextitem is None or not nextitem.nodeid.startswith("tests/browser/"):
+        stop_chromium()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    stop_chromium()
 
 
 @pytest.fixture(scope="session")
@@ -283,9 +427,10 @@ def lab_page(browser: Any, jupyterlab_server: LabServer, artifacts_dir: Path,
         yield page
     finally:
         report = getattr(request.node, "rep_call", None)
+        failed = report is None or report.failed
         if report is not None and report.failed:
             keep_failure(page, jupyterlab_server, artifacts_dir, request.node.name)
-        context.close()
+        context.close(keep=not failed)
         jupyterlab_server.shutdown_kernels()
 
 
@@ -309,9 +454,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
 
 
 def open_in_lab(page: Any, server: LabServer, path: str) -> None:
-    """Open ``path`` (relative to the server's root) in JupyterLab, in a fresh workspace (nothing
-    an earlier test opened comes back), and wait for its tab."""
-    page.goto(f"{server.url}/lab/tree/{path}?reset")
+    """Open ``path`` (relative to the server's root) in JupyterLab, and wait for its tab. A page
+    already on this server's JupyterLab (kept from an earlier test, see ``Profile``) closes its
+    documents and opens it there; any other page (or one given an init script since) loads
+    JupyterLab in a fresh workspace: nothing an earlier test opened comes back, either way."""
+    if (not getattr(page, "rl_load", False) and page.url.startswith(f"{server.url}/lab")
+            and page.evaluate("() => Boolean(window.jupyterapp)")):
+        page.evaluate(OPEN_IN_LAB, path)
+    else:
+        page.goto(f"{server.url}/lab/tree/{path}?reset")
+        page.rl_load = False
     name = Path(path).name
     page.locator(f'.lm-TabBar-tab[title*="{name}"], .lm-TabBar-tab:has-text("{name}")').first \
         .wait_for(timeout=60_000)

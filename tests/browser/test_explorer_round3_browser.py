@@ -113,7 +113,7 @@ def page(browser, jupyterlab_server, artifacts_dir, request):
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
             keep_failure(p, jupyterlab_server, artifacts_dir, request.node.name)
-        context.close()
+        context.close(keep=report is not None and report.passed)
         jupyterlab_server.shutdown_kernels()
 
 
