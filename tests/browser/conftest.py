@@ -312,9 +312,9 @@ class Pages:
     def grant_permissions(self, permissions: list[str]) -> None:
         self._context.grant_permissions(permissions)
 
-    def close(self, keep: bool = True) -> None:
-        """Close the pages; with ``keep`` (a test that passed) one left on JupyterLab is kept
-        for the next test instead."""
+    def close(self, keep: bool = False) -> None:
+        """Close the pages; with ``keep`` (said by a fixture whose test passed) one left on
+        JupyterLab is kept for the next test instead."""
         from playwright.sync_api import Error
 
         for page, event, f in self._handlers:
