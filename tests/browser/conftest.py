@@ -456,9 +456,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
 def open_in_lab(page: Any, server: LabServer, path: str) -> None:
     """Open ``path`` (relative to the server's root) in JupyterLab, and wait for its tab. A page
     already on this server's JupyterLab (kept from an earlier test, see ``Profile``) closes its
-    documents and opens it there; any other page (or one given an init script since) loads
-    JupyterLab in a fresh workspace: nothing an earlier test opened comes back, either way."""
-    if (not getattr(page, "rl_load", False) and page.url.startswith(f"{server.url}/lab")
+    documents and opens it there; any other page (one given an init script since, or reloaded:
+    see ``Pages._watch``) loads JupyterLab in a fresh workspace: nothing an earlier test opened
+    comes back, either way."""
+    if (not getattr(page, "rl_load", False) and not getattr(page, "rl_reloaded", False)
+            and page.url.startswith(f"{server.url}/lab")
             and page.evaluate("() => Boolean(window.jupyterapp)")):
         page.evaluate(OPEN_IN_LAB, path)
     else:
