@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import run_all_cells, wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import open_in_lab, run_all_cells, wait_for_kernel_idle, write_notebook
 from tests.browser.contrast import AA_LARGE, assert_contrast, contrast, parse_color
 from tests.browser.test_explorer_ux_browser import _shoot, _theme
 
@@ -46,8 +46,8 @@ def _delete(url: str) -> None:
 
 @pytest.fixture
 def notebook(jupyterlab_server: Any, lab_page: Any) -> Iterator[str]:
-    """The notebook in the server's root; afterwards its kernel is shut down, the workspace
-    dropped and the theme light again (a server-wide setting later tests would inherit)."""
+    """The notebook in the server's root; afterwards its kernel is shut down and the theme light
+    again (a server-wide setting later tests would inherit)."""
     write_notebook(Path(jupyterlab_server.root) / NAME,
                    [nbformat.v4.new_code_cell(source) for source in CELLS])
     try:
@@ -57,11 +57,9 @@ def notebook(jupyterlab_server: Any, lab_page: Any) -> Iterator[str]:
             if lab_page.locator('body[data-jp-theme-light="false"]').count():
                 _theme(lab_page, dark=False)
         finally:
-            lab_page.goto("about:blank")
             for session in jupyterlab_server.api("api/sessions"):
                 if session.get("path", "").endswith(NAME):
                     _delete(f"{jupyterlab_server.url}/api/sessions/{session['id']}")
-            _delete(f"{jupyterlab_server.url}/lab/api/workspaces/default")
 
 
 def _output(page: Any, cell: int) -> Any:
@@ -226,8 +224,7 @@ def _check_contrast(page: Any, explorer: Any, panel: Any, theme: str) -> list[st
 def test_explorer_keyboard_aria_and_contrast_light_and_dark(
         jupyterlab_server: Any, lab_page: Any, notebook: str, artifacts_dir: Path) -> None:
     page = lab_page
-    page.goto(f"{jupyterlab_server.url}/lab/tree/{notebook}?reset")
-    page.locator(f'.lm-TabBar-tab[title*="{notebook}"]').first.wait_for(timeout=60_000)
+    open_in_lab(page, jupyterlab_server, notebook)
     wait_for_kernel_idle(page)
     _theme(page, dark=False)
     run_all_cells(page, timeout=240_000)

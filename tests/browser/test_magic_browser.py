@@ -14,7 +14,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.browser.conftest import wait_for_kernel_idle, write_notebook
+from tests.browser.conftest import open_in_lab, wait_for_kernel_idle, write_notebook
 
 SETUP = """%load_ext reactant_lab
 import numpy as np
@@ -70,33 +70,23 @@ def _run_all(page: Any) -> None:
     pytest.fail("JupyterLab did not start running the notebook's cells")
 
 
-def _open_fresh(page: Any, server: Any, name: str) -> None:
-    """Open the notebook in a reset workspace: the session's server would otherwise restore the
-    tabs other tests left open (a kernel dialog of one of them can cover this notebook)."""
-    page.goto(f"{server.url}/lab/tree/{name}?reset")
-    page.locator(f'.lm-TabBar-tab[title*="{name}"], .lm-TabBar-tab:has-text("{name}")').first \
-        .wait_for(timeout=60_000)
-
-
 def _output(page: Any, cell: int) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").nth(cell).locator(".jp-OutputArea")
 
 
 @pytest.fixture
 def magic_notebook(jupyterlab_server: Any, lab_page: Any) -> Iterator[str]:
-    """The notebook, written into the server's root; afterwards its kernel is shut down and the
-    workspace dropped, so later tests on the same server do not get its tab back."""
+    """The notebook, written into the server's root; afterwards its kernel is shut down (its tab
+    is closed with the page's documents, see ``open_in_lab``)."""
     name = "magic_acceptance.ipynb"
     write_notebook(Path(jupyterlab_server.root) / name,
                    [nbformat.v4.new_code_cell(source) for source in CELLS])
     try:
         yield name
     finally:
-        lab_page.goto("about:blank")  # first leave the page, so it saves no more layout
         for session in jupyterlab_server.api("api/sessions"):
             if session.get("path", "").endswith(name):
                 _delete(f"{jupyterlab_server.url}/api/sessions/{session['id']}")
-        _delete(f"{jupyterlab_server.url}/lab/api/workspaces/default")
 
 
 def _delete(url: str) -> None:
@@ -110,7 +100,7 @@ def _delete(url: str) -> None:
 def test_reactant_jit_cells_show_explorers_and_compute_plain_values(
         lab_page: Any, jupyterlab_server: Any, magic_notebook: str, artifacts_dir: Path):
     page = lab_page
-    _open_fresh(page, jupyterlab_server, magic_notebook)
+    open_in_lab(page, jupyterlab_server, magic_notebook)
     wait_for_kernel_idle(page)
     _run_all(page)
     check = _output(page, STENCIL_CHECK)

@@ -37,11 +37,9 @@ def notebook(jupyterlab_server: Any, lab_page: Any) -> Iterator[str]:
     try:
         yield NAME
     finally:
-        lab_page.goto("about:blank")
         for session in jupyterlab_server.api("api/sessions"):
             if session.get("path", "").endswith(NAME):
                 _delete(f"{jupyterlab_server.url}/api/sessions/{session['id']}")
-        _delete(f"{jupyterlab_server.url}/lab/api/workspaces/default")
 
 
 def _delete(url: str) -> None:
