@@ -83,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _target_device(config: pytest.Config):
     """Point reactant_lab's default device (REACTANT_LAB_DEVICE) and JAX's (the references
     tests compare with) at the platform asked for; the device the suite targets."""
-    chosen = config.getoption("--device") or os.environ.get(DEVICE_VAR, "").strip()
+    chosen = _device_asked(config)
     kind = _platform_kind(chosen)
     if not kind:
         return jax.devices()[0]
@@ -108,6 +108,11 @@ def target_platform() -> str:
     """The platform the suite runs on: 'cpu', 'tpu', 'gpu'. (Read from the environment, which
     pytest_configure set: test modules import this file again as ``tests.conftest``.)"""
     return _platform_kind(os.environ.get(DEVICE_VAR, "")) or jax.devices()[0].platform
+
+
+def _device_asked(config: pytest.Config) -> str:
+    """The device the run asks for: --device, else REACTANT_LAB_DEVICE ('' for neither)."""
+    return (config.getoption("--device") or os.environ.get(DEVICE_VAR, "")).strip()
 
 
 def _platform_kind(chosen: str) -> str:
@@ -179,7 +184,7 @@ def _quick_codegen(config: pytest.Config) -> None:
     result. Left alone where XLA_FLAGS sets the level, where the suite targets an accelerator,
     and with REACTANT_LAB_TEST_XLA_OPT=default."""
     flags = os.environ.get("XLA_FLAGS", "")
-    kind = _platform_kind(config.getoption("--device") or os.environ.get(DEVICE_VAR, ""))
+    kind = _platform_kind(_device_asked(config))
     if (os.environ.get(XLA_OPT_VAR, "").strip().lower() == "default"
             or "xla_backend_optimization_level" in flags or kind not in ("", "cpu")):
         return

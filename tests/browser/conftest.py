@@ -427,10 +427,9 @@ def lab_page(browser: Any, jupyterlab_server: LabServer, artifacts_dir: Path,
         yield page
     finally:
         report = getattr(request.node, "rep_call", None)
-        failed = report is None or report.failed
         if report is not None and report.failed:
             keep_failure(page, jupyterlab_server, artifacts_dir, request.node.name)
-        context.close(keep=not failed)
+        context.close(keep=report is not None and report.passed)
         jupyterlab_server.shutdown_kernels()
 
 
