@@ -114,6 +114,28 @@ def work(eqn: Any, reducing_only: bool = False) -> int:
     return max([sum(_size(v) for v in eqn.outvars), *ins])
 
 
+def straight_work(jaxpr: Any) -> int | None:
+    """The work (``work``) of a jaxpr's equations, those of the jaxprs inside them (calls,
+    custom derivatives) counted inside them; None when it has an effect or a loop or a
+    conditional anywhere: straight-line code only, whose cost the sum bounds."""
+    if jaxpr.effects:
+        return None
+    total = 0
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("while", "cond", "scan"):
+            return None
+        inner = [getattr(v, "jaxpr", v) for v in eqn.params.values()
+                 if isinstance(v, (jcore.Jaxpr, jcore.ClosedJaxpr))]
+        if not inner:
+            total += work(eqn)
+        for sub in inner:
+            part = straight_work(sub)
+            if part is None:
+                return None
+            total += part
+    return total
+
+
 def _is_var(v: Any) -> bool:
     return not isinstance(v, jcore.Literal)
 

@@ -224,7 +224,7 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
         if (isinstance(it, range) and done >= len(it)) or _broke(state, names, brk):
             return state
         try:
-            with labels.at(site):
+            with labels.at(site), session.inside_loop():  # not the peeled iteration
                 if period == 1:
                     return _rolled(it, body, target, state, names, done, numpy, mark, force,
                                    brk, site, session, guess)
@@ -342,7 +342,8 @@ def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | Non
             runs.append(was)
             return final
         with labels.region(None, labels.fori, c, target, True):
-            final, was = batched.fori(done, n, step_fn, list(c.init), batch)
+            final, was = batched.fori(done, n, step_fn, list(c.init), batch,
+                                      nested=session is not None and session.depth > 1)
         runs.append(was)
         return final
 
@@ -477,7 +478,8 @@ def while_stmt(test: Callable[..., Any], body: Callable[..., Any], state: tuple[
                 return state
             state = body(state)
             continue
-        return _roll_while(test, body, state, names, site, writes)
+        with session.inside_loop():
+            return _roll_while(test, body, state, names, site, writes)
 
 
 def to_pred(cond: Any) -> Any:

@@ -44,8 +44,21 @@ class Session:
     """(file, variable) -> why the variable may have no value there (see ``Undefined.why``),
     for the error when it is read."""
 
+    depth: int = 0
+    """How many converted loops are being traced around the point the trace is at (the loop
+    being rolled counts): above 1, a loop's iterations run once per iteration of another."""
+
     def note(self, text: str) -> None:
         self.notes[text] = None
+
+    @contextlib.contextmanager
+    def inside_loop(self) -> Iterator[None]:
+        """Trace a converted loop in here (``depth``)."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
 
     def unassigned_error(self, exc: UnboundLocalError) -> UnassignedVariableError | None:
         """The error for ``exc`` (a read of a variable converted code deleted) when the
