@@ -138,7 +138,8 @@ class _nothing:  # a null context manager that yields None
 def _probe(fn: Callable[..., Any], state: tuple[Any, ...], names: tuple[str, ...],
            numpy: bool, mark: int) -> tuple[list[tuple[Slot | None, Any]], list[Any], int | None]:
     """Trace one branch abstractly: per variable (its slot, or None for a Python value, and
-    the value), the arrays that existed before and that it writes, and its work (``_work``)."""
+    the value), the arrays that existed before and that it writes, and its work
+    (``hoisted.straight_work``)."""
     found: list[tuple[Slot | None, Any]] = []
 
     def run() -> list[Any]:
