@@ -82,7 +82,7 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
                         r.load(saved[r])
         return run
 
-    if cheap and session.depth > 0 and _small(slots, roots):
+    if cheap and session.depth > 0:
         picked = zip(branch(then)(None), branch(other)(None), strict=True)
         final = [lax.select(pred, jnp.asarray(a), jnp.asarray(b)) for a, b in picked]
     else:
@@ -114,9 +114,9 @@ def _outputs(then: Callable[..., Any], other: Callable[..., Any], state: tuple[A
             f"run) disagree: {exc}. Give the variable the same shape and dtype in both "
             "branches (np.where(cond, a, b) picks between two arrays).", site[0], site[1]
         ) from None
-    written = {r: None for _, roots, _ in probes for r in roots}
+    roots = sorted({r: None for _, written, _ in probes for r in written}, key=lambda r: r.serial)
     cheap = all(work is not None and work <= SELECT_WORK for _, _, work in probes)
-    return slots, sorted(written, key=lambda r: r.serial), cheap
+    return slots, roots, cheap and _small(slots, roots)
 
 
 def _small(slots: list[Slot], roots: list[carry.Root]) -> bool:
