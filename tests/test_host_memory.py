@@ -37,7 +37,13 @@ def _made(rng) -> dict[str, np.ndarray]:
     x = rng.standard_normal((300, 70))
     grown = np.arange(10.0)
     grown.resize(70_000, refcheck=False)  # realloc: the old values kept, the rest zeros
+    large = np.arange(70_000.0)  # to a block of a MiB or more (its data a page offset in)
+    large.resize(400_000, refcheck=False)
+    shrunk = np.arange(400_000.0)  # and back
+    shrunk.resize(70_000, refcheck=False)
     return {
+        "grown past a MiB": large,
+        "shrunk below a MiB": shrunk,
         "empty-filled": np.full((123, 45), 2.5),
         "zeros": np.zeros(3_000_000),  # 24 MB: calloc's lazily zeroed pages
         "ones": np.ones((7, 9), np.float32),
@@ -252,3 +258,137 @@ def test_stream_copy_writes_every_byte_at_any_offset_and_refuses_what_it_cannot_
         kept = target.copy()
         assert not host_memory.stream_copy(target, source)
         np.testing.assert_array_equal(target, kept)
+
+
+PAGE = os.sysconf("SC_PAGESIZE") if hasattr(os, "sysconf") else 4096
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="memory pages trade places on Linux only (mremap)")
+
+
+def _in_page_at(nbytes: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """A uint8 array of its own memory (NumPy's default allocator), and a view of ``nbytes``
+    of it starting ``offset`` bytes into a page, with a page to spare at either side."""
+    raw = np.zeros(nbytes + 4 * PAGE, np.uint8)
+    start = (-raw.ctypes.data) % PAGE + PAGE + offset
+    return raw, raw[start:start + nbytes]
+
+
+def _maps() -> int:
+    with open("/proc/self/maps") as maps:
+        return sum(1 for _ in maps)
+
+
+@linux_only
+def test_swap_pages_writes_every_byte_at_any_offset_and_nothing_else(rng, monkeypatch):
+    """The write-back of a result nothing else reads: the whole pages inside the target trade
+    places with the spare's, the partial ones at either end are copied; every byte of the
+    target gets the spare's value, and the bytes around it (other arrays' memory in its first
+    and last pages) keep theirs. Views of the target see the new values."""
+    monkeypatch.setattr(host_memory, "SWAP_MIN_BYTES", 2 * PAGE)
+    for trial in range(40):
+        offset = int(rng.integers(0, PAGE // 64)) * 64 if trial % 4 else 0
+        nbytes = int(rng.integers(2 * PAGE, 9 * PAGE)) // 8 * 8 if trial % 3 else 8 * PAGE
+        raw, target = _in_page_at(nbytes, offset)
+        raw[:] = rng.integers(0, 256, raw.size, dtype=np.uint8)
+        _, spare = _in_page_at(nbytes, offset)
+        spare[:] = rng.integers(0, 256, nbytes, dtype=np.uint8)
+        want, new = raw.copy(), spare.copy()
+        view = target[PAGE + 8:PAGE + 72]
+        assert host_memory.swap_pages(target.view(np.float64), spare.view(np.float64))
+        want[target.ctypes.data - raw.ctypes.data:][:nbytes] = new
+        np.testing.assert_array_equal(raw, want)
+        np.testing.assert_array_equal(view, new[PAGE + 8:PAGE + 72])
+
+
+@linux_only
+def test_trading_pages_again_and_again_keeps_the_process_mappings_and_stops_at_a_limit(
+        rng, monkeypatch):
+    """An array updated call after call trades pages with the same kept buffer: the process's
+    memory mappings stay as many. Should trades split them past the limit (``_Mappings``),
+    trading stops and every write-back is a copy, still right."""
+    monkeypatch.setattr(host_memory, "SWAP_MIN_BYTES", 2 * PAGE)
+    _, target = _in_page_at(64 * PAGE, 64)
+    _, spare = _in_page_at(64 * PAGE, 64)
+    counts = []
+    for _ in range(300):
+        new = rng.integers(0, 256, target.size, dtype=np.uint8)
+        spare[:] = new
+        assert host_memory.swap_pages(target, spare)
+        np.testing.assert_array_equal(target, new)
+        counts.append(_maps())
+    assert max(counts[50:]) <= counts[50] + 2
+    monkeypatch.setattr(host_memory._Mappings, "ceiling", _maps() - 1)
+    monkeypatch.setattr(host_memory._Mappings, "trades", 0)
+    monkeypatch.setattr(host_memory._Mappings, "stopped", False)
+    spare[:], before = 7, target.copy()
+    assert not host_memory.swap_pages(target, spare) and host_memory._Mappings.stopped
+    np.testing.assert_array_equal(target, before)
+
+
+@linux_only
+def test_swap_pages_refuses_memory_that_is_not_mallocs_and_what_it_cannot_trade(
+        rng, tmp_path, monkeypatch):
+    """Refused, nothing changed (the caller copies): a memory-mapped file (its pages are the
+    file's), a buffer NumPy does not own, different offsets within a page, less than
+    SWAP_MIN_BYTES, arrays that are not C-contiguous, read-only or overlapping, other
+    shapes or dtypes, and every trade while REACTANT_LAB_NO_PAGE_SWAP is set."""
+    n = host_memory.SWAP_MIN_BYTES // 8 + 1000
+    spare_raw = np.zeros(n + 3 * PAGE // 8)
+    spare = spare_raw[(-spare_raw.ctypes.data) % PAGE // 8:][:n]
+    spare[:] = rng.standard_normal(n)
+    mapped = np.memmap(tmp_path / "file", dtype=np.float64, mode="w+", shape=(n,))
+    mapped[:] = 1.0
+    foreign = np.frombuffer(bytearray(8 * n + PAGE), np.float64, n)
+    raw = np.zeros(n + 3 * PAGE // 8)
+    same = raw[(-raw.ctypes.data) % PAGE // 8:][:n]
+    shifted = raw[(-raw.ctypes.data) % PAGE // 8 + 1:][:n]
+    small = same[:2 * PAGE // 8]
+    frozen = same.copy()
+    frozen.flags.writeable = False
+    refused = [(mapped, spare), (foreign, spare), (shifted, spare), (small, spare[:small.size]),
+               (same.reshape(-1, 8)[:, ::2], spare.reshape(-1, 8)[:, ::2]), (frozen, spare),
+               (same.reshape(-1, 8), spare), (same.astype(np.float32), spare.astype(np.float32)
+                                              .view(np.float64)[:n // 2].view(np.float32)),
+               (spare_raw[:n], spare)]
+    for target, source in refused:
+        before, kept = np.array(target), np.array(source)
+        assert not host_memory.swap_pages(target, source)
+        np.testing.assert_array_equal(target, before)
+        np.testing.assert_array_equal(source, kept)
+    mapped.flush()
+    assert np.all(np.fromfile(tmp_path / "file", np.float64) == 1.0)
+    monkeypatch.setenv(host_memory.NO_SWAP_VAR, "1")
+    assert not host_memory.swap_pages(same, spare)
+    monkeypatch.delenv(host_memory.NO_SWAP_VAR)
+    new = spare.copy()
+    assert host_memory.swap_pages(same, spare)
+    np.testing.assert_array_equal(same, new)
+
+
+@linux_only
+def test_a_large_write_back_trades_pages_and_every_call_writes_numpys_values(aligned, rng,
+                                                                             monkeypatch):
+    """A kernel's large updated array is computed into a kept buffer nothing else reads: its
+    pages trade places with the caller's array instead of being copied, and call after call
+    (the kept buffer then holding the caller's old pages) the array holds NumPy's values; a
+    result that is also handed back is copied, never traded away."""
+    def clip_twice(a, b):
+        np.clip(a, -0.5, 0.5, out=a)
+        b *= 2.0
+        return b.copy()
+
+    traded = []
+    swap = host_memory.swap_pages
+    monkeypatch.setattr(host_memory, "swap_pages",
+                        lambda t, s: traded.append(t.nbytes) or swap(t, s))
+    jf = rl.jit(clip_twice)
+    for _ in range(4):
+        a, b = rng.standard_normal((1024, 700)), rng.standard_normal((1024, 700))
+        want_a, want_b = a.copy(), b.copy()
+        want = clip_twice(want_a, want_b)
+        got = jf(a, b)
+        np.testing.assert_array_equal(a, want_a)
+        np.testing.assert_array_equal(b, want_b)
+        np.testing.assert_array_equal(got, want)
+    assert jf.last.compiled.kept == ("args[0]", "args[1]")
+    assert traded and set(traded) == {a.nbytes}
