@@ -168,6 +168,25 @@ def test_crc32s_bit_step_is_branch_free_as_traced(rng):
         assert "stablehlo.case" not in final and "stablehlo.if" not in final, preset
 
 
+def test_the_ifs_of_a_loops_first_iteration_run_apart_are_selects_as_in_the_loop(rng):
+    """pair_matches' loop runs its first iteration apart (``total`` starts as a Python int) and
+    batches the rest: the helpers' `if`s in that first iteration are selects as the loop's
+    are, no conditional in the module (each one a thunk of its own for XLA:CPU), and the
+    results equal NumPy's."""
+    from tests.numpy_kernels import pair_matches
+
+    n = int(rng.integers(30, 90))
+    seq1, seq2 = rng.integers(0, 4, n), rng.integers(0, 4, n)
+    want = pair_matches(seq1, seq2)
+    for preset in rl.PRESETS:
+        jf = rl.jit(pair_matches, optimize=preset)
+        got = jf(seq1, seq2)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert int(got[1]) == int(want[1]), preset
+        traced = jf.last.traced_call.ir
+        assert "stablehlo.case" not in traced and "stablehlo.select" in traced, preset
+
+
 def test_every_exclusion_names_a_reactant_pattern_and_its_evidence():
     listed = set(patterns.reactant_patterns(no_nan=False))
     for entry in patterns.exclusions():

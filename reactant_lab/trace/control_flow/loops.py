@@ -220,7 +220,9 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
         names, state, strict=True) if n != target)
     for _ in range(len(names) + MAX_PERIOD + 3):
         if isinstance(it, range) and not peeled and undefined:
-            state, done, peeled = body(it[done], state), done + 1, True
+            with session.peeled_iteration():
+                state = body(it[done], state)
+            done, peeled = done + 1, True
         if (isinstance(it, range) and done >= len(it)) or _broke(state, names, brk):
             return state
         try:

@@ -47,6 +47,10 @@ class Session:
     depth: int = 0
     """How many converted loops are being traced around the point the trace is at (the loop
     being rolled counts): above 1, a loop's iterations run once per iteration of another."""
+    peeling: int = 0
+    """How many loops' first iterations, run apart before the rest rolls (``loops._roll``), are
+    being traced around the point the trace is at: not counted in ``depth``, but their code is
+    the loop body's."""
 
     def note(self, text: str) -> None:
         self.notes[text] = None
@@ -59,6 +63,15 @@ class Session:
             yield
         finally:
             self.depth -= 1
+
+    @contextlib.contextmanager
+    def peeled_iteration(self) -> Iterator[None]:
+        """Trace a loop's first iteration, run apart, in here (``peeling``)."""
+        self.peeling += 1
+        try:
+            yield
+        finally:
+            self.peeling -= 1
 
     def unassigned_error(self, exc: UnboundLocalError) -> UnassignedVariableError | None:
         """The error for ``exc`` (a read of a variable converted code deleted) when the
