@@ -5,8 +5,9 @@ NumPy updates ``a`` where it lies: one read and one write of each element. A com
 cannot: XLA:CPU reads the caller's 64-byte-aligned array in place, but computes the new value
 into memory of its own, which is then copied into ``a``. It cannot write into ``a`` itself:
 donating a buffer that wraps the caller's memory (zero-copy) does not make XLA write there (the
-last line shows where the result landed). So the floor is two passes over the array, XLA's and
-the copy's, against NumPy's one.
+last line shows where the result landed). So the floor of a copy back is two passes over the
+array, XLA's and the copy's, against NumPy's one; on Linux the copy's pass becomes a trade of
+memory pages where the two buffers start at the same offset in a page.
 
 On top of that floor, XLA:CPU allocates each result with the C library's malloc on the thread
 that runs it; from about 30 MiB up that memory is new to the process on every call, and the
@@ -19,9 +20,12 @@ machine's drift hits all alike), with its minor page faults per call:
 - ``xla, new memory``  jax.jit's clip of the array, result in memory XLA allocates per call;
 - ``xla, kept buffer`` the same, the result written into the last call's result (donated);
 - ``copy back, numpy`` copying a result into the caller's array with ``np.copyto``;
-- ``copy back, ours``  the same as rl.jit writes back a large array: two threads, each
+- ``copy back, ours``  the same as rl.jit wrote back a large array: two threads, each
   copying half with non-temporal stores (``host_memory.stream_copy``: the caller's lines are
   not read first, as a plain copy's are);
+- ``page trade``       what rl.jit does instead where it can: the memory pages of a result
+  nothing reads afterwards trade places with the caller's array's (``host_memory.swap_pages``,
+  ``mremap``: page table entries move, not data);
 - ``rl.jit``           ``rl.jit`` of the NumPy kernel: read in place, kept buffer, copy back;
 - ``rl.jit, no keep``  the same with no buffer kept (what rl.jit did before).
 
@@ -44,7 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import reactant_lab as rl
-from reactant_lab import backend
+from reactant_lab import backend, host_memory
 from reactant_lab import compile as rl_compile
 
 
@@ -62,6 +66,7 @@ def _variants(a: np.ndarray) -> dict[str, Callable[[], object]]:
     x = jax.device_put(a)
     kept = [jnp.zeros_like(x)]
     result = np.asarray(new(x))
+    spare = np.array(a)  # the aligned allocator's, at the same offset in its page as a
     keep_min = rl_compile.KEPT_RESULT_MIN_BYTES
     fast = rl.jit(clip_inplace)
     fast(a)
@@ -78,6 +83,7 @@ def _variants(a: np.ndarray) -> dict[str, Callable[[], object]]:
         "xla, kept buffer": lambda: kept.append(into(x, kept.pop()).block_until_ready()),
         "copy back, numpy": lambda: np.copyto(a, result),
         "copy back, ours": lambda: rl_compile.copy_into(a, result),
+        "page trade": lambda: host_memory.swap_pages(a, spare) or np.copyto(a, spare),
         "rl.jit": lambda: fast(a),
         "rl.jit, no keep": lambda: plain(a),
     }

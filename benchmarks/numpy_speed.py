@@ -1094,19 +1094,21 @@ CAUSES: dict[str, str] = {
                 "along either axis in 7-8 ms, its comparator sort's floor)",
     # elementwise with masks and clipping: one fused select / clamp each (no scatter, sort or
     # compaction for a[mask] = ...); what is left is where the result is written
-    "clip_inplace": "0.43-0.48x (0.42-0.44x before the streamed copy back, 0.19x before "
-                    "the kept buffer, 0.08-0.10x at first). NumPy clips the 128 MB array where "
-                    "it lies: one pass over memory it has just read (9-9.5 ms). XLA:CPU cannot "
-                    "write into the caller's array (a donated zero-copy buffer over it is not "
-                    "written to), so the new value is computed into a buffer of XLA's, kept "
-                    "between calls (compile.KEPT_RESULT_MIN_BYTES; new memory each call faulted "
-                    "in 32,769 pages, half the time), on two threads in 11 ms (each line of "
-                    "that buffer read before it is written), then copied back: two threads, "
-                    "non-temporal stores (host_memory.stream_copy), 8.4 ms where np.copyto "
-                    "takes 19. The two passes are the floor. The jax.jit port, which returns a "
-                    "new array (no copy back, but new memory each call), is slower. "
+    "clip_inplace": "0.6-0.7x (0.43-0.48x before the page trade, 0.42-0.44x before the "
+                    "streamed copy back, 0.19x before the kept buffer, 0.08-0.10x at first). "
+                    "NumPy clips the 128 MB array where it lies: one pass over memory it has "
+                    "just read (8-9.5 ms). XLA:CPU cannot write into the caller's array (a "
+                    "donated zero-copy buffer over it is not written to), so the new value is "
+                    "computed into a buffer of XLA's, kept between calls "
+                    "(compile.KEPT_RESULT_MIN_BYTES; new memory each call faulted in 32,769 "
+                    "pages, half the time), on two threads in ~11 ms (each line of that buffer "
+                    "read before it is written). That buffer's pages then trade places with "
+                    "the caller's array's (host_memory.swap_pages, mremap: 0.3 ms per 32 MB), "
+                    "where a copy back took 8.4 ms on two threads with non-temporal stores "
+                    "(np.copyto: 19). XLA's one pass into its own memory is the floor. The "
+                    "jax.jit port, which returns a new array (new memory each call), is slower. "
                     "Reproducer: benchmarks/in_place_floor.py (NumPy; XLA into new memory, into "
-                    "a kept buffer; both copies back; where a donated caller's array lands)",
+                    "a kept buffer; copies back; where a donated caller's array lands)",
     "mandelbrot": "1.2-1.3x on 2 cores; was 0.79-0.87x. Its 50 iterations each run two "
                   "fusions over the 150x200 grid (each recomputing |Z|, XLA's overflow-safe "
                   "complex abs: the mask is not kept) and copy the carried Z, where NumPy "
@@ -1120,7 +1122,9 @@ CAUSES: dict[str, str] = {
     "clip_assign": "about level (0.96-1.01x; was 0.49x in the same process with the result "
                    "faulted in anew, benchmarks/kept_buffers.py): NumPy clips into a temporary "
                    "and copies it into a, two passes; ours are the same two (XLA into a kept "
-                   "buffer, the copy back into a: benchmarks/in_place_floor.py)",
+                   "buffer, the copy back into a: benchmarks/in_place_floor.py), or one where "
+                   "the kept buffer's pages can trade places with a's (host_memory.swap_pages): "
+                   "then 1.5x faster (4.2 -> 2.8 ms)",
     "winsorize": "was 0.16x: np.percentile sorted each 20,000-row column with the float "
                  "total-order comparator (175 ms); NumPy mode now sorts integer keys of the "
                  "floats (35 ms, NaN last) and takes NumPy's interpolation, one sort for both "
