@@ -368,20 +368,25 @@ def test_swap_pages_refuses_memory_that_is_not_mallocs_and_what_it_cannot_trade(
 @linux_only
 def test_a_large_write_back_trades_pages_and_every_call_writes_numpys_values(aligned, rng,
                                                                              monkeypatch):
-    """A kernel's large updated array is computed into a kept buffer nothing else reads: its
-    pages trade places with the caller's array instead of being copied, and call after call
-    (the kept buffer then holding the caller's old pages) the array holds NumPy's values; a
-    result that is also handed back is copied, never traded away."""
+    """A kernel's large updated arrays are computed into kept buffers nothing else reads: the
+    write-back offers their pages to trade places with the caller's arrays' instead of being
+    copied, and call after call (a kept buffer then holding a caller's old pages) the arrays
+    hold NumPy's values; a result handed back keeps its values through the calls after it."""
     def clip_twice(a, b):
         np.clip(a, -0.5, 0.5, out=a)
         b *= 2.0
         return b.copy()
 
-    traded = []
+    offered = []
     swap = host_memory.swap_pages
-    monkeypatch.setattr(host_memory, "swap_pages",
-                        lambda t, s: traded.append(t.nbytes) or swap(t, s))
+
+    def spy(target, spare):
+        offered.append(target.nbytes)
+        return swap(target, spare)
+
+    monkeypatch.setattr(host_memory, "swap_pages", spy)
     jf = rl.jit(clip_twice)
+    results = []
     for _ in range(4):
         a, b = rng.standard_normal((1024, 700)), rng.standard_normal((1024, 700))
         want_a, want_b = a.copy(), b.copy()
@@ -390,5 +395,8 @@ def test_a_large_write_back_trades_pages_and_every_call_writes_numpys_values(ali
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(b, want_b)
         np.testing.assert_array_equal(got, want)
+        results.append((got, want))
+    for got, want in results:
+        np.testing.assert_array_equal(got, want)
     assert jf.last.compiled.kept == ("args[0]", "args[1]")
-    assert traded and set(traded) == {a.nbytes}
+    assert len(offered) == 8 and set(offered) == {a.nbytes}
