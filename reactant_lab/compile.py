@@ -112,6 +112,11 @@ class Compiled:
         """The linear arguments a NumPy kernel updates in place."""
         self.kept: tuple[str, ...] = tuple(
             self._paths[arg] for arg, k in self._layout.writeback if k in executable.kept)
+        """Paths of the updated arguments whose new value XLA computes into a buffer kept from
+        the call before (``KEPT_RESULT_MIN_BYTES`` or more, on the CPU), then written into the
+        caller's array (copied, or its pages traded: ``_spares``): no memory allocated and
+        faulted in on each call, at the cost of holding that buffer while this executable
+        lives."""
         computed = [s.index for s in self._layout.out_slots if isinstance(s, Computed)]
         written = [k for _, k in self._layout.writeback]
         self._spares = frozenset(k for k in executable.kept
@@ -119,10 +124,6 @@ class Compiled:
         """The kept results that only become an updated argument's new value: nothing reads them
         after the write-back, which may trade their memory pages for the caller's
         (``host_memory.swap_pages``) instead of copying."""
-        """Paths of the updated arguments whose new value XLA computes into a buffer kept from
-        the call before (``KEPT_RESULT_MIN_BYTES`` or more, on the CPU), then copied into the
-        caller's array: no memory allocated and faulted in on each call, at the cost of holding
-        that buffer while this executable lives."""
         # Under 64-bit mode NumPy float64 is not silently cast to a float32 signature, so a dtype
         # mismatch is caught. JAX arrays cannot be 64-bit without it, so their fast path skips
         # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
