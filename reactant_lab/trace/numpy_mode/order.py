@@ -4,7 +4,7 @@ is lowered for the CPU: ``_on_cpu``):
 
 - np.median along a short axis through a selection network of min / max (compare-exchange)
   steps: a few dozen elementwise ops that fuse into one pass (a 3x3 median filter's median of 9
-  stacked windows: 24 exchanges);
+  stacked windows: Paeth's 19 exchanges);
 - np.argsort of an unchanged np.argsort result along the same axis (ranks: ``argsort(argsort(x))``)
   is the inverse permutation, one scatter instead of a second sort;
 - np.sort, np.percentile, np.quantile and np.median of real floats along a long axis through a
@@ -20,8 +20,9 @@ is lowered for the CPU: ``_on_cpu``):
 
 The network is Batcher's odd-even merge sort for the next power of two, cut to the axis length
 (the missing values would be +inf at the end: their exchanges change nothing) and pruned to the
-exchanges the middle outputs depend on. min / max propagate NaN to both outputs, and every input
-reaches the middle outputs, so a slice holding NaN gives NaN, as np.median does.
+exchanges the middle outputs depend on; for 9 values, Paeth's smaller selection network. min /
+max propagate NaN to both outputs, and every input reaches the middle outputs, so a slice
+holding NaN gives NaN, as np.median does.
 """
 
 from __future__ import annotations
@@ -316,10 +317,19 @@ def _axis_length(a: Any, axis: Any) -> int | None:
     return None
 
 
+MEDIAN_OF_9 = ((1, 2), (4, 5), (7, 8), (0, 1), (3, 4), (6, 7), (1, 2), (4, 5), (7, 8), (0, 3),
+               (5, 8), (4, 7), (3, 6), (1, 4), (2, 5), (4, 7), (2, 4), (4, 6), (2, 4))
+"""The median of 9 (a 3x3 window's) in 19 exchanges, Paeth's selection network: 30 min / max
+operations once XLA drops the outputs nothing reads, where the pruned Batcher network below
+needs 40 (a 512x512 median filter, alternating in one process: 3.1-4.0 -> 2.8-3.5 ms)."""
+
+
 @functools.cache
 def _median_network(n: int) -> tuple[tuple[int, int], ...]:
     """The exchanges of a sorting network for ``n`` wires that the middle one or two outputs
-    depend on, in order."""
+    depend on, in order (for 9 wires, ``MEDIAN_OF_9``)."""
+    if n == 9:
+        return MEDIAN_OF_9
     needed = {(n - 1) // 2, n // 2}
     kept: list[tuple[int, int]] = []
     for i, j in reversed(_sorting_network(n)):
