@@ -55,23 +55,22 @@ class Session:
     def note(self, text: str) -> None:
         self.notes[text] = None
 
-    @contextlib.contextmanager
-    def inside_loop(self) -> Iterator[None]:
+    def inside_loop(self) -> contextlib.AbstractContextManager[None]:
         """Trace a converted loop in here (``depth``)."""
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
+        return self._counted("depth")
+
+    def peeled_iteration(self) -> contextlib.AbstractContextManager[None]:
+        """Trace a loop's first iteration, run apart, in here (``peeling``)."""
+        return self._counted("peeling")
 
     @contextlib.contextmanager
-    def peeled_iteration(self) -> Iterator[None]:
-        """Trace a loop's first iteration, run apart, in here (``peeling``)."""
-        self.peeling += 1
+    def _counted(self, name: str) -> Iterator[None]:
+        """One more of ``name`` (a count of this session) while in here."""
+        setattr(self, name, getattr(self, name) + 1)
         try:
             yield
         finally:
-            self.peeling -= 1
+            setattr(self, name, getattr(self, name) - 1)
 
     def unassigned_error(self, exc: UnboundLocalError) -> UnassignedVariableError | None:
         """The error for ``exc`` (a read of a variable converted code deleted) when the
