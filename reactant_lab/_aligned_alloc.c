@@ -47,16 +47,56 @@ typedef struct {
 
 /* Bytes over the size asked for: room for the block's start and the alignment. From
  * PAGE_OFFSET_FROM up, the data starts ALIGN bytes into a page, where the C library's malloc
- * puts a block it maps on its own (XLA's large buffers): rl_swap_pages can then trade the
- * pages of an array and of such a buffer, which must sit at the same offsets in their pages. */
+ * puts a block it maps on its own (XLA's large buffers), or at the offset rl_prefer_offset
+ * recorded for its size: rl_swap_pages can then trade the pages of an array and of such a
+ * buffer, which must sit at the same offsets in their pages. */
 static size_t extra_for(size_t size) {
     return size >= PAGE_OFFSET_FROM ? PAGE + ALIGN + sizeof(void *) : ALIGN + sizeof(void *);
+}
+
+/* Sizes whose blocks start elsewhere in their page than ALIGN bytes in: rl_prefer_offset
+ * records, for a size, the offset of a buffer of XLA's that arrays of that size should match
+ * (one the C library put inside its heap, at any multiple of 64). A few slots, reused in
+ * turn; a read racing a write at worst picks another slot's offset, which is as valid. */
+#define PREFER_SLOTS 8
+static volatile size_t prefer_size[PREFER_SLOTS];
+static volatile unsigned prefer_at[PREFER_SLOTS];
+static volatile unsigned prefer_next;
+
+void rl_prefer_offset(size_t size, unsigned offset) {
+    unsigned i, slot = PREFER_SLOTS;
+    if (size < PAGE_OFFSET_FROM || offset >= PAGE || offset % ALIGN != 0) {
+        return;
+    }
+    for (i = 0; i < PREFER_SLOTS; i++) {
+        if (prefer_size[i] == size) {
+            slot = i;
+        }
+    }
+    if (slot == PREFER_SLOTS) {
+        slot = prefer_next % PREFER_SLOTS;
+        prefer_next = slot + 1;
+    }
+    prefer_size[slot] = 0; /* no reader takes the pair while it changes */
+    prefer_at[slot] = offset;
+    prefer_size[slot] = size;
+}
+
+static uintptr_t page_offset_for(size_t size) {
+    unsigned i;
+    for (i = 0; i < PREFER_SLOTS; i++) {
+        if (prefer_size[i] == size) {
+            return prefer_at[i] % PAGE;
+        }
+    }
+    return ALIGN;
 }
 
 static char *aligned_in(void *block, size_t size) {
     uintptr_t start = (uintptr_t)block + sizeof(void *);
     if (size >= PAGE_OFFSET_FROM) {
-        return (char *)(((start - ALIGN + PAGE - 1) & ~(uintptr_t)(PAGE - 1)) + ALIGN);
+        uintptr_t at = page_offset_for(size); /* a multiple of ALIGN below PAGE */
+        return (char *)(((start - at + PAGE - 1) & ~(uintptr_t)(PAGE - 1)) + at);
     }
     return (char *)((start + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
 }

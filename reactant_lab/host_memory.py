@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import ClassVar
 
 import numpy as np
 
@@ -104,6 +105,9 @@ class _Installed:
         self.swap_pages = library.rl_swap_pages
         self.swap_pages.restype = ctypes.c_int
         self.swap_pages.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        self.prefer_offset = library.rl_prefer_offset
+        self.prefer_offset.restype = None
+        self.prefer_offset.argtypes = [ctypes.c_size_t, ctypes.c_uint]
 
 
 class _Once:
@@ -347,6 +351,9 @@ NO_SWAP_VAR = "REACTANT_LAB_NO_PAGE_SWAP"
 """Set (to anything but the empty string), :func:`swap_pages` never trades pages: every
 write-back is a copy."""
 SWAP_MIN_BYTES = 1 << 20
+_PAGE = 4096
+"""The page size ``_aligned_alloc.c`` places large arrays by (the kernel's may be larger: the
+trade then checks its own)."""
 """From this size up, :func:`swap_pages` trades pages rather than leave the copy to the caller."""
 _MALLOC_HANDLERS = (HANDLER_NAME, "default_allocator")
 """NumPy allocators whose memory is the C library's ``malloc``'s: private to the process and
@@ -393,6 +400,36 @@ class _Mappings:
             return not cls.stopped
 
 
+class _Offsets:
+    """Where in its page a large array of each size starts (``rl_prefer_offset``): where the
+    spare of a refused trade does (a buffer of XLA's in the C library's heap, kept and offered
+    again call after call), so that the caller's next fresh array of that size trades with it.
+    A size keeps its offset while trades at it go on succeeding: it moves to another spare's
+    after ``PATIENCE`` refusals in a row (two kernels updating arrays of one size, their kept
+    buffers at different offsets: the first keeps its trades rather than both losing them)."""
+
+    PATIENCE = 8
+    lock = threading.Lock()
+    chosen: ClassVar[dict[int, tuple[int, int]]] = {}
+    """Size -> (its offset, refusals since the last trade at it)."""
+
+    @classmethod
+    def missed(cls, installed: _Installed, nbytes: int, at: int) -> None:
+        with cls.lock:
+            offset, misses = cls.chosen.get(nbytes, (-1, cls.PATIENCE))
+            if misses + 1 < cls.PATIENCE and offset != at:
+                cls.chosen[nbytes] = (offset, misses + 1)
+                return
+            cls.chosen[nbytes] = (at, 0)
+        installed.prefer_offset(nbytes, at)
+
+    @classmethod
+    def traded(cls, nbytes: int, at: int) -> None:
+        with cls.lock:
+            if cls.chosen.get(nbytes, (at, 0))[0] == at:
+                cls.chosen[nbytes] = (at, 0)
+
+
 def _max_map_count() -> int:
     try:
         return int(Path("/proc/sys/vm/max_map_count").read_text())
@@ -423,11 +460,13 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
     32 MB array took 0.3 ms where two threads copied it in 3.2 ms). Both C-contiguous, of one
     dtype and shape, apart, at least ``SWAP_MIN_BYTES``, at the same offset within a page
     (XLA's CPU buffers of a mapping of their own, and this module's aligned arrays of a MiB or
-    more, start 64 bytes into one), and ``target`` in memory of the C library's ``malloc``
-    (this module's allocator or NumPy's default; never a memory-mapped file, whose pages belong
-    to the file). Returns False, having changed nothing, when any of that does not hold, the
-    kernel refuses, or the trades have split the process's memory mappings too much already
-    (``_Mappings``; the caller then copies)."""
+    more, start 64 bytes into one; refused for that, arrays of ``target``'s size made later
+    with this module's allocator start where ``spare`` does in its page, so that the next
+    call's fresh array of that size trades with the same kept buffer), and ``target`` in
+    memory of the C library's ``malloc`` (this module's allocator or NumPy's default; never a
+    memory-mapped file, whose pages belong to the file). Returns False, having changed nothing,
+    when any of that does not hold, the kernel refuses, or the trades have split the process's
+    memory mappings too much already (``_Mappings``; the caller then copies)."""
     if not (sys.platform.startswith("linux") and not os.environ.get(NO_SWAP_VAR)
             and target.dtype == spare.dtype
             and target.shape == spare.shape and target.nbytes >= SWAP_MIN_BYTES
@@ -436,11 +475,17 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
             and not np.may_share_memory(target, spare)):
         return False
     try:
-        swap = _install().swap_pages
+        installed = _install()
     except AlignedArraysUnavailable:
+        return False
+    swap = installed.swap_pages
+    at = spare.ctypes.data % _PAGE
+    if target.ctypes.data % _PAGE != at:
+        _Offsets.missed(installed, target.nbytes, at)
         return False
     if not _Mappings.allowed():
         return False
+    _Offsets.traded(target.nbytes, at)
     done = swap(target.ctypes.data, spare.ctypes.data, target.nbytes)
     if done < 0:  # not seen: the kernel moved the pages out, then refused to move them back
         raise ReactantLabError(

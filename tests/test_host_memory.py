@@ -400,3 +400,36 @@ def test_a_large_write_back_trades_pages_and_every_call_writes_numpys_values(ali
         np.testing.assert_array_equal(got, want)
     assert jf.last.compiled.kept == ("args[0]", "args[1]")
     assert len(offered) == 8 and set(offered) == {a.nbytes}
+
+
+@linux_only
+def test_a_trade_refused_for_its_offset_places_the_next_array_of_that_size_to_match(
+        aligned, rng, monkeypatch):
+    """A kept buffer of XLA's in the C library's heap may start anywhere in its page: refused
+    a trade for that, the allocator starts the next arrays of the target's size where the
+    spare does, and those trade. A second spare elsewhere does not move it at once: only
+    after refusals in a row (``_Offsets.PATIENCE``), so that one kernel keeps its trades."""
+    monkeypatch.setattr(host_memory._Offsets, "chosen", {})
+    n = host_memory.SWAP_MIN_BYTES // 8 + int(rng.integers(1, 500))
+    raw = np.zeros(n + 2 * PAGE // 8)
+
+    def spare_at(offset):
+        return raw[((-raw.ctypes.data + offset) % PAGE) // 8:][:n]
+
+    first = rng.standard_normal(n)  # the allocator's: 64 bytes into its page
+    assert first.ctypes.data % PAGE == 64
+    spare = spare_at(448)
+    assert not host_memory.swap_pages(first, spare)
+    fresh = np.empty(n)
+    assert fresh.ctypes.data % PAGE == 448
+    spare[:] = rng.standard_normal(n)
+    want = spare.copy()
+    assert host_memory.swap_pages(fresh, spare)
+    np.testing.assert_array_equal(fresh, want)
+    other = spare_at(1024)
+    for _ in range(host_memory._Offsets.PATIENCE - 1):
+        assert not host_memory.swap_pages(np.empty(n), other)
+    assert np.empty(n).ctypes.data % PAGE == 448
+    assert not host_memory.swap_pages(np.empty(n), other)  # the last refusal in a row moves it
+    assert np.empty(n).ctypes.data % PAGE == 1024
+    assert np.empty(n + 1).ctypes.data % PAGE == 64  # other sizes keep the default
