@@ -351,10 +351,10 @@ NO_SWAP_VAR = "REACTANT_LAB_NO_PAGE_SWAP"
 """Set (to anything but the empty string), :func:`swap_pages` never trades pages: every
 write-back is a copy."""
 SWAP_MIN_BYTES = 1 << 20
+"""From this size up, :func:`swap_pages` trades pages rather than leave the copy to the caller."""
 _PAGE = 4096
 """The page size ``_aligned_alloc.c`` places large arrays by (the kernel's may be larger: the
 trade then checks its own)."""
-"""From this size up, :func:`swap_pages` trades pages rather than leave the copy to the caller."""
 _MALLOC_HANDLERS = (HANDLER_NAME, "default_allocator")
 """NumPy allocators whose memory is the C library's ``malloc``'s: private to the process and
 anonymous (not a file's, not shared), the only memory whose pages may trade places."""
@@ -364,7 +364,8 @@ class _Mappings:
     """Each page trade can split the process's memory mappings (a moved range stays a mapping of
     its own where the kernel does not merge it with its neighbours), and Linux caps their number
     (``vm.max_map_count``, 65,530 by default: past it, allocations fail). Every ``EVERY``-th
-    trade counts them; past ``limit()`` trading stops for the rest of the process."""
+    trade counts them; from ``ceiling`` on (``SPARE`` more than at the first trade, at most half
+    of Linux's limit) trading stops for the rest of the process."""
 
     EVERY = 64
     SPARE = 8192
@@ -485,8 +486,9 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
         return False
     if not _Mappings.allowed():
         return False
-    _Offsets.traded(target.nbytes, at)
     done = swap(target.ctypes.data, spare.ctypes.data, target.nbytes)
+    if done > 0:
+        _Offsets.traded(target.nbytes, at)
     if done < 0:  # not seen: the kernel moved the pages out, then refused to move them back
         raise ReactantLabError(
             "reactant_lab could not put an updated array's memory pages back after the kernel "
