@@ -6,8 +6,8 @@
  * Each block is the C library's own (malloc, calloc, realloc), over-allocated by ALIGN plus
  * one pointer (and a page from PAGE_OFFSET_FROM up): the data starts at the first ALIGN
  * boundary past one pointer (for a large block, ALIGN bytes into a page, or where
- * rl_prefer_offset says for its size), and the block's
- * start is stored in the pointer just before the data, for free and realloc. calloc stays
+ * rl_prefer_offset says for its size), and the block's start is stored in the pointer just
+ * before the data, for free and realloc. calloc stays
  * calloc, so large zeroed arrays keep the lazily zeroed pages NumPy's own allocator gets.
  * As NumPy's default allocator on Linux, blocks of 4 MiB and more ask for transparent huge
  * pages when the context says so.
