@@ -1064,8 +1064,7 @@ def copy_into(target: np.ndarray, host: np.ndarray, spare: bool = False) -> None
     of either is raised after both have run. ``spare``: nothing reads ``host`` afterwards, so
     its memory pages may trade places with ``target``'s instead (``host_memory.swap_pages``:
     a 32 MB array in 0.3 ms, where the two copying threads take ~3 ms)."""
-    if spare and host.nbytes >= host_memory.SWAP_MIN_BYTES and host_memory.swap_pages(
-            target, host):
+    if spare and host_memory.swap_pages(target, host):  # it refuses what it cannot trade
         return
     if host.nbytes < PARALLEL_COPY_MIN or (os.cpu_count() or 1) < 2 or target.ndim == 0:
         target[...] = host
