@@ -6,7 +6,7 @@
  * Each block is the C library's own (malloc, calloc, realloc), over-allocated by ALIGN plus
  * one pointer (and a page from PAGE_OFFSET_FROM up): the data starts at the first ALIGN
  * boundary past one pointer (for a large block, ALIGN bytes into a page, or where
- * rl_prefer_offset says for its size), and the block's start is stored in the pointer just
+ * rl_prefer_offsets says for its size), and the block's start is stored in the pointer just
  * before the data, for free and realloc. calloc stays
  * calloc, so large zeroed arrays keep the lazily zeroed pages NumPy's own allocator gets.
  * As NumPy's default allocator on Linux, blocks of 4 MiB and more ask for transparent huge
@@ -48,26 +48,36 @@ typedef struct {
 
 /* Bytes over the size asked for: room for the block's start and the alignment. From
  * PAGE_OFFSET_FROM up, the data starts ALIGN bytes into a page, where the C library's malloc
- * puts a block it maps on its own (XLA's large buffers), or at the offset rl_prefer_offset
+ * puts a block it maps on its own (XLA's large buffers), or at an offset rl_prefer_offsets
  * recorded for its size: rl_swap_pages can then trade the pages of an array and of such a
  * buffer, which must sit at the same offsets in their pages. */
 static size_t extra_for(size_t size) {
     return size >= PAGE_OFFSET_FROM ? PAGE + ALIGN + sizeof(void *) : ALIGN + sizeof(void *);
 }
 
-/* Sizes whose blocks start elsewhere in their page than ALIGN bytes in: rl_prefer_offset
- * records, for a size, the offset of a buffer of XLA's that arrays of that size should match
- * (one the C library put inside its heap, at any multiple of 64). A few slots, reused in
- * turn; a read racing a write at worst picks another slot's offset, which is as valid. */
+/* Sizes whose blocks start elsewhere in their page than ALIGN bytes in: rl_prefer_offsets
+ * records, for a size, the offsets of the buffers of XLA's that arrays of that size should
+ * match (ones the C library put inside its heap, at any multiple of 64), and successive blocks
+ * of that size take them in turn (a kernel updating four arrays of one size, each traded with
+ * a buffer of its own). A few slots, reused in turn; a read racing a write at worst picks
+ * another offset of the list, or another slot's, which is as valid. */
 #define PREFER_SLOTS 8
+#define PREFER_MAX 8
 static volatile size_t prefer_size[PREFER_SLOTS];
-static volatile unsigned prefer_at[PREFER_SLOTS];
+static volatile unsigned prefer_count[PREFER_SLOTS];
+static volatile unsigned prefer_at[PREFER_SLOTS][PREFER_MAX];
+static volatile unsigned prefer_turn[PREFER_SLOTS];
 static volatile unsigned prefer_next;
 
-void rl_prefer_offset(size_t size, unsigned offset) {
+void rl_prefer_offsets(size_t size, const unsigned *offsets, unsigned n) {
     unsigned i, slot = PREFER_SLOTS;
-    if (size < PAGE_OFFSET_FROM || offset >= PAGE || offset % ALIGN != 0) {
+    if (size < PAGE_OFFSET_FROM || n > PREFER_MAX) {
         return;
+    }
+    for (i = 0; i < n; i++) {
+        if (offsets[i] >= PAGE || offsets[i] % ALIGN != 0) {
+            return;
+        }
     }
     for (i = 0; i < PREFER_SLOTS; i++) {
         if (prefer_size[i] == size) {
@@ -75,19 +85,31 @@ void rl_prefer_offset(size_t size, unsigned offset) {
         }
     }
     if (slot == PREFER_SLOTS) {
+        if (n == 0) {
+            return;
+        }
         slot = prefer_next % PREFER_SLOTS;
         prefer_next = slot + 1;
     }
-    prefer_size[slot] = 0; /* no reader takes the pair while it changes */
-    prefer_at[slot] = offset;
-    prefer_size[slot] = size;
+    prefer_size[slot] = 0; /* no reader takes the list while it changes */
+    for (i = 0; i < n; i++) {
+        prefer_at[slot][i] = offsets[i];
+    }
+    prefer_count[slot] = n;
+    prefer_size[slot] = n == 0 ? 0 : size;
 }
 
 static uintptr_t page_offset_for(size_t size) {
-    unsigned i;
+    unsigned i, n, turn;
     for (i = 0; i < PREFER_SLOTS; i++) {
         if (prefer_size[i] == size) {
-            return prefer_at[i] % PAGE;
+            n = prefer_count[i];
+            if (n == 0 || n > PREFER_MAX) {
+                break;
+            }
+            turn = prefer_turn[i];
+            prefer_turn[i] = turn + 1;
+            return prefer_at[i][turn % n] % PAGE;
         }
     }
     return ALIGN;

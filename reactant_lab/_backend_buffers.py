@@ -11,10 +11,13 @@ the caller's array and dropped on every call.
 
 So a module can take, for each of those results, one more argument that it never reads, donated
 to that result (``tf.aliasing_output``): XLA then writes the result into the buffer handed in. The
-first call hands in a new buffer; each later call the result of the call before, once nothing
-else holds it (the caller's copy of it has been made and let go: a reference count, and XLA's own
-refusal to donate a buffer a NumPy view still reads). The memory stays allocated between calls,
-as long as the executable lives, up to ``KEPT_BYTES_LIMIT`` in the process.
+first call hands in a new buffer; each later call a result of a call before, once nothing else
+holds it (the caller's copy of it has been made and let go: a reference count, and XLA's own
+refusal to donate a buffer a NumPy view still reads). Those buffers are the process's, by
+device, shape and dtype (``_Pool``): every executable keeping a result of that kind takes them,
+preferring the one that starts where the caller's array it is traded into does in its page. The
+memory stays allocated between calls, while an executable keeping such results lives, up to
+``KEPT_BYTES_LIMIT`` in the process.
 
 Only backend and its private modules import this module.
 """
@@ -26,7 +29,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,92 +39,131 @@ KEPT_BYTES_LIMIT = 1 << 30
 """Bytes of kept buffers held at once in the process, every executable's together: a call whose
 results would go past it does not keep them (its executable's next call allocates anew)."""
 
+PAGE = 4096
 
-class _Held:
-    """The bytes of kept buffers held in the process."""
+_Key = tuple[str, str, tuple[int, ...], str]
+"""(client, device, shape, dtype) of a kept buffer."""
+
+
+class _Pool:
+    """The process's kept buffers free between calls, by client, device, shape and dtype: any
+    executable keeping a result of that kind takes one for its next call. Two executables of
+    one kernel (two presets), or two kernels updating arrays of one shape, then write into the
+    same buffers, whose pages keep trading with the caller's arrays at the same offsets
+    (``host_memory.swap_pages``); each executable keeping its own, the caller's fresh arrays
+    could match only one's. At most as many free buffers of a kind as the live executables keep
+    results of it, ``KEPT_BYTES_LIMIT`` in all; a kind's go when its last executable does."""
 
     lock = threading.Lock()
+    free: ClassVar[dict[_Key, list[tuple[Any, int]]]] = {}
+    """Kind -> (buffer, where in its page it starts), the most recently kept last."""
+    users: ClassVar[dict[tuple[str, tuple[int, ...], str], int]] = {}
+    """(device, shape, dtype) -> results of that kind the live executables keep."""
     total = 0
+    """Bytes of the free buffers."""
+
+
+def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 class KeptBuffers:
-    """The buffers of one executable's kept results, per client it runs on (the device's, and
-    the twin of guarded calls)."""
+    """The buffers of one executable's kept results, taken from and given back to the
+    process's pool (``_Pool``), per client it runs on (the device's, and the twin of guarded
+    calls)."""
 
-    def __init__(self, kept: Sequence[int], avals: Sequence[Aval]):
+    def __init__(self, kept: Sequence[int], avals: Sequence[Aval], device: str):
         self.kept = tuple(kept)
         """The results written into a buffer handed in, in the order of the donor arguments
         (the module's last ones)."""
         self.avals = tuple(avals)
         """(shape, dtype, weak_type) of each of those results."""
-        self.nbytes = sum(math.prod(shape) * np.dtype(dtype).itemsize
-                          for shape, dtype, _ in self.avals)
-        """Bytes of one set of kept buffers."""
-        self._spare: dict[str, list[list[Any]]] = {}
-        self._held = [0]  # this executable's share of _Held.total, given back when it dies
-        weakref.finalize(self, _give_back, self._held)
+        self._kinds = [(device, tuple(shape), np.dtype(dtype).str) for shape, dtype, _ in avals]
+        with _Pool.lock:
+            for kind in self._kinds:
+                _Pool.users[kind] = _Pool.users.get(kind, 0) + 1
+        weakref.finalize(self, _leave, list(self._kinds))
 
-    def donors(self, client: str, make: Callable[[Aval], Any]) -> list[Any]:
-        """The buffers to hand in on ``client``: the last call's results when nothing else holds
-        them, else new ones (``make(aval)``)."""
-        spare = self._spare.setdefault(client, [])
-        while spare:
-            try:
-                bufs = spare.pop()
-            except IndexError:  # another thread took the last one
-                break
-            _count(self._held, -self.nbytes)
-            if _unheld(bufs):
-                return bufs
-        return [make(aval) for aval in self.avals]
+    def donors(self, client: str, make: Callable[[Aval], Any],
+               offsets: Sequence[int | None] | None = None) -> list[Any]:
+        """The buffers to hand in on ``client``: free ones of the pool that nothing else holds,
+        each at ``offsets[i]`` in its page where the pool has one there (the page offset of
+        the caller's array result i is written into), else new ones (``make(aval)``)."""
+        bufs = []
+        for i, (aval, kind) in enumerate(zip(self.avals, self._kinds, strict=True)):
+            want = offsets[i] if offsets is not None else None
+            buf = _take((client, *kind), want)
+            bufs.append(make(aval) if buf is None else buf)
+        return bufs
 
     def keep(self, client: str, outs: Sequence[Any]) -> None:
-        """Keep a call's kept results (on ``client``) for a later call's donors, unless the
-        process holds ``KEPT_BYTES_LIMIT`` of them already."""
-        if _count(self._held, self.nbytes):
-            self._spare.setdefault(client, []).append([outs[k] for k in self.kept])
-
-    def release(self) -> None:
-        """Let go of every kept buffer (the next call allocates anew)."""
-        self._spare.clear()
-        _give_back(self._held)
-
-
-def _count(held: list[int], nbytes: int) -> bool:
-    """Add ``nbytes`` (less than 0: take) to an executable's and the process's kept bytes;
-    False (nothing added) when that would go past ``KEPT_BYTES_LIMIT``."""
-    with _Held.lock:
-        if nbytes > 0 and _Held.total + nbytes > KEPT_BYTES_LIMIT:
-            return False
-        _Held.total += nbytes
-        held[0] += nbytes
-        return True
+        """Give a call's kept results (on ``client``) to the pool for a later call's donors,
+        unless it holds as many of their kind already, or ``KEPT_BYTES_LIMIT`` in all."""
+        for k, kind in zip(self.kept, self._kinds, strict=True):
+            buf = outs[k]
+            try:
+                at = buf.unsafe_buffer_pointer() % PAGE
+            except Exception:  # a platform that gives no address: any offset will do
+                at = -1
+            nbytes = _nbytes(kind[1], kind[2])
+            with _Pool.lock:
+                free = _Pool.free.setdefault((client, *kind), [])
+                if (len(free) < _Pool.users.get(kind, 0)
+                        and _Pool.total + nbytes <= KEPT_BYTES_LIMIT):
+                    free.append((buf, at))
+                    _Pool.total += nbytes
 
 
-def _give_back(held: list[int]) -> None:
-    with _Held.lock:
-        _Held.total -= held[0]
-        held[0] = 0
+def _take(key: _Key, want: int | None) -> Any | None:
+    """A free buffer of ``key``'s kind that nothing else holds, at ``want`` in its page if the
+    pool has one there; None when it has none."""
+    nbytes = _nbytes(key[2], key[3])
+    while True:
+        with _Pool.lock:
+            free = _Pool.free.get(key)
+            if not free:
+                return None
+            at = next((i for i in range(len(free) - 1, -1, -1) if free[i][1] == want), -1)
+            entry = free.pop(at)
+            _Pool.total -= nbytes
+        if _unheld(entry):
+            return entry[0]
+
+
+def _leave(kinds: list[tuple[str, tuple[int, ...], str]]) -> None:
+    """An executable is gone: its kinds keep as many free buffers as the live ones keep
+    results of them."""
+    with _Pool.lock:
+        for kind in kinds:
+            users = _Pool.users[kind] = _Pool.users[kind] - 1
+            if users <= 0:
+                del _Pool.users[kind]
+            for key in [key for key in _Pool.free if key[1:] == kind]:
+                free = _Pool.free[key]
+                while len(free) > max(users, 0):
+                    free.pop(0)
+                    _Pool.total -= _nbytes(kind[1], kind[2])
+                if not free:
+                    del _Pool.free[key]
 
 
 def held_bytes() -> int:
-    """Bytes of kept buffers the process holds now."""
-    return _Held.total
+    """Bytes of kept buffers the process holds free between calls now."""
+    return _Pool.total
 
 
-def _references(bufs: list[Any]) -> list[int]:
-    return [sys.getrefcount(b) for b in bufs]
+def _references(entry: tuple[Any, int]) -> int:
+    return sys.getrefcount(entry[0])
 
 
-_HOLDERS = _references([object()])[0]
-"""What ``_references`` counts for a buffer only its list holds (the list, the comprehension's
-variable, ``getrefcount``'s argument: measured, as the count differs between Pythons)."""
+_HOLDERS = _references((object(), 0))
+"""What ``_references`` counts for a buffer only its pool entry holds (the entry, the
+call's argument: measured, as the count differs between Pythons)."""
 
 
-def _unheld(bufs: list[Any]) -> bool:
-    """Whether only the list ``bufs`` holds each of its buffers, none of them given up."""
-    return all(n <= _HOLDERS for n in _references(bufs)) and not any(
-        b.is_deleted() for b in bufs)
+def _unheld(entry: tuple[Any, int]) -> bool:
+    """Whether only the pool entry ``entry`` holds its buffer, not given up."""
+    return _references(entry) <= _HOLDERS and not entry[0].is_deleted()
 
 
 def aligned_empty(aval: Aval) -> np.ndarray:

@@ -276,7 +276,8 @@ class Executable:
         """The results XLA writes into a buffer kept from the call before (``_backend_buffers``):
         the module's last ``len(kept)`` arguments are their donors, which ``call_flat`` and
         ``call_guarded`` add to the values they are given."""
-        self._buffers = KeptBuffers(kept, self.params[len(self.params) - len(self.kept):])
+        self._buffers = KeptBuffers(kept, self.params[len(self.params) - len(self.kept):],
+                                    str(device))
         self.sharded = sharded
         """Whether it was compiled for a mesh of devices."""
         self.note: str | None = None
@@ -305,13 +306,16 @@ class Executable:
             return compiled(*args, **kwargs)
         return call
 
-    def call_flat(self, values: Sequence[Any]) -> list[Any]:
+    def call_flat(self, values: Sequence[Any],
+                  offsets: Sequence[int | None] | None = None) -> list[Any]:
         """Run on the module's argument values, in order (the donors of kept results left out:
-        they are added here); return its results as JAX arrays."""
+        they are added here, each at ``offsets[i]`` in its page where a free one is: the page
+        offset of the caller's array kept result i is written into); return its results as
+        JAX arrays."""
         if self._c_order:
             values = [in_c_order(v) if i in self._c_order else v for i, v in enumerate(values)]
         if self.kept:
-            values = [*values, *self._buffers.donors("device", self._new_donor)]
+            values = [*values, *self._buffers.donors("device", self._new_donor, offsets)]
         outs = self._call_flat(values)
         if self.kept:
             self._buffers.keep("device", outs)
@@ -352,8 +356,9 @@ class Executable:
             return "a while loop"
 
     def call_guarded(self, values: Sequence[Any], *, x64: bool, limit: float | None,
-                     name: str, on_host: bool) -> list[Any]:
-        """``call_flat(values)``, ended, with the caller waiting where Ctrl-C and ``limit``
+                     name: str, on_host: bool,
+                     offsets: Sequence[int | None] | None = None) -> list[Any]:
+        """``call_flat(values, offsets)``, ended, with the caller waiting where Ctrl-C and ``limit``
         (seconds) stop it (``_backend_run.run_guarded``; ``name`` names the function in its
         errors). On the CPU it runs the executable's twin, whose results stay on the twin's
         device when ``on_host`` (the caller reads them as NumPy arrays)."""
@@ -364,10 +369,10 @@ class Executable:
             with x64_scope(x64):
                 if twin is not None:
                     try:
-                        return self._run_twin(twin, values, on_host)
+                        return self._run_twin(twin, values, on_host, offsets)
                     except _TwinUnusable:
                         self._twin[0] = None  # from now on the executable itself
-                return list(jax.block_until_ready(self.call_flat(values)))
+                return list(jax.block_until_ready(self.call_flat(values, offsets)))
 
         outs = list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
         if self._twin and self._twin[0] is not None:  # a donated JAX array is given up, as
@@ -392,7 +397,8 @@ class Executable:
             self._twin.append(made)
         return self._twin[0]
 
-    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool) -> list[Any]:
+    def _run_twin(self, twin_exe: Any, values: Sequence[Any], on_host: bool,
+                  offsets: Sequence[int | None] | None = None) -> list[Any]:
         """Run the twin on ``values`` (the caller checked their shapes and dtypes; donated ones
         are copied, so no buffer of the caller's is given up); results on this executable's
         device unless ``on_host``."""
@@ -402,7 +408,8 @@ class Executable:
                 for v, aval, donated in zip(values, self.params[:n], self.donated[:n],
                                             strict=True)]
         if self.kept:
-            bufs += self._buffers.donors("twin", lambda aval: put(aligned_empty(aval), aval))
+            bufs += self._buffers.donors("twin", lambda aval: put(aligned_empty(aval), aval),
+                                         offsets)
         try:
             outs = [a[0] for a in twin_exe.execute_sharded(bufs)
                     .disassemble_into_single_device_arrays()]

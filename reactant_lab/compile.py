@@ -124,6 +124,10 @@ class Compiled:
         """The kept results that only become an updated argument's new value: nothing reads them
         after the write-back, which may trade their memory pages for the caller's
         (``host_memory.swap_pages``) instead of copying."""
+        self._offsets = _spare_offsets(self._layout.writeback, executable.kept, self._spares)
+        """Per kept result, where in its page the caller's array it is traded into starts
+        (None for the others): the executable is handed the kept buffer that starts there,
+        whose pages can trade with it."""
         # Under 64-bit mode NumPy float64 is not silently cast to a float32 signature, so a dtype
         # mismatch is caught. JAX arrays cannot be 64-bit without it, so their fast path skips
         # the (small) cost; weakly typed Python scalars would turn 64-bit under it.
@@ -158,7 +162,7 @@ class Compiled:
         self._call = self._fast_call if structured else self._flat_call
         self._takes_leaves = not structured and not layout.captures
         """Whether ``call_flattened`` can use its caller's leaves (captures are not in them)."""
-        self._run_exe: Callable[[Sequence[Any]], list[Any]] = (
+        self._run_exe: Callable[[Sequence[Any], Sequence[int | None] | None], list[Any]] = (
             self._run_guarded if guarded else exe.call_flat)
         taken = range(len(layout.avals)) if self.used_args is None else self.used_args
         self._taken = [(i, *layout.avals[i][:2]) for i in taken]
@@ -212,12 +216,16 @@ class Compiled:
         new._plan_calls(False)
         return new
 
-    def _run_guarded(self, values: Sequence[Any]) -> list[Any]:
-        """The executable's guarded call on the linear values it takes."""
+    def _run_guarded(self, values: Sequence[Any],
+                     offsets: Sequence[int | None] | None = None) -> list[Any]:
+        """The executable's guarded call on the linear values it takes (``offsets``:
+        ``_offsets``)."""
         if self._order is not None:
             values = [values[i] for i in self._order]
         return self._exe.call_guarded(values, x64=self._x64, limit=self._timeout,
-                                      name=self.traced.fn_name, on_host=self._layout.numpy_out)
+                                      name=self.traced.fn_name, on_host=self._layout.numpy_out,
+                                      offsets=offsets)
+
 
     def _refuse_if_busy(self) -> None:
         """Refuse the call while an interrupted computation still runs on this executable's
@@ -263,7 +271,7 @@ class Compiled:
         # the full way, which keys it as the same value.
         statics_of = _taker(tuple(i for i, _ in self._statics)) if self._statics else None
         static_values = tuple(key[1] for _, key in self._statics)
-        call_flat, asarray = self._exe.call_flat, np.asarray
+        call_flat, asarray, offsets = self._exe.call_flat, np.asarray, self._offsets
         take = None if used is None else _taker(used)
         swap, restore = backend.x64_switch(bool(x64))
         slots = layout.out_slots
@@ -289,7 +297,7 @@ class Compiled:
             try:
                 prev = swap(True)  # 64-bit types on for the call only
                 try:
-                    outs = call_flat(args if take is None else take(args))
+                    outs = call_flat(args if take is None else take(args), offsets(args))
                 finally:
                     restore(prev)
             except (TypeError, ValueError, RuntimeError) as exc:
@@ -364,7 +372,8 @@ class Compiled:
         try:
             with backend.x64_scope(self._x64):
                 outs = self._run_exe(linear if self.used_args is None
-                                     else [linear[i] for i in self.used_args])
+                                     else [linear[i] for i in self.used_args],
+                                     self._offsets(linear))
         except (TypeError, ValueError, RuntimeError) as exc:
             self._check(args, kwargs)
             self._out_of_memory(exc)
@@ -787,6 +796,23 @@ def _structure(layout: CallLayout, out_avals: list[backend.Aval],
         layout.avals[s], device, shardings[s]) for s in layout.in_slots]
     args, kwargs = jax.tree_util.tree_unflatten(layout.in_treedef, leaves)
     return template, args, kwargs
+
+
+def _spare_offsets(writeback: Sequence[tuple[int, int]], kept: Sequence[int],
+                   spares: Collection[int]
+                   ) -> Callable[[Sequence[Any]], list[int | None] | None]:
+    """For a call's linear arguments, per kept result, where in its page the caller's array it
+    is traded into starts when it is a spare (``host_memory.page_offset``; None for the
+    others); None at once when no kept result is a spare."""
+    targets = [next(arg for arg, j in writeback if j == k) if k in spares else None
+               for k in kept]
+    if not any(a is not None for a in targets):
+        return lambda _: None
+    page_offset = host_memory.page_offset
+
+    def offsets(linear: Sequence[Any]) -> list[int | None] | None:
+        return [None if a is None else page_offset(linear[a]) for a in targets]
+    return offsets
 
 
 KEPT_RESULT_MIN_BYTES = 4 << 20

@@ -105,9 +105,10 @@ class _Installed:
         self.swap_pages = library.rl_swap_pages
         self.swap_pages.restype = ctypes.c_int
         self.swap_pages.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
-        self.prefer_offset = library.rl_prefer_offset
-        self.prefer_offset.restype = None
-        self.prefer_offset.argtypes = [ctypes.c_size_t, ctypes.c_uint]
+        self.prefer_offsets = library.rl_prefer_offsets
+        self.prefer_offsets.restype = None
+        self.prefer_offsets.argtypes = [ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint),
+                                        ctypes.c_uint]
 
 
 class _Once:
@@ -353,6 +354,9 @@ write-back is a copy."""
 SWAP_MIN_BYTES = 1 << 20
 """From this size up, :func:`swap_pages` trades pages rather than leave the copy to the caller."""
 _PAGE = 4096
+_ALIGN = 64
+"""Where in its page the allocator starts an array of ``SWAP_MIN_BYTES`` or more unless told
+otherwise: where the C library's ``malloc`` puts a block it maps on its own."""
 """The page size ``_aligned_alloc.c`` places large arrays by (the kernel's may be larger: the
 trade then checks its own)."""
 _MALLOC_HANDLERS = (HANDLER_NAME, "default_allocator")
@@ -402,33 +406,47 @@ class _Mappings:
 
 
 class _Offsets:
-    """Where in its page a large array of each size starts (``rl_prefer_offset``): where the
-    spare of a refused trade does (a buffer of XLA's in the C library's heap, kept and offered
-    again call after call), so that the caller's next fresh array of that size trades with it.
-    A size keeps its offset while trades at it go on succeeding: it moves to another spare's
-    after ``PATIENCE`` refusals in a row (two kernels updating arrays of one size, their kept
-    buffers at different offsets: the first keeps its trades rather than both losing them)."""
+    """Where in their pages large arrays of each size start (``rl_prefer_offsets``): where the
+    spares offered for that size lately do (buffers of XLA's, kept and offered again call after
+    call; in the C library's heap they start at any multiple of 64), taken in turn by
+    successive arrays of that size, so that the caller's next fresh arrays trade with them: a
+    kernel updating four arrays of one size, each with a buffer of its own at another offset,
+    gets its four arrays at those four offsets (and ``compile`` gives each array the buffer at
+    its offset). A spare not offered again within ``WINDOW`` offers of its size, plus four per
+    spare still in use, drops out of the list."""
 
-    PATIENCE = 8
+    WINDOW = 16
+    SIZES = 16
+    """Sizes followed at once (the allocator holds 8: the most recently offered)."""
     lock = threading.Lock()
-    chosen: ClassVar[dict[int, tuple[int, int]]] = {}
-    """Size -> (its offset, refusals since the last trade at it)."""
+    seen: ClassVar[dict[int, dict[int, int]]] = {}
+    """Size -> {spare's address: the offer of that size it was last offered at}."""
+    offers: ClassVar[dict[int, int]] = {}
+    """Size -> offers of that size so far."""
+    chosen: ClassVar[dict[int, tuple[int, ...]]] = {}
+    """Size -> the offsets handed to the allocator for it."""
 
     @classmethod
-    def missed(cls, installed: _Installed, nbytes: int, at: int) -> None:
+    def offered(cls, installed: _Installed, nbytes: int, address: int) -> None:
+        """A spare of ``nbytes`` at ``address`` offered for a trade (taken or refused)."""
         with cls.lock:
-            offset, misses = cls.chosen.get(nbytes, (-1, cls.PATIENCE))
-            if misses + 1 < cls.PATIENCE and offset != at:
-                cls.chosen[nbytes] = (offset, misses + 1)
+            count = cls.offers.pop(nbytes, 0) + 1
+            cls.offers[nbytes] = count  # the most recent last
+            seen = cls.seen.pop(nbytes, {})
+            cls.seen[nbytes] = seen
+            seen[address] = count
+            window = cls.WINDOW + 4 * len(seen)
+            for old in [a for a, at in seen.items() if count - at > window]:
+                del seen[old]
+            while len(cls.seen) > cls.SIZES:
+                gone = next(iter(cls.seen))
+                del cls.seen[gone], cls.offers[gone]
+                cls.chosen.pop(gone, None)
+            offsets = tuple(a % _PAGE for a in sorted(seen))[:8]
+            if cls.chosen.get(nbytes, (_ALIGN,)) == offsets:
                 return
-            cls.chosen[nbytes] = (at, 0)
-        installed.prefer_offset(nbytes, at)
-
-    @classmethod
-    def traded(cls, nbytes: int, at: int) -> None:
-        with cls.lock:
-            if cls.chosen.get(nbytes, (at, 0))[0] == at:
-                cls.chosen[nbytes] = (at, 0)
+            cls.chosen[nbytes] = offsets
+        installed.prefer_offsets(nbytes, (ctypes.c_uint * len(offsets))(*offsets), len(offsets))
 
 
 def _max_map_count() -> int:
@@ -452,6 +470,12 @@ def _malloc_memory(array: np.ndarray) -> bool:
     return False
 
 
+def page_offset(value: object) -> int | None:
+    """Where in its memory page a NumPy array's data starts (None for anything else): a kept
+    buffer at that offset can trade pages with it (``swap_pages``)."""
+    return value.ctypes.data % _PAGE if isinstance(value, np.ndarray) else None
+
+
 def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
     """``target[...] = spare`` without copying the middle: on Linux, the whole memory pages
     inside ``target`` trade places with ``spare``'s pages at the same offsets (``mremap``
@@ -461,10 +485,10 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
     32 MB array took 0.3 ms where two threads copied it in 3.2 ms). Both C-contiguous, of one
     dtype and shape, apart, at least ``SWAP_MIN_BYTES``, at the same offset within a page
     (XLA's CPU buffers of a mapping of their own, and this module's aligned arrays of a MiB or
-    more, start 64 bytes into one; refused for that, arrays of ``target``'s size made later
-    with this module's allocator start where ``spare`` does in its page, so that the next
-    call's fresh array of that size trades with the same kept buffer), and ``target`` in
-    memory of the C library's ``malloc`` (this module's allocator or NumPy's default; never a
+    more, start 64 bytes into one; arrays of ``target``'s size made later with this module's
+    allocator start where the spares lately offered for that size do, in turn (``_Offsets``:
+    the next call's fresh arrays of that size then trade with the same kept buffers), and
+    ``target`` in memory of the C library's ``malloc`` (this module's allocator or NumPy's default; never a
     memory-mapped file, whose pages belong to the file). Returns False, having changed nothing,
     when any of that does not hold, the kernel refuses, or the trades have split the process's
     memory mappings too much already (``_Mappings``; the caller then copies)."""
@@ -479,16 +503,11 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
         installed = _install()
     except AlignedArraysUnavailable:
         return False
-    swap = installed.swap_pages
-    at = spare.ctypes.data % _PAGE
-    if target.ctypes.data % _PAGE != at:
-        _Offsets.missed(installed, target.nbytes, at)
+    address = spare.ctypes.data
+    _Offsets.offered(installed, target.nbytes, address)
+    if target.ctypes.data % _PAGE != address % _PAGE or not _Mappings.allowed():
         return False
-    if not _Mappings.allowed():
-        return False
-    done = swap(target.ctypes.data, spare.ctypes.data, target.nbytes)
-    if done > 0:
-        _Offsets.traded(target.nbytes, at)
+    done = installed.swap_pages(target.ctypes.data, address, target.nbytes)
     if done < 0:  # not seen: the kernel moved the pages out, then refused to move them back
         raise ReactantLabError(
             "reactant_lab could not put an updated array's memory pages back after the kernel "

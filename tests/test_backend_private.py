@@ -359,9 +359,10 @@ def test_pinned_jax_takes_numpy_modes_arrays_and_without_its_tables_nothing_is_l
 
 
 def _kept_pointer(exe):
-    """Where the buffer kept for the next call lies (one kept result, the device's)."""
-    (bufs,) = exe._buffers._spare["device"]
-    return bufs[0].unsafe_buffer_pointer()
+    """Where the buffer kept for the next call lies (one kept result, the device's: the one
+    its kind's pool got last)."""
+    return _backend_buffers._Pool.free[("device", *exe._buffers._kinds[0])][-1][
+        0].unsafe_buffer_pointer()
 
 
 @pytest.mark.cpu_only("result buffers are kept on the CPU only")
@@ -427,7 +428,6 @@ def test_kept_buffers_stay_within_the_process_limit_and_go_with_their_executable
         got = a.copy()
         tight(got, b)
         assert_close(got, a + 2.0 * b, rtol=1e-15)
-    assert not tight.last.compiled._exe._buffers._spare.get("device")
     assert _backend_buffers.held_bytes() == before
 
 

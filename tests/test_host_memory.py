@@ -402,16 +402,61 @@ def test_a_large_write_back_trades_pages_and_every_call_writes_numpys_values(ali
     assert len(offered) == 8 and set(offered) == {a.nbytes}
 
 
+def _four_updates(a, b, c, d):
+    a[a < 0] = 0.0
+    b += 1.0
+    np.clip(c, -0.5, 0.5, out=c)
+    d *= 2.0
+
+
+def _one_update(a):
+    a[a > 0.5] = 1.0
+
+
 @linux_only
-def test_a_trade_refused_for_its_offset_places_the_next_array_of_that_size_to_match(
+def test_kernels_updating_arrays_of_one_shape_share_kept_buffers_and_every_array_trades(
+        aligned, rng, monkeypatch):
+    """A kernel updating four arrays of one shape under two presets, and another kernel
+    updating one of that shape, take their kept buffers from one pool: after the first calls
+    every write-back trades its pages (none is copied for a buffer elsewhere in its page than
+    the caller's array), and every array holds NumPy's values."""
+    traded = []
+    swap = host_memory.swap_pages
+
+    def spy(target, spare):
+        traded.append(swap(target, spare))
+        return traded[-1]
+
+    monkeypatch.setattr(host_memory, "swap_pages", spy)
+    shape = (1000, 700 + int(rng.integers(0, 50)))  # 5.6 MB or more of float64: kept
+    calls = [(rl.jit(_four_updates), 4), (rl.jit(_four_updates, optimize="none"), 4),
+             (rl.jit(_one_update), 1)]
+    for rounds in range(4):
+        if rounds == 2:
+            traded.clear()
+        for jf, n in calls:
+            args = [rng.standard_normal(shape) for _ in range(n)]
+            want = [x.copy() for x in args]
+            (_four_updates if n == 4 else _one_update)(*want)
+            jf(*args)
+            for k, (x, y) in enumerate(zip(args, want, strict=True)):
+                np.testing.assert_array_equal(x, y, err_msg=f"argument {k}")
+    assert all(jf.last.compiled.kept for jf, _ in calls)
+    assert traded == [True] * 18
+
+
+@linux_only
+def test_arrays_of_a_size_start_where_the_spares_offered_for_it_do_in_turn(
         aligned, rng, monkeypatch):
     """A kept buffer of XLA's in the C library's heap may start anywhere in its page: refused
     a trade for that, the allocator starts the next arrays of the target's size where the
-    spare does, and those trade. A second spare elsewhere does not move it at once: only
-    after refusals in a row (``_Offsets.PATIENCE``), so that one kernel keeps its trades."""
-    monkeypatch.setattr(host_memory._Offsets, "chosen", {})
+    spare does, and those trade. Several spares of one size (a kernel updating several arrays
+    of it) have their offsets taken in turn by successive arrays; a spare no longer offered
+    drops out."""
+    for name, value in (("seen", {}), ("offers", {}), ("chosen", {})):
+        monkeypatch.setattr(host_memory._Offsets, name, value)
     n = host_memory.SWAP_MIN_BYTES // 8 + int(rng.integers(1, 500))
-    raw = np.zeros(n + 2 * PAGE // 8)
+    raw = np.zeros(n + 3 * PAGE // 8)
 
     def spare_at(offset):
         return raw[((-raw.ctypes.data + offset) % PAGE) // 8:][:n]
@@ -426,10 +471,12 @@ def test_a_trade_refused_for_its_offset_places_the_next_array_of_that_size_to_ma
     want = spare.copy()
     assert host_memory.swap_pages(fresh, spare)
     np.testing.assert_array_equal(fresh, want)
-    other = spare_at(1024)
-    for _ in range(host_memory._Offsets.PATIENCE - 1):
-        assert not host_memory.swap_pages(np.empty(n), other)
-    assert np.empty(n).ctypes.data % PAGE == 448
-    assert not host_memory.swap_pages(np.empty(n), other)  # the last refusal in a row moves it
-    assert np.empty(n).ctypes.data % PAGE == 1024
+    other = np.zeros(n + PAGE // 8)  # a second spare, apart from the first
+    other = other[((-other.ctypes.data + 1024) % PAGE) // 8:][:n]
+    assert not host_memory.swap_pages(np.empty(n), other)
+    starts = sorted(np.empty(n).ctypes.data % PAGE for _ in range(4))
+    assert starts == [448, 448, 1024, 1024]  # both, in turn
+    for _ in range(host_memory._Offsets.WINDOW + 12):  # the first spare no longer offered
+        host_memory.swap_pages(np.empty(n), other)
+    assert {np.empty(n).ctypes.data % PAGE for _ in range(4)} == {1024}
     assert np.empty(n + 1).ctypes.data % PAGE == 64  # other sizes keep the default
