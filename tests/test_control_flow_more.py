@@ -703,3 +703,30 @@ def test_a_retried_loop_trace_starts_from_the_arrays_as_they_were(rng: Any, fn: 
     journal copied the data just before NumPy wrote it. Iteration 0 reads the zeros."""
     x = rng.standard_normal(int(rng.integers(9, 16)))
     check(fn, x, rolled=1)
+
+
+def _bit_steps(data):
+    """An `if` on integer numbers in a loop (one branch the other's value with a constant
+    mixed in, as crc32's): picked branch-free, by a select or a mask."""
+    acc = data[0]
+    for i in range(data.shape[0]):
+        acc = acc ^ data[i]
+        if acc & 1:  # noqa: SIM108  (a statement: the branches the test is about)
+            acc = (acc >> 1) ^ data[0]
+        else:
+            acc = acc >> 1
+        if acc > data[i]:
+            acc = acc ^ data[-1]
+    return acc
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64])
+def test_an_if_on_integer_numbers_in_a_loop_picks_numpys_values(rng: Any, dtype: Any) -> None:
+    info = np.iinfo(dtype)
+    data = rng.integers(info.min, info.max, 64, dtype=dtype, endpoint=True)
+    data[:2] = info.min, info.max
+    want = _bit_steps(data.copy())
+    jf = rl.jit(_bit_steps)
+    got = jf(data)
+    assert got.dtype == want.dtype and got == want
+    assert "stablehlo.case" not in jf.last.traced.ir  # the branches ran as selects or a mask

