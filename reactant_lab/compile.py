@@ -226,7 +226,6 @@ class Compiled:
                                       name=self.traced.fn_name, on_host=self._layout.numpy_out,
                                       offsets=offsets)
 
-
     def _refuse_if_busy(self) -> None:
         """Refuse the call while an interrupted computation still runs on this executable's
         device (``backend.refuse_if_busy``: the call would wait for it, out of Ctrl-C's

@@ -354,11 +354,11 @@ write-back is a copy."""
 SWAP_MIN_BYTES = 1 << 20
 """From this size up, :func:`swap_pages` trades pages rather than leave the copy to the caller."""
 _PAGE = 4096
+"""The page size ``_aligned_alloc.c`` places large arrays by (the kernel's may be larger: the
+trade then checks its own)."""
 _ALIGN = 64
 """Where in its page the allocator starts an array of ``SWAP_MIN_BYTES`` or more unless told
 otherwise: where the C library's ``malloc`` puts a block it maps on its own."""
-"""The page size ``_aligned_alloc.c`` places large arrays by (the kernel's may be larger: the
-trade then checks its own)."""
 _MALLOC_HANDLERS = (HANDLER_NAME, "default_allocator")
 """NumPy allocators whose memory is the C library's ``malloc``'s: private to the process and
 anonymous (not a file's, not shared), the only memory whose pages may trade places."""
@@ -488,10 +488,11 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
     more, start 64 bytes into one; arrays of ``target``'s size made later with this module's
     allocator start where the spares lately offered for that size do, in turn (``_Offsets``:
     the next call's fresh arrays of that size then trade with the same kept buffers), and
-    ``target`` in memory of the C library's ``malloc`` (this module's allocator or NumPy's default; never a
-    memory-mapped file, whose pages belong to the file). Returns False, having changed nothing,
-    when any of that does not hold, the kernel refuses, or the trades have split the process's
-    memory mappings too much already (``_Mappings``; the caller then copies)."""
+    ``target`` in memory of the C library's ``malloc`` (this module's allocator or NumPy's
+    default; never a memory-mapped file, whose pages belong to the file). Returns False,
+    having changed nothing, when any of that does not hold, the kernel refuses, or the trades
+    have split the process's memory mappings too much already (``_Mappings``; the caller then
+    copies)."""
     if not (sys.platform.startswith("linux") and not os.environ.get(NO_SWAP_VAR)
             and target.dtype == spare.dtype
             and target.shape == spare.shape and target.nbytes >= SWAP_MIN_BYTES
