@@ -504,11 +504,11 @@ def swap_pages(target: np.ndarray, spare: np.ndarray) -> bool:
         installed = _install()
     except AlignedArraysUnavailable:
         return False
-    address = spare.ctypes.data
+    start, address = target.ctypes.data, spare.ctypes.data
     _Offsets.offered(installed, target.nbytes, address)
-    if target.ctypes.data % _PAGE != address % _PAGE or not _Mappings.allowed():
+    if start % _PAGE != address % _PAGE or not _Mappings.allowed():
         return False
-    done = installed.swap_pages(target.ctypes.data, address, target.nbytes)
+    done = installed.swap_pages(start, address, target.nbytes)
     if done < 0:  # not seen: the kernel moved the pages out, then refused to move them back
         raise ReactantLabError(
             "reactant_lab could not put an updated array's memory pages back after the kernel "
