@@ -34,7 +34,7 @@ from reactant_lab._backend_ir import (
     prepare,
     set_result_names,
 )
-from reactant_lab._backend_run import long_loop, placer, run_guarded, twin, twin_client
+from reactant_lab._backend_run import long_loop, placer, run_guarded, spin_budget, twin, twin_client
 from reactant_lab._backend_text import compile_message, module_text
 from reactant_lab._backend_xla import XlaDump, capture, named_call_sites
 from reactant_lab._compile_isolation import (
@@ -288,6 +288,8 @@ class Executable:
         """JAX's C++ call of ``jax_compiled``, once made (its first call makes it): called
         directly, it spares a NumPy kernel's per-call path the Python wrapper around it."""
         self._twin: list[Any] = []
+        self._last_guarded: float | None = None
+        """Seconds the last guarded call took, once one ended (``spin_budget``)."""
         """The twin guarded calls run (``_backend_run.twin``; None where there is none), once
         made."""
         self._c_order = strided_complex_params(device.platform, self.params)
@@ -374,7 +376,10 @@ class Executable:
                         self._twin[0] = None  # from now on the executable itself
                 return list(jax.block_until_ready(self.call_flat(values, offsets)))
 
-        outs = list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where))
+        start = time.perf_counter()
+        outs = list(run_guarded(work, limit=limit, name=name, loop=self.long_loop, where=where,
+                                spin=spin_budget(self._last_guarded)))
+        self._last_guarded = time.perf_counter() - start
         if self._twin and self._twin[0] is not None:  # a donated JAX array is given up, as
             # JAX's dispatch does
             for value, donated in zip(values, self.donated[:len(values)], strict=True):

@@ -10,10 +10,10 @@ choose the allocator of the arrays it creates from then on (NEP 49, ``PyDataMem_
 
 The allocator is four C functions (``_aligned_alloc.c``, the C library's ``malloc``, ``calloc``,
 ``realloc`` and ``free`` over-allocated by 72 bytes, a page more from a MiB up) built once with
-the system C compiler into a per-user cache and loaded with ``ctypes`` (the same library has the
-non-temporal copy of :func:`stream_copy` and the page trade of :func:`swap_pages`, for large
-write-backs); NumPy's handler capsule and its C-API entry are reached through ``ctypes`` too,
-so nothing needs Python's or NumPy's headers. Without a C
+the system C compiler into a per-user cache and loaded with ``ctypes`` (``_native``; the same
+library has the non-temporal copy of :func:`stream_copy` and the page trade of
+:func:`swap_pages`, for large write-backs); NumPy's handler capsule and its C-API entry are
+reached through ``ctypes`` too, so nothing needs Python's or NumPy's headers. Without a C
 compiler the allocator is unavailable (:class:`AlignedArraysUnavailable` says why) and everything
 else works as before, with the copies.
 
@@ -24,17 +24,10 @@ it and is freed by it, so switching back never frees memory with the wrong one.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
-import hashlib
 import os
-import shlex
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,17 +36,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from reactant_lab import checks
+from reactant_lab import _native, checks
 from reactant_lab.errors import ReactantLabError
 
 ALIGNMENT = 64
 """Bytes: the alignment XLA's CPU client needs to use a host array in place."""
 HANDLER_NAME = "reactant_lab_aligned64"
 """The allocator's name, as ``numpy._core.multiarray.get_handler_name()`` reports it."""
-_SOURCE = Path(__file__).with_name("_aligned_alloc.c")
+_SOURCE = "_aligned_alloc.c"
 _SET_HANDLER_SLOT = 304
 """``PyDataMem_SetHandler``'s index in NumPy's C-API table (since NumPy 1.22, in 2.x too)."""
-_BUILD_SECONDS = 120
 IN_PLACE_MIN_BYTES = 4 << 20
 """From this size up, an aligned NumPy array a kernel updates is not donated (``donate='auto'``):
 XLA reads it in place, and donating it would make JAX copy it first, since the caller keeps it.
@@ -136,81 +128,6 @@ def _numpy_multiarray() -> ModuleType:
     return multiarray
 
 
-def _cache_dir() -> Path:
-    """Where the built library is kept: ``REACTANT_LAB_CACHE``, else the user's cache."""
-    if os.environ.get("REACTANT_LAB_CACHE"):
-        return Path(os.environ["REACTANT_LAB_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "reactant_lab"
-
-
-def _compiler() -> list[str] | None:
-    configured = sysconfig.get_config_var("CC")
-    if configured:
-        words = shlex.split(str(configured))
-        if words and shutil.which(words[0]):
-            return words
-    for name in ("cc", "gcc", "clang"):
-        if shutil.which(name):
-            return [name]
-    return None
-
-
-def _library_path() -> Path:
-    """The allocator's shared library: built on first use, then reused from the cache. Where
-    the cache cannot be written, it is built into a private temporary folder for this process."""
-    source = _SOURCE.read_bytes()
-    key = hashlib.sha256(source + sysconfig.get_platform().encode()).hexdigest()[:16]
-    suffix = ".dylib" if sys.platform == "darwin" else ".so"
-    name = f"aligned_alloc-{key}{suffix}"
-    target = _cache_dir() / name
-    if target.exists():
-        return target
-    compiler = _compiler()
-    if compiler is None:
-        raise AlignedArraysUnavailable(
-            "reactant_lab's aligned NumPy allocator is built with a C compiler, and none was "
-            "found (cc, gcc, clang, or Python's configured CC). Install one (e.g. Debian's gcc) "
-            "to let compiled calls use large NumPy inputs in place; without it they copy them, "
-            "with the same results.")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _build(compiler, target)
-    except OSError:  # a read-only cache: a folder only this user can write, for this process
-        folder = tempfile.mkdtemp(prefix="reactant_lab-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # loaded until then
-        target = Path(folder) / name
-        try:
-            _build(compiler, target)
-        except OSError as exc:
-            raise AlignedArraysUnavailable(
-                f"building reactant_lab's aligned NumPy allocator failed: {exc}. Set "
-                "REACTANT_LAB_CACHE to a writable directory, or go on without it (inputs are "
-                "copied, results are the same).") from exc
-    return target
-
-
-def _build(compiler: list[str], target: Path) -> None:
-    """Compile ``_aligned_alloc.c`` into ``target``, atomically (a concurrent build of the same
-    library finds one or the other)."""
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        built = Path(tmp) / target.name
-        flags = ["-dynamiclib"] if sys.platform == "darwin" else ["-shared", "-fPIC"]
-        try:
-            done = subprocess.run([*compiler, "-O2", *flags, "-o", str(built), str(_SOURCE)],
-                                  capture_output=True, text=True, timeout=_BUILD_SECONDS,
-                                  check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise AlignedArraysUnavailable(
-                f"building reactant_lab's aligned NumPy allocator with {compiler[0]} took over "
-                f"{_BUILD_SECONDS} s") from exc
-        if done.returncode != 0:
-            raise AlignedArraysUnavailable(
-                f"building reactant_lab's aligned NumPy allocator with {compiler[0]} failed "
-                f"(exit {done.returncode}): {done.stderr.strip()[-2000:]}")
-        os.replace(built, target)
-
-
 def _set_handler_function() -> Callable[[int | None], int | None]:
     multiarray = _numpy_multiarray()
     umath = sys.modules.get(multiarray.__name__.rsplit(".", 1)[0] + "._multiarray_umath")
@@ -234,14 +151,16 @@ def _install() -> _Installed:
         if _Once.failure is not None:
             raise AlignedArraysUnavailable(_Once.failure)
         try:
-            _Once.installed = _Installed(ctypes.CDLL(str(_library_path())),
-                                         _set_handler_function())
+            _Once.installed = _Installed(
+                _native.library(_SOURCE, "reactant_lab's aligned NumPy allocator",
+                                "without it, compiled calls copy large NumPy inputs, with the "
+                                "same results"), _set_handler_function())
+        except _native.NativeUnavailable as exc:
+            _Once.failure = str(exc)
+            raise AlignedArraysUnavailable(_Once.failure) from exc
         except AlignedArraysUnavailable as exc:
             _Once.failure = str(exc)
             raise
-        except OSError as exc:  # a cached library that does not load (another platform)
-            _Once.failure = f"loading reactant_lab's aligned NumPy allocator failed: {exc}"
-            raise AlignedArraysUnavailable(_Once.failure) from exc
         return _Once.installed
 
 

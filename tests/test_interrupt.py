@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import jax
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import reactant_lab as rl
-from reactant_lab import _backend_run, backend
+from reactant_lab import _backend_run, _native, backend
 from tests import numpy_kernels as nk
 from tests.conftest import (
     assert_close,
@@ -279,6 +280,63 @@ def test_a_call_without_loops_is_not_guarded_unless_limited(rng):
     assert_close(a, want_a, float_rtol(a.dtype))
     assert got == pytest.approx(b.max(), rel=float_rtol(b.dtype))
     assert not limited.unguarded().guarded
+
+
+@pytest.mark.parametrize("handoff", ["spinning", "locks alone"])
+def test_short_guarded_calls_are_handed_back_spinning_and_agree_with_numpy(
+        rng, monkeypatch, handoff):
+    """After its first call, a short guarded call's caller spins for the result, the runner
+    for the next call (``_handoff.c``); without the library (no C compiler) the locks alone
+    hand it over. Either way each call agrees with NumPy."""
+    if handoff == "spinning" and _native.compiler() is None:
+        pytest.skip("no C compiler: the spinning handoff is not built here")
+    if handoff == "locks alone":
+        monkeypatch.setattr(_backend_run, "_handoff", lambda: None)
+    else:
+        assert _backend_run._handoff() is not None, "the handoff library did not build or load"
+    earlier_overruns_ended()
+    posts = []
+    post = _backend_run._post
+    monkeypatch.setattr(_backend_run, "_post", lambda *a: posts.append(post(*a)) or posts[-1])
+    f = rl.jit(count_up)
+    n = float(rng.integers(5, 50))  # a Python number is static: one executable for all
+    for _ in range(40):
+        a = rng.random(6) * 4
+        want = a.copy()
+        want_sum = count_up(want, n)
+        got = f(a, n)
+        assert_close(a, want, float_rtol(a.dtype))
+        assert got == pytest.approx(want_sum, rel=float_rtol(a.dtype))
+    assert f.last.compiled.guarded and len(posts) == 40
+    assert not posts[0], "the first call has no earlier one to tell that it is short"
+    if handoff == "spinning":  # a call preempted past its spin falls back to the lock
+        assert sum(posts) >= 20, posts
+    else:
+        assert not any(posts)
+
+
+def test_a_runaway_after_short_calls_still_stops_at_its_time_limit(rng):
+    """Its caller spins first (the calls before were short), then waits where the limit
+    reaches it."""
+    earlier_overruns_ended()  # this test leaves one running: under --seeds, one per repeat
+    f = rl.jit(count_up, timeout=0.3)
+    runaway = steps_over_in_seconds()
+    for _ in range(5):
+        ahead = rng.random() * runaway  # a[0] > runaway: the loop ends at once
+        a = np.array([runaway + ahead, ahead, -ahead])
+        want = a.copy()
+        count_up(want, runaway)
+        f(a, runaway)
+        assert_close(a, want, float_rtol(a.dtype))
+    a = rng.random(3)
+    before = a.tobytes()
+    start = time.perf_counter()
+    with pytest.raises(rl.CallTimeoutError, match="count_up ran past its time limit"):
+        f(a, runaway)
+    assert time.perf_counter() - start < 0.3 + 0.7
+    assert a.tobytes() == before
+    if target_platform() != "cpu":  # the device runs it: later tests' calls would be refused
+        earlier_overruns_ended()
 
 
 def test_a_guarded_executable_refuses_another_signature(rng):
