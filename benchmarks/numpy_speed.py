@@ -1176,13 +1176,15 @@ NUMBA_GAPS: dict[str, str] = {
                   "same nested lax.fori_loop in plain JAX takes 0.175 ms, 0.125 ms with y[i] "
                   "accumulated in a scalar carry (numba 0.067 ms). The call is guarded too (a "
                   "trip count read from the data may not end: a runner thread and the "
-                  "executable's twin, ~45 us a call). " + _WHILE_COST,
+                  "executable's twin; handed over by a spin, ~10-20 us a call, where locks "
+                  "took 0.1-0.2 ms). " + _WHILE_COST,
     "triangle_max_path": "numba vectorizes the loop over j (SIMD over the contiguous rows: 8 us "
                          "for the 31k cells); here that loop runs batched, each row of the "
-                         "outer while four 249-element gathers and one fused update (~0.8 us an "
-                         "iteration), as fast as the jax.jit port's row-at-a-time loop. It was "
-                         "11 ms while the batched loop cut two transposed copies of T per row "
-                         "(batched._read_before_write)",
+                         "outer while three row windows read and one fused update, as the "
+                         "jax.jit port's row-at-a-time loop. It was 11 ms while the batched "
+                         "loop cut two transposed copies of T per row "
+                         "(batched._read_before_write), then 0.32 ms with the reads as four "
+                         "249-element gathers (now row windows: batched._Plan.windows, 0.24)",
     "recursive_filter": "the loop over columns runs batched over the rows as one native loop "
                         "(0.065 ms as a bare executable, numba 0.06 ms); the rest is the call: "
                         "the 320 KB y handed to the executable and the result written back "

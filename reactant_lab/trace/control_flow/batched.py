@@ -277,6 +277,11 @@ Source = tuple[str, int]
 SlotRead = tuple[str, Source, int, int, int]
 """('read', the input, its slot axis, coef, const): a read of the input at ``coef * k + const``
 on that axis."""
+WindowRead = tuple[str, int, int, int, tuple[tuple[str, int], ...], tuple[int, ...]]
+"""('window', position, slot axis, const, the start on each other axis: ('literal', value) or
+('invariant', index in ``_Plan.invariant``), the window's size on each axis): a read of a
+window of a ``_Plan.direct`` array, size 1 at ``k + const`` on the slot axis, at the same place
+on the others in every iteration."""
 
 
 @dataclass
@@ -310,6 +315,17 @@ class _Plan:
     index would otherwise be a gather of every slot, a copy)."""
     invariant_eqns: tuple[Any, ...] = ()
     """The body's equations that compute ``invariant``, in order."""
+    windows: dict[int, WindowRead] = field(default_factory=dict)
+    """Reads of a ``direct`` array's element at the slot (or a later one) whose other starts
+    are the same in every iteration (``T[i + 1, j + 1]`` in a loop over j, i fixed by an
+    enclosing loop): id of the dynamic_slice equation -> what it reads. The batched loop cuts
+    the run of elements all iterations read, one window of the array before the loop, and
+    hands each iteration its own: read at a batched index instead, each would be a gather
+    (triangle_max_path's three reads per row)."""
+    kept_windows: dict[int, WindowRead] = field(default_factory=dict)
+    """Position -> the window of a ``direct`` array that its narrowed write covers, when its
+    starts are as a ``windows`` read's: what an iteration a traced range leaves out keeps
+    there (``run_batched``'s ``active``), cut as those reads are."""
 
 
 _WINDOWS = ("dynamic_slice", "dynamic_update_slice")
@@ -349,21 +365,73 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
         isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
     narrow = _narrow_writes(jaxpr, slots)
-    invariant = tuple(walk.slot_invariants)
+    direct = _read_before_write(jaxpr, narrow)
+    invariant = list(walk.slot_invariants)
+    windows = _window_reads(jaxpr, direct, slots, env, walk.invariant, invariant)
+    writes = {id(eqn): eqn for eqn in jaxpr.eqns if id(eqn) in narrow.values()}
+    kept = {pos: key for pos in direct if (key := _window_of(
+        writes[narrow[pos]], 2, pos, slots[pos].axis, env, walk.invariant, invariant))}
     given = set(walk.sources)
-    return _Plan(slots, known, ahead, narrow, walk.reads, _read_before_write(jaxpr, narrow),
-                 invariant, tuple(hoisted._needed(jaxpr.eqns, invariant, given)))
+    return _Plan(slots, known, ahead, narrow, walk.reads, direct, tuple(invariant),
+                 tuple(hoisted._needed(jaxpr.eqns, invariant, given)), windows, kept)
+
+
+def _window_reads(jaxpr: Any, direct: frozenset[int], slots: dict[int, _Slot],
+                  env: dict[Any, Value], same: set[Any], invariant: list[Any]
+                  ) -> dict[int, WindowRead]:
+    """``_Plan.windows``: the body's reads of its ``direct`` arrays (each of one element, before
+    any write: ``_read_before_write``) at ``k + const`` on the slot axis whose other starts are
+    literals or values the same in every iteration (``same``; each added to ``invariant``, the
+    values the batched loop computes before it)."""
+    arrays = {jaxpr.invars[1 + pos]: pos for pos in direct}
+    windows: dict[int, WindowRead] = {}
+    for eqn in jaxpr.eqns:
+        pos = arrays.get(eqn.invars[0]) if eqn.primitive.name == "dynamic_slice" else None
+        if pos is not None and (key := _window_of(eqn, 1, pos, slots[pos].axis, env, same,
+                                                  invariant)):
+            windows[id(eqn)] = key
+    return windows
+
+
+def _window_of(eqn: Any, first: int, pos: int, axis: int | None, env: dict[Any, Value],
+               same: set[Any], invariant: list[Any]) -> WindowRead | None:
+    """The window a dynamic_slice (``first`` = 1) or dynamic_update_slice (2) takes of the array
+    at ``pos``, as a ``WindowRead``; None unless its start on ``axis`` is ``k + const`` and each
+    other start a literal or a value of ``same`` (added to ``invariant``)."""
+    starts = eqn.invars[first:]
+    if axis is None:
+        return None
+    at = _literal(starts[axis]) if isinstance(starts[axis], jcore.Literal) else env.get(
+        starts[axis])
+    if not isinstance(at, _Sym) or at.coef != 1:
+        return None
+    others: list[tuple[str, int]] = []
+    for d, v in enumerate(starts):
+        if d == axis:
+            continue
+        if isinstance(v, jcore.Literal):
+            others.append(("literal", int(v.val)))
+        elif v in same:
+            if v not in invariant:
+                invariant.append(v)
+            others.append(("invariant", invariant.index(v)))
+        else:
+            return None
+    sizes = (tuple(eqn.params["slice_sizes"]) if first == 1
+             else tuple(eqn.invars[1].aval.shape))
+    return ("window", pos, axis, at.const, tuple(others), sizes)
 
 
 def _read_before_write(jaxpr: Any, narrow: dict[int, int]) -> frozenset[int]:
     """The narrowed arrays (``_narrow_writes``) whose every read in the body is of one element
     and comes before the body's first write of the array, none in a nested loop. What such a
     read sees is what the array held before the loop (no iteration writes another's slot), so
-    the batched loop takes it from there, one element per iteration (a gather), and needs no
-    slabs of the array: the slab of a column slot is the whole column, and a triangle's row
-    update (``T[i, j] += max(T[i + 1, j], T[i + 1, j + 1])`` over j) cut the 250x250 array into
-    two transposed 250x249 slabs in each of its 249 outer iterations to read 249 elements of
-    one row from them (10 ms; 0.5 ms without the slabs)."""
+    the batched loop takes it from there, one element per iteration (cut as one window of the
+    array, ``_Plan.windows``, where its other starts are the same in every iteration; else a
+    gather), and needs no slabs of the array: the slab of a column slot is the whole column,
+    and a triangle's row update (``T[i, j] += max(T[i + 1, j], T[i + 1, j + 1])`` over j) cut
+    the 250x250 array into two transposed 250x249 slabs in each of its 249 outer iterations to
+    read 249 elements of one row from them (10 ms; 0.5 ms without the slabs)."""
     versions = {v: pos for pos, v in enumerate(jaxpr.invars[1:]) if pos in narrow}
     written: set[int] = set()
     ok = set(versions.values())
@@ -617,6 +685,9 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
                                                                                     _Bool):
             env[eqn.outvars[0]] = read(eqn.invars[2 if which.value else 1])
             continue
+        if id(eqn) in the_plan.windows:  # a direct array's element: from its window
+            env[eqn.outvars[0]] = aheads[the_plan.windows[id(eqn)]]
+            continue
         ins = [read(v) for v in eqn.invars]
         touched = _touched(eqn, version)
         if id(eqn) in the_plan.reads:  # an input's slot: from its slabs
@@ -718,8 +789,8 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         for pos, slab in zip(order, own, strict=True):
             if pos not in the_plan.direct:
                 values[pos] = slab
-        outs, starts = _slot_run(jaxpr, consts, the_plan, k, values,
-                                 dict(zip(later, ahead, strict=True)))
+        aheads = dict(zip(later, ahead, strict=True))
+        outs, starts = _slot_run(jaxpr, consts, the_plan, k, values, aheads)
         same.extend([backend.unbatched(s) for s in st] for st in starts)
         starts = [[jnp.asarray(s, ks.dtype) for s in st] for st in starts]
         if active is None:
@@ -727,7 +798,9 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         keep = active(k)
         kept = dict(zip(narrowed, starts, strict=True))
         for i, pos in enumerate(order):  # a narrowed slab keeps its window's old values
-            if pos in the_plan.direct:  # read where it lies, at the slot's own index
+            if pos in the_plan.kept_windows:  # cut before the loop, as its reads are
+                own[i] = aheads[the_plan.kept_windows[pos]]
+            elif pos in the_plan.direct:  # read where it lies, at the slot's own index
                 own[i] = lax.dynamic_slice(jnp.asarray(flat[pos]), kept[pos], outs[i].shape)
             elif pos in kept:
                 axis = the_plan.slots[pos].axis
@@ -789,7 +862,29 @@ def _loop_slabs(the_plan: _Plan, order: list[int], lo: int, hi: int, flat: list[
         value = {"carried": flat, "const": consts, "invariant": invariant}[kind][i]
         read_ahead.append(_input_slabs(value, on, coef * np.arange(lo, hi) + const))
         later.append(key)
+    for window in dict.fromkeys([*the_plan.windows.values(), *the_plan.kept_windows.values()]):
+        read_ahead.append(_window(window, lo, hi, flat, invariant))  # of direct arrays
+        later.append(window)
     return axes, places, slabs, later, read_ahead
+
+
+def _window(read: WindowRead, lo: int, hi: int, flat: list[Any], invariant: list[Any]
+            ) -> tuple[int, np.ndarray, Any]:
+    """(batch axis, slot per iteration, the windows) of a ``_Plan.windows`` read over the loop: ``hi - lo`` of
+    them from ``lo + const`` on the slot axis (inside it: the slot check proved it), at its
+    other starts, clamped as the read's own dynamic_slice clamps them."""
+    _, pos, axis, const, others, sizes = read
+    x = jnp.asarray(flat[pos])
+    given = iter(others)
+    starts = []
+    for d in range(x.ndim):
+        kind, value = ("literal", lo + const) if d == axis else next(given)
+        starts.append(jnp.asarray(value if kind == "literal" else invariant[value]))
+    dtype = jnp.result_type(*starts)
+    taken = lax.dynamic_slice(x, [s.astype(dtype) for s in starts],
+                              [hi - lo if d == axis else n for d, n in enumerate(sizes)],
+                              allow_negative_indices=False)
+    return axis, np.arange(lo, hi) + const, lax.expand_dims(taken, (axis + 1,))
 
 
 def _invariant_values(the_plan: _Plan, jaxpr: Any, flat: Sequence[Any],
