@@ -187,6 +187,7 @@ def test_inputs_read_at_the_slot_are_read_from_slabs_not_gathered(rng):
     traced = _run(scaled_rows, rng.standard_normal((rows, 5)), rng.standard_normal((rows, 3)),
                   np.zeros((rows, 5)))
     assert len(_batched(traced)) == 1, traced.loop_notes
+    assert "stablehlo.gather" not in traced.ir  # x[n - 1 - i]: the rows reversed
 
 
 def read_after_write(T):
@@ -209,9 +210,12 @@ def strided_slots(x, out, back):
 
 
 def test_slots_at_a_negative_step_a_stride_and_an_offset(rng):
+    """Slots a step of -1 or 2 apart are cut as reversed or strided slices, not gathered."""
     n = int(rng.integers(20, 40))
     traced = _run(strided_slots, rng.standard_normal(n), np.zeros(n), rng.standard_normal(n))
     assert len(_batched(traced)) == 3 and _whiles(traced) == 0
+    assert "stablehlo.gather" not in traced.ir
+    assert "stablehlo.reverse" in traced.ir
 
 
 def centre_columns(M):

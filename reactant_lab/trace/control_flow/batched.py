@@ -912,24 +912,27 @@ def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
     assert slot.axis is not None and slot.at is not None
     batch = 0 if front else slot.axis
     where = slot.at.coef * np.arange(lo, hi) + slot.at.const + d
-    x = jnp.asarray(flat[pos])
-    whole = slot.at.coef == 1 and where[0] == 0 and where[-1] + 1 == x.shape[slot.axis]
-    taken = (x if whole else
-             lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=slot.axis)
-             if slot.at.coef == 1 else jnp.take(x, jnp.asarray(where), axis=slot.axis))
+    taken = _taken(jnp.asarray(flat[pos]), slot.axis, where)
     return batch, where, lax.expand_dims(_moved(taken, slot.axis, batch), (slot.axis + 1,))
 
 
 def _input_slabs(x: Any, axis: int, where: np.ndarray) -> tuple[int, np.ndarray, Any]:
     """``_slabs`` of an input the body does not update, at the slots ``where`` on ``axis``
     (batched along that axis: windows over the batch axis stay windows)."""
-    x = jnp.asarray(x)
-    step = where[1] - where[0] if len(where) > 1 else 1
-    whole = step == 1 and where[0] == 0 and where[-1] + 1 == x.shape[axis]
-    taken = (x if whole else
-             lax.slice_in_dim(x, int(where[0]), int(where[-1]) + 1, axis=axis) if step == 1
-             else jnp.take(x, jnp.asarray(where), axis=axis))
-    return axis, where, lax.expand_dims(taken, (axis + 1,))
+    return axis, where, lax.expand_dims(_taken(jnp.asarray(x), axis, where), (axis + 1,))
+
+
+def _taken(x: Any, axis: int, where: np.ndarray) -> Any:
+    """The slots ``where`` (inside the axis, at a constant step) along ``axis`` of ``x``, in
+    order: a slice, strided, reversed for a negative step (``x[n - 1 - i]``): a gather of the
+    indices would read them one by one."""
+    step = int(where[1] - where[0]) if len(where) > 1 else 1
+    first, last = (int(where[0]), int(where[-1])) if step > 0 else (int(where[-1]),
+                                                                     int(where[0]))
+    if step == 1 and first == 0 and last + 1 == x.shape[axis]:
+        return x
+    taken = lax.slice_in_dim(x, first, last + 1, stride=abs(step), axis=axis)
+    return taken if step > 0 else lax.rev(taken, (axis,))
 
 
 def _moved(x: Any, source: int, target: int) -> Any:
