@@ -38,6 +38,18 @@ from jax.extend import core as jcore
 
 from reactant_lab import backend
 from reactant_lab.trace.control_flow import hoisted, scattered, summed
+from reactant_lab.trace.control_flow.counter import (
+    Bool,
+    Indices,
+    Sym,
+    Value,
+    bind,
+    counts,
+    literal,
+    needed,
+    span,
+    taken,
+)
 from reactant_lab.trace.numpy_mode import context as numpy_context
 
 MAX_BATCHED_BYTES = 256 << 20
@@ -49,148 +61,12 @@ MAX_GROWTH = 32
 that reduces much more than it writes (``res[i] = data[mask_i].mean()`` over 200,000 values) is
 faster as a loop, whose iterations XLA fuses without holding their temporaries."""
 
-@dataclass(frozen=True)
-class _Sym:
-    """An integer scalar known as ``coef * k + const`` (``k``: the loop counter)."""
-
-    coef: int
-    const: int
-
-
-@dataclass(frozen=True)
-class _Bool:
-    value: bool
-
-
-Value = _Sym | _Bool | None
-"""What the index analysis knows of a scalar: affine in k, a known boolean, or nothing."""
-
-
-def _span(s: _Sym, lo: int, hi: int) -> tuple[int, int]:
-    """The least and greatest value of ``s`` for k in ``lo .. hi``."""
-    a, b = s.coef * lo + s.const, s.coef * hi + s.const
-    return min(a, b), max(a, b)
-
-
-def _literal(v: Any) -> Value:
-    """What is known of a literal or a concrete constant (a traced one: nothing)."""
-    raw = v.val if isinstance(v, jcore.Literal) else v
-    if isinstance(raw, jax.core.Tracer) or np.shape(raw) != ():
-        return None
-    val = np.asarray(raw)
-    if val.dtype == np.bool_:
-        return _Bool(bool(val))
-    if np.issubdtype(val.dtype, np.integer):
-        return _Sym(0, int(val))
-    return None
-
-
-def _sum(a: _Sym, b: _Sym, sign: int) -> _Sym:
-    return _Sym(a.coef + sign * b.coef, a.const + sign * b.const)
-
-
-def _product(a: _Sym, b: _Sym) -> Value:
-    if a.coef == 0:
-        return _Sym(b.coef * a.const, b.const * a.const)
-    return _Sym(a.coef * b.const, a.const * b.const) if b.coef == 0 else None
-
-
-def _pick(pred: Value, *cases: Value) -> Value:
-    """``select_n``: the case its known predicate picks."""
-    if isinstance(pred, _Sym) and pred.coef == 0 and 0 <= pred.const < len(cases):
-        return cases[pred.const]
-    return cases[int(pred.value)] if isinstance(pred, _Bool) and len(cases) == 2 else None
-
-
-_COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
-
-
-class _Indices:
-    """Symbolic evaluation of a jaxpr's integer scalar arithmetic over the loop counter k,
-    which runs ``lo .. hi``: sums and constant multiples of k, and the comparisons, selects
-    and clamps NumPy mode's index checks make of them (decided when they hold for every k)."""
-
-    def __init__(self, lo: int, hi: int):
-        self.lo, self.hi = lo, hi
-
-    def compare(self, name: str, a: Value, b: Value) -> Value:
-        if not (isinstance(a, _Sym) and isinstance(b, _Sym)):
-            return None
-        least, most = _span(_sum(a, b, -1), self.lo, self.hi)
-        true, false = {"lt": (most < 0, least >= 0), "le": (most <= 0, least > 0),
-                       "gt": (least > 0, most <= 0), "ge": (least >= 0, most < 0),
-                       "eq": (least == most == 0, least > 0 or most < 0),
-                       "ne": (least > 0 or most < 0, least == most == 0)}[name]
-        return _Bool(True) if true else _Bool(False) if false else None
-
-    def extreme(self, pick_max: bool, a: Value, b: Value) -> Value:
-        if not (isinstance(a, _Sym) and isinstance(b, _Sym)):
-            return None
-        (a_lo, a_hi), (b_lo, b_hi) = _span(a, self.lo, self.hi), _span(b, self.lo, self.hi)
-        if a_lo >= b_hi:
-            return a if pick_max else b
-        if b_lo >= a_hi:
-            return b if pick_max else a
-        return None
-
-    def scalar(self, name: str, params: Any, ins: list[Value]) -> Value:
-        """One equation with one result: what is known of it."""
-        a, b = [*ins, None, None][:2]
-        syms = isinstance(a, _Sym) and isinstance(b, _Sym)
-        bools = isinstance(a, _Bool) and isinstance(b, _Bool)
-        if name in ("add", "sub") and syms:
-            return _sum(a, b, 1 if name == "add" else -1)  # type: ignore[arg-type]
-        if name == "mul" and syms:
-            return _product(a, b)  # type: ignore[arg-type]
-        if name == "neg" and isinstance(a, _Sym):
-            return _Sym(-a.coef, -a.const)
-        if name == "convert_element_type":
-            integer = np.issubdtype(np.dtype(params["new_dtype"]), np.integer)
-            return a if isinstance(a, _Sym) and integer else None
-        if name == "select_n":
-            return _pick(a, *ins[1:])
-        if name in ("and", "or") and bools:
-            x, y = a.value, b.value  # type: ignore[union-attr]
-            return _Bool(x and y if name == "and" else x or y)
-        if name == "not" and isinstance(a, _Bool):
-            return _Bool(not a.value)
-        if name in _COMPARE:
-            return self.compare(name, a, b)
-        if name in ("max", "min"):
-            return self.extreme(name == "max", a, b)
-        if name == "clamp" and len(ins) == 3:
-            inner = self.extreme(True, ins[0], ins[1])
-            return self.extreme(False, inner, ins[2]) if inner is not None else None
-        return None
-
-    def eqn(self, eqn: Any, ins: list[Value]) -> list[Value]:
-        inner = hoisted.called(eqn)
-        if inner is not None:
-            return self.run(getattr(inner, "jaxpr", inner),
-                            [_literal(c) for c in getattr(inner, "consts", [])], ins)
-        if len(eqn.outvars) != 1:
-            return [None] * len(eqn.outvars)
-        return [self.scalar(eqn.primitive.name, eqn.params, ins)]
-
-    def run(self, jaxpr: Any, consts: list[Value], args: list[Value]) -> list[Value]:
-        env: dict[Any, Value] = dict(zip(jaxpr.constvars, consts, strict=True))
-        env.update(zip(jaxpr.invars, args, strict=True))
-
-        def read(v: Any) -> Value:
-            return _literal(v) if isinstance(v, jcore.Literal) else env.get(v)
-
-        for eqn in jaxpr.eqns:
-            env.update(zip(eqn.outvars, self.eqn(eqn, [read(v) for v in eqn.invars]),
-                           strict=True))
-        return [read(v) for v in jaxpr.outvars]
-
-
 @dataclass
 class _Slot:
     """Where the body touches one array it updates: index ``at`` (of k) on ``axis``."""
 
     axis: int | None = None
-    at: _Sym | None = None
+    at: Sym | None = None
     pending: list[tuple[Any, Sequence[Value], Sequence[int], Sequence[int]]] = field(
         default_factory=list)
     """Reads met before a write fixed the slot: (equation, starts, sizes, the array's shape)."""
@@ -240,9 +116,9 @@ class _Slot:
                  lo: int, hi: int) -> bool:
         assert self.axis is not None
         at = starts[self.axis]
-        if not isinstance(at, _Sym) or at != self.at or sizes[self.axis] != 1:
+        if not isinstance(at, Sym) or at != self.at or sizes[self.axis] != 1:
             return False
-        least, most = _span(at, lo, hi)
+        least, most = span(at, lo, hi)
         return least >= 0 and most < shape[self.axis]
 
     def _read(self, eqn: Any, starts: Sequence[Value], sizes: Sequence[int],
@@ -255,10 +131,10 @@ class _Slot:
             return True
         assert self.axis is not None and self.at is not None
         at = starts[self.axis]
-        if not isinstance(at, _Sym) or at.coef != self.at.coef or sizes[self.axis] != 1:
+        if not isinstance(at, Sym) or at.coef != self.at.coef or sizes[self.axis] != 1:
             return False
         d = at.const - self.at.const
-        least, most = _span(at, lo, hi)
+        least, most = span(at, lo, hi)
         if d == 0 or (d > 0) != (at.coef > 0) or least < 0 or most >= shape[self.axis]:
             return False
         self.ahead[id(eqn)] = d
@@ -267,7 +143,7 @@ class _Slot:
 
 def _slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
     """The axes a window indexes by a multiple of k plus a constant, with size 1."""
-    return [d for d, v in enumerate(starts) if isinstance(v, _Sym) and v.coef != 0
+    return [d for d, v in enumerate(starts) if isinstance(v, Sym) and v.coef != 0
             and sizes[d] == 1]
 
 
@@ -288,7 +164,7 @@ on the others in every iteration."""
 class _Plan:
     slots: dict[int, _Slot]
     """Carried position -> the slot of an array the body updates."""
-    known: dict[Any, _Sym | _Bool]
+    known: dict[Any, Sym | Bool]
     """Scalars of the body known for every iteration (a bounds check that always holds)."""
     ahead: dict[int, tuple[int, int]]
     """Reads of a later iteration's slot: id of the equation -> (position, distance d)."""
@@ -338,12 +214,12 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
     carried = jaxpr.invars[1:]
     if len(jaxpr.outvars) != len(carried) or jaxpr.effects:
         return None
-    env: dict[Any, Value] = {jaxpr.invars[0]: _Sym(1, 0)}
-    env.update((v, _literal(c)) for v, c in zip(jaxpr.constvars, consts, strict=True))
+    env: dict[Any, Value] = {jaxpr.invars[0]: Sym(1, 0)}
+    env.update((v, literal(c)) for v, c in zip(jaxpr.constvars, consts, strict=True))
     # a var holding (a version of) an array the body updates -> the array's position
     version = {v: pos for pos, (v, out) in enumerate(zip(carried, jaxpr.outvars, strict=True))
                if out is not v}
-    walk = _Walk(_Indices(lo, hi), {pos: _Slot() for pos in set(version.values())})
+    walk = _Walk(Indices(lo, hi), {pos: _Slot() for pos in set(version.values())})
     walk.sources.update({v: ("carried", pos) for pos, v in enumerate(carried)
                          if pos not in walk.slots})
     walk.sources.update({v: ("const", i) for i, v in enumerate(jaxpr.constvars)})
@@ -362,7 +238,7 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
             or held > MAX_GROWTH * max(slab, 1)):
         return None
     known = {v: o for v, o in env.items() if getattr(v.aval, "shape", None) == () and (
-        isinstance(o, _Bool) or (isinstance(o, _Sym) and o.coef == 0))}
+        isinstance(o, Bool) or (isinstance(o, Sym) and o.coef == 0))}
     ahead = {eqn: (pos, d) for pos, slot in slots.items() for eqn, d in slot.ahead.items()}
     narrow = _narrow_writes(jaxpr, slots)
     direct = _read_before_write(jaxpr, narrow)
@@ -373,7 +249,7 @@ def plan(jaxpr: Any, consts: Sequence[Any], lo: int, hi: int) -> _Plan | None:
         writes[narrow[pos]], 2, pos, slots[pos].axis, env, walk.invariant, invariant))}
     given = set(walk.sources)
     return _Plan(slots, known, ahead, narrow, walk.reads, direct, tuple(invariant),
-                 tuple(hoisted._needed(jaxpr.eqns, invariant, given)), windows, kept)
+                 tuple(needed(jaxpr.eqns, invariant, given)), windows, kept)
 
 
 def _window_reads(jaxpr: Any, direct: frozenset[int], slots: dict[int, _Slot],
@@ -401,9 +277,9 @@ def _window_of(eqn: Any, first: int, pos: int, axis: int | None, env: dict[Any, 
     starts = eqn.invars[first:]
     if axis is None:
         return None
-    at = _literal(starts[axis]) if isinstance(starts[axis], jcore.Literal) else env.get(
+    at = literal(starts[axis]) if isinstance(starts[axis], jcore.Literal) else env.get(
         starts[axis])
-    if not isinstance(at, _Sym) or at.coef != 1:
+    if not isinstance(at, Sym) or at.coef != 1:
         return None
     others: list[tuple[str, int]] = []
     for d, v in enumerate(starts):
@@ -513,7 +389,7 @@ def _touched(eqn: Any, version: dict[Any, int]) -> list[int]:
 class _Walk:
     """The check of a body's equations (and of the loops nested in it) against the slots."""
 
-    indices: _Indices
+    indices: Indices
     """The index analysis, over the loop's span."""
     slots: dict[int, _Slot]
     held: int = 0
@@ -551,8 +427,8 @@ class _Walk:
         if len(axes) != 1:
             return
         at = starts[axes[0]]
-        assert isinstance(at, _Sym)
-        least, most = _span(at, self.indices.lo, self.indices.hi)
+        assert isinstance(at, Sym)
+        least, most = span(at, self.indices.lo, self.indices.hi)
         if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
             self.reads[id(eqn)] = ("read", source, axes[0], at.coef, at.const)
             if source[0] == "invariant":
@@ -562,7 +438,7 @@ class _Walk:
         """Whether ``eqns`` touch the updated arrays (``version``: var -> position) only at
         their slots; ``env`` and ``version`` get what the equations make."""
         def read(v: Any) -> Value:
-            return _literal(v) if isinstance(v, jcore.Literal) else env.get(v)
+            return literal(v) if isinstance(v, jcore.Literal) else env.get(v)
 
         for eqn in eqns:
             ins = [read(v) for v in eqn.invars]
@@ -606,7 +482,7 @@ class _Walk:
             return False  # an updated array read as a constant or scanned over
         inner = params["jaxpr"]
         jaxpr = inner.jaxpr
-        env: dict[Any, Value] = {v: _literal(c) for v, c in zip(jaxpr.constvars, inner.consts,
+        env: dict[Any, Value] = {v: literal(c) for v, c in zip(jaxpr.constvars, inner.consts,
                                                                  strict=True)}
         env.update((v, x) for v, x in zip(jaxpr.invars[:n_consts], ins[:n_consts], strict=True))
         inner_version = {jaxpr.invars[t]: version[eqn.invars[t]] for t in touched}
@@ -660,7 +536,7 @@ def _slot_run(jaxpr: Any, consts: Sequence[Any], the_plan: _Plan, k: Any,
 
 
 def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: dict[Any, int],
-              the_plan: _Plan, known: dict[Any, _Sym | _Bool], aheads: Aheads,
+              the_plan: _Plan, known: dict[Any, Sym | Bool], aheads: Aheads,
               written: Written | None = None) -> list[Any]:
     """``jaxpr`` evaluated with the updated arrays (``version``: invar -> position) as their
     slabs: windows on them taken at index 0 of the slot axis, nested loops run on the slabs.
@@ -676,13 +552,13 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
         if eqn.outvars and all(v in known for v in eqn.outvars):
             for v in eqn.outvars:  # the same for every k: a constant, not a computation
                 value = known[v]
-                env[v] = np.asarray(value.value if isinstance(value, _Bool) else value.const,
+                env[v] = np.asarray(value.value if isinstance(value, Bool) else value.const,
                                     v.aval.dtype)
             continue
         pred = eqn.invars[0] if eqn.invars else None
         which = None if pred is None or isinstance(pred, jcore.Literal) else known.get(pred)
         if eqn.primitive.name == "select_n" and len(eqn.invars) == 3 and isinstance(which,
-                                                                                    _Bool):
+                                                                                    Bool):
             env[eqn.outvars[0]] = read(eqn.invars[2 if which.value else 1])
             continue
         if id(eqn) in the_plan.windows:  # a direct array's element: from its window
@@ -704,14 +580,8 @@ def _on_slabs(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], version: d
             if value is not _BIND:
                 env[eqn.outvars[0]] = value
                 continue
-        env.update(zip(eqn.outvars, _bind(eqn, ins), strict=True))
+        env.update(zip(eqn.outvars, bind(eqn, ins), strict=True))
     return [read(v) for v in jaxpr.outvars]
-
-
-def _bind(eqn: Any, ins: Sequence[Any]) -> list[Any]:
-    """``eqn``'s primitive bound on ``ins``: its results, as a list."""
-    ans = eqn.primitive.bind(*ins, **eqn.primitive.get_bind_params(eqn.params))
-    return list(ans) if eqn.primitive.multiple_results else [ans]
 
 
 _BIND = object()
@@ -774,7 +644,7 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
     """The loop over k in ``lo .. hi - 1`` as one vmapped body: the carried values after it.
     ``active(k)``: whether iteration k runs (the slot keeps its value where it does not)."""
     jaxpr, consts = closed.jaxpr, closed.consts
-    ks = hoisted.counts(jaxpr.invars[0].aval.dtype, lo, hi)  # an iota, no constant
+    ks = counts(jaxpr.invars[0].aval.dtype, lo, hi)  # an iota, no constant
     order = sorted(the_plan.slots)
     # Batched along the slot axis where it lies (no transposes in or out): trmm's column loop
     # 1.25x faster than with the slots moved to the front, others alike; but a traced range's
@@ -881,10 +751,10 @@ def _window(read: WindowRead, lo: int, hi: int, flat: list[Any], invariant: list
         kind, value = ("literal", lo + const) if d == axis else next(given)
         starts.append(jnp.asarray(value if kind == "literal" else invariant[value]))
     dtype = jnp.result_type(*starts)
-    taken = lax.dynamic_slice(x, [s.astype(dtype) for s in starts],
-                              [hi - lo if d == axis else n for d, n in enumerate(sizes)],
-                              allow_negative_indices=False)
-    return axis, np.arange(lo, hi) + const, lax.expand_dims(taken, (axis + 1,))
+    cut = lax.dynamic_slice(x, [s.astype(dtype) for s in starts],
+                            [hi - lo if d == axis else n for d, n in enumerate(sizes)],
+                            allow_negative_indices=False)
+    return axis, np.arange(lo, hi) + const, lax.expand_dims(cut, (axis + 1,))
 
 
 def _invariant_values(the_plan: _Plan, jaxpr: Any, flat: Sequence[Any],
@@ -900,7 +770,7 @@ def _invariant_values(the_plan: _Plan, jaxpr: Any, flat: Sequence[Any],
         return v.val if isinstance(v, jcore.Literal) else env[v]
 
     for eqn in the_plan.invariant_eqns:
-        env.update(zip(eqn.outvars, _bind(eqn, [read(v) for v in eqn.invars]), strict=True))
+        env.update(zip(eqn.outvars, bind(eqn, [read(v) for v in eqn.invars]), strict=True))
     return [env[v] for v in the_plan.invariant]
 
 
@@ -912,27 +782,14 @@ def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
     assert slot.axis is not None and slot.at is not None
     batch = 0 if front else slot.axis
     where = slot.at.coef * np.arange(lo, hi) + slot.at.const + d
-    taken = _taken(jnp.asarray(flat[pos]), slot.axis, where)
-    return batch, where, lax.expand_dims(_moved(taken, slot.axis, batch), (slot.axis + 1,))
+    cut = taken(jnp.asarray(flat[pos]), slot.axis, where)
+    return batch, where, lax.expand_dims(_moved(cut, slot.axis, batch), (slot.axis + 1,))
 
 
 def _input_slabs(x: Any, axis: int, where: np.ndarray) -> tuple[int, np.ndarray, Any]:
     """``_slabs`` of an input the body does not update, at the slots ``where`` on ``axis``
     (batched along that axis: windows over the batch axis stay windows)."""
-    return axis, where, lax.expand_dims(_taken(jnp.asarray(x), axis, where), (axis + 1,))
-
-
-def _taken(x: Any, axis: int, where: np.ndarray) -> Any:
-    """The slots ``where`` (inside the axis, at a constant step) along ``axis`` of ``x``, in
-    order: a slice, strided, reversed for a negative step (``x[n - 1 - i]``): a gather of the
-    indices would read them one by one."""
-    step = int(where[1] - where[0]) if len(where) > 1 else 1
-    first, last = (int(where[0]), int(where[-1])) if step > 0 else (int(where[-1]),
-                                                                     int(where[0]))
-    if step == 1 and first == 0 and last + 1 == x.shape[axis]:
-        return x
-    taken = lax.slice_in_dim(x, first, last + 1, stride=abs(step), axis=axis)
-    return taken if step > 0 else lax.rev(taken, (axis,))
+    return axis, where, lax.expand_dims(taken(jnp.asarray(x), axis, where), (axis + 1,))
 
 
 def _moved(x: Any, source: int, target: int) -> Any:

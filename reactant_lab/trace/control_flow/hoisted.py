@@ -24,7 +24,7 @@ iterations fit the limits below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,8 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 from jax.extend.core.primitives import closed_call_p
+
+from reactant_lab.trace.control_flow.counter import called, counts, is_var, needed
 
 MAX_HOISTED_BYTES = 32 << 20
 """The hoisted equations' values for all iterations together must fit here, ...
@@ -78,15 +80,6 @@ def nbytes(aval: Any) -> int:
     if not hasattr(aval, "dtype"):
         return 0
     return int(np.prod(aval.shape, dtype=np.int64)) * int(np.dtype(aval.dtype).itemsize)
-
-
-def called(eqn: Any) -> Any | None:
-    """The jaxpr (closed or not) that a call equation (``pjit``, ``closed_call``) runs, else
-    None."""
-    inner = eqn.params.get("jaxpr") or eqn.params.get("call_jaxpr")
-    if eqn.primitive.name in ("jit", "pjit", "closed_call", "core_call") and inner is not None:
-        return inner
-    return None
 
 
 def work(eqn: Any, reducing_only: bool = False) -> int:
@@ -136,10 +129,6 @@ def straight_work(jaxpr: Any) -> int | None:
     return total
 
 
-def _is_var(v: Any) -> bool:
-    return not isinstance(v, jcore.Literal)
-
-
 @dataclass(frozen=True)
 class Split:
     """A loop body split for hoisting: ``ahead`` computes the frontier values from (constants,
@@ -166,7 +155,7 @@ def split(closed: Any, n: int) -> Split | None:
     varying = {jaxpr.invars[0]}
     invariant: list[Any] = []
     for eqn in jaxpr.eqns:
-        ins = [v for v in eqn.invars if _is_var(v)]
+        ins = [v for v in eqn.invars if is_var(v)]
         if any(v in dependent for v in ins) or eqn.effects:
             dependent.update(eqn.outvars)
             continue
@@ -186,12 +175,12 @@ def split(closed: Any, n: int) -> Split | None:
     frontier: dict[Any, None] = {}
     for eqn in jaxpr.eqns:
         if eqn.outvars and eqn.outvars[0] in dependent:
-            frontier.update((v, None) for v in eqn.invars if _is_var(v) and v in heavy)
-    frontier.update((v, None) for v in jaxpr.outvars if _is_var(v) and v in heavy)
+            frontier.update((v, None) for v in eqn.invars if is_var(v) and v in heavy)
+    frontier.update((v, None) for v in jaxpr.outvars if is_var(v) and v in heavy)
     if not frontier:
         return None
-    ahead_eqns = _needed(invariant, list(frontier), set())
-    rest_eqns = _needed(jaxpr.eqns, list(jaxpr.outvars), set(frontier))
+    ahead_eqns = needed(invariant, list(frontier), set())
+    rest_eqns = needed(jaxpr.eqns, list(jaxpr.outvars), set(frontier))
     hoisted = sum(work(e, reducing_only=True) for e in ahead_eqns)
     kept = sum(work(e) for e in rest_eqns)
     held = sum(nbytes(v.aval) for e in ahead_eqns for v in e.outvars if v in varying)
@@ -213,18 +202,6 @@ def split(closed: Any, n: int) -> Split | None:
                  tuple(v in varying for v in frontier))
 
 
-def _needed(eqns: Sequence[Any], wanted: Sequence[Any], given: set[Any]) -> list[Any]:
-    """The equations of ``eqns`` (in order) that computing ``wanted`` needs, the values in
-    ``given`` being known."""
-    need = {v for v in wanted if _is_var(v) and v not in given}
-    kept = []
-    for eqn in reversed(eqns):
-        if any(v in need for v in eqn.outvars):
-            kept.append(eqn)
-            need.update(v for v in eqn.invars if _is_var(v) and v not in given)
-    return kept[::-1]
-
-
 def one_call(closed: Any) -> Callable[..., list[Any]]:
     """A closed jaxpr without constants as a function that binds it as one ``closed_call``
     equation."""
@@ -235,13 +212,6 @@ def one_call(closed: Any) -> Callable[..., list[Any]]:
         return list(call_p.bind(*args, **params))
 
     return call
-
-
-def counts(dtype: Any, lo: int, hi: int) -> Any:
-    """The counter values ``lo .. hi - 1`` as an iota (plus ``lo`` unless it is 0), in lax:
-    a loop's iterations all at once, with no constant in the module."""
-    ks = lax.iota(dtype, hi - lo)
-    return lax.add(ks, lax.full(ks.shape, lo, ks.dtype)) if lo else ks
 
 
 def stack(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any]) -> list[Any]:

@@ -39,6 +39,7 @@ from jax import lax
 from jax.extend import core as jcore
 
 from reactant_lab.trace.control_flow import hoisted
+from reactant_lab.trace.control_flow.counter import called, counts, needed
 
 MAX_BYTES = 32 << 20
 """The values of all the iterations, alive at once, must fit here (as
@@ -198,7 +199,7 @@ def _closed(jaxpr: Any, outs: list[Any]) -> Any:
                             tuple(f"arg[{i}]" for i in range(len(jaxpr.invars))),
                             tuple(f"write[{i}]" for i in range(len(outs))))
     return jcore.ClosedJaxpr(jcore.Jaxpr((), list(jaxpr.invars), outs,
-                                         hoisted._needed(jaxpr.eqns, outs, set()), set(), names),
+                                         needed(jaxpr.eqns, outs, set()), set(), names),
                              [])
 
 
@@ -308,7 +309,7 @@ class _Places:
     def _run(self, jaxpr: Any, env: dict[Any, _Val]) -> list[_Val]:
         for eqn in jaxpr.eqns:
             ins = [_read(env, v) for v in eqn.invars]
-            inner = hoisted.called(eqn)
+            inner = called(eqn)
             if inner is not None:
                 sub = getattr(inner, "jaxpr", inner)
                 local = {v: _Val(c, False) for v, c in zip(
@@ -428,7 +429,7 @@ def run(the_plan: Plan, consts: Sequence[Any], stacked: Sequence[Any], varying: 
     iterations selected into it where the scatter writes; ``stacked`` holds the frontier values,
     stacked over the counter where ``varying``."""
     dtype = the_plan.values.jaxpr.invars[len(consts)].aval.dtype
-    ks = hoisted.counts(dtype, lo, hi)
+    ks = counts(dtype, lo, hi)
     fun = jcore.jaxpr_as_fun(the_plan.values)
     axes = [None] * len(consts) + [0] + [0 if v else None for v in varying] + [None] * len(init)
     values = jax.vmap(lambda *args: list(fun(*args)), in_axes=axes)(*consts, ks, *stacked,

@@ -49,6 +49,7 @@ from jax import lax
 from jax.extend import core as jcore
 
 from reactant_lab.trace.control_flow import hoisted
+from reactant_lab.trace.control_flow.counter import called, counts, needed
 
 MAX_TERM_BYTES = hoisted.MAX_HOISTED_BYTES
 """The terms of all the iterations together must fit here (a term that XLA cannot fuse into the
@@ -211,7 +212,7 @@ def _plan(closed: Any, n: int) -> Plan:
         raise _NotSummed
     wanted = [*terms, *params]
     free = [e for e in jaxpr.eqns if e not in replay]
-    ahead_eqns = hoisted._needed(free, wanted, set())
+    ahead_eqns = needed(free, wanted, set())
     held = sum(hoisted.nbytes(v.aval) for v in terms if v in varying)
     if held * n > MAX_TERM_BYTES or any(
             hoisted.work(e, reducing_only=True) for e in ahead_eqns
@@ -239,7 +240,7 @@ def _form(eqn: Any, ins: list[Any], dep: list[_Form], param: Callable[[Any], Any
     None for a value that reads nothing updated), registering the terms and parameters (masks,
     indices) it reads; raises _NotSummed when it is not unit-linear in the updated array."""
     name = eqn.primitive.name
-    if hoisted.called(eqn) is not None:
+    if called(eqn) is not None:
         raise _Inline
     if name in ("add", "sub") and len(dep) == 1:
         at = 0 if isinstance(ins[0], _Form) else 1
@@ -314,7 +315,7 @@ def _inlined(closed: Any) -> Any:
 
         for eqn in j.eqns:
             ins = [read(v) for v in eqn.invars]
-            inner = hoisted.called(eqn)
+            inner = called(eqn)
             if inner is not None:
                 outs = evaluate(getattr(inner, "jaxpr", inner), getattr(inner, "consts", ()),
                                 ins)
@@ -347,7 +348,7 @@ def run(the_plan: Plan, lo: int, hi: int, init: list[Any],
     out_axes = [0 if v else None for v in the_plan.varying]
 
     def summed_terms(consts: list[Any], init: list[Any]) -> list[Any]:
-        ks = hoisted.counts(dtype, lo, hi)  # an iota in the module, not a constant
+        ks = counts(dtype, lo, hi)  # an iota in the module, not a constant
         values = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
         out = []
         for i, (x, vary) in enumerate(zip(values, the_plan.varying, strict=True)):
