@@ -1,14 +1,12 @@
-"""A loop body run for every value of its counter at once, and what is known of its indices.
+"""What is known of a rolled loop's counter and indices, and the helpers that run its body for
+every counter value at once.
 
 ``hoisted``, ``summed`` and ``batched`` run a rolled loop's iterations together: the body
-vmapped over its counter k, an iota. JAX's rule for a ``dynamic_slice`` at a start that varies
-along the batch is a gather of each iteration's index, which XLA runs element by element, where
-the iterations' windows often tile a slice of the array: ``x[i]``, ``x[n - 1 - i]`` and
-``A[:, k]`` over k are a slice, a reversed slice and a transpose. :func:`vmapped` vmaps a jaxpr
-over k with such reads cut before the vmap, as one slice of the array (strided or reversed for
-a step other than 1) batched along the read axis (:func:`taken`); the index analysis that finds
-them (:class:`Indices`: a scalar as ``coef * k + const``, and the bounds checks NumPy mode makes
-of it decided when they hold for every k) is the one ``batched`` checks its slots with.
+vmapped over its counter k (``counts``: an iota). :class:`Indices` evaluates the body's integer
+scalars symbolically, each as ``coef * k + const`` (:class:`Sym`), and decides the bounds
+checks NumPy mode makes of them when they hold for every k: how ``batched`` proves each
+iteration touches its own slot. :func:`taken` cuts the slots of an array along an axis as one
+slice (strided, or reversed for a negative step), not a gather of their indices.
 """
 
 from __future__ import annotations
@@ -210,115 +208,3 @@ def taken(x: Any, axis: int, where: np.ndarray) -> Any:
         return x
     taken = lax.slice_in_dim(x, first, last + 1, stride=abs(step), axis=axis)
     return taken if step > 0 else lax.rev(taken, (axis,))
-
-
-
-
-_Window = tuple[Any, int, int, int, tuple[Any, ...], tuple[int, ...]]
-"""What a read cut before the vmap takes: (its operand, read axis, coef, const, the start on
-each other axis (a variable or a literal's value), the window's sizes)."""
-
-
-def vmapped(jaxpr: Any, consts: Sequence[Any], args: Sequence[Any], counter: int, lo: int,
-            hi: int, out_axes: Sequence[int | None]) -> list[Any]:
-    """``jaxpr`` (its constvars bound to ``consts``) on ``args`` for k = ``lo .. hi - 1`` at
-    once: ``jax.vmap`` over its input ``counter`` (the value in ``args`` there is not used),
-    its results batched on ``out_axes`` (None: the same for every k). A ``dynamic_slice`` at
-    the top level of ``jaxpr`` of an operand the same for every k, of size 1 on one axis where
-    its start is ``coef * k + const`` (inside the axis for every k) and at starts the same for
-    every k on the others, is read from one slice of the operand cut before the vmap."""
-    k_var = jaxpr.invars[counter]
-    ks = counts(k_var.aval.dtype, lo, hi)
-    windows = _windows(jaxpr, consts, k_var, lo, hi)
-    if not windows:
-        run = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(jaxpr, list(consts)))
-        return list(jax.vmap(lambda k: list(run(*args[:counter], k, *args[counter + 1:])),
-                             out_axes=list(out_axes))(ks))
-    env: dict[Any, Any] = dict(zip(jaxpr.constvars, consts, strict=True))
-    env.update((v, a) for i, (v, a) in enumerate(zip(jaxpr.invars, args, strict=True))
-               if i != counter)
-    keys = list(dict.fromkeys(windows.values()))
-    wanted = [v for key in keys for v in (key[0], *key[4]) if isinstance(v, jcore.Var)]
-    outside = dict(env)  # the operands and starts of the reads, computed before the vmap
-    for eqn in needed(jaxpr.eqns, wanted, set(outside)):
-        outside.update(zip(eqn.outvars, bind(eqn, [_value(v, outside) for v in eqn.invars]),
-                           strict=True))
-    slabs = [_slab(key, outside, lo, hi) for key in keys]
-
-    def one(k: Any, cut: list[Any]) -> list[Any]:
-        local = dict(env)
-        local[k_var] = k
-        by_key = dict(zip(keys, cut, strict=True))
-        for eqn in jaxpr.eqns:
-            if id(eqn) in windows:
-                local[eqn.outvars[0]] = by_key[windows[id(eqn)]]
-            else:
-                local.update(zip(eqn.outvars, bind(eqn, [_value(v, local) for v in eqn.invars]),
-                                 strict=True))
-        return [_value(v, local) for v in jaxpr.outvars]
-
-    return list(jax.vmap(one, in_axes=(0, [key[1] for key in keys]),
-                         out_axes=list(out_axes))(ks, slabs))
-
-
-def _value(v: Any, env: dict[Any, Any]) -> Any:
-    return env[v] if is_var(v) else v.val
-
-
-def _windows(jaxpr: Any, consts: Sequence[Any], k_var: Any, lo: int, hi: int
-             ) -> dict[int, _Window]:
-    """The reads ``vmapped`` cuts before the vmap: id of the equation -> what it reads."""
-    env: dict[Any, Value] = {v: literal(c) for v, c in zip(jaxpr.constvars, consts,
-                                                          strict=True)}
-    env[k_var] = Sym(1, 0)
-    varying = {k_var}
-    indices = Indices(lo, hi - 1)
-    found: dict[int, _Window] = {}
-    for eqn in jaxpr.eqns:
-        ins = [literal(v) if not is_var(v) else env.get(v) for v in eqn.invars]
-        if any(is_var(v) and v in varying for v in eqn.invars):
-            varying.update(eqn.outvars)
-        if (eqn.primitive.name == "dynamic_slice" and is_var(eqn.invars[0])
-                and eqn.invars[0] not in varying):
-            key = _window(eqn, ins, varying, lo, hi)
-            if key is not None:
-                found[id(eqn)] = key
-        env.update(zip(eqn.outvars, indices.eqn(eqn, ins), strict=True))
-    return found
-
-
-def _window(eqn: Any, ins: list[Value], varying: set[Any], lo: int, hi: int
-            ) -> _Window | None:
-    """A read's ``_Window``, or None unless it is one ``vmapped`` cuts."""
-    starts, sizes = eqn.invars[1:], tuple(eqn.params["slice_sizes"])
-    moving = [d for d, v in enumerate(starts) if is_var(v) and v in varying]
-    if len(moving) != 1:
-        return None
-    d = moving[0]
-    at = ins[1 + d]
-    if not isinstance(at, Sym) or at.coef == 0 or sizes[d] != 1:
-        return None
-    least, most = span(at, lo, hi - 1)
-    if least < 0 or most >= eqn.invars[0].aval.shape[d]:
-        return None
-    others = tuple(v if is_var(v) else int(v.val) for e, v in enumerate(starts) if e != d)
-    return (eqn.invars[0], d, at.coef, at.const, others, sizes)
-
-
-def _slab(key: _Window, values: dict[Any, Any], lo: int, hi: int) -> Any:
-    """The windows a read takes for every k, batched along its read axis (size 1 there in each):
-    the operand's window at the read's starts on the other axes (clamped as the read clamps
-    them) over all of the read axis, then its slots ``coef * k + const`` (``taken``)."""
-    operand, d, coef, const, others, sizes = key
-    x = jax.numpy.asarray(values[operand])
-    given = iter(others)
-    starts = []
-    for e in range(x.ndim):
-        start = 0 if e == d else next(given)
-        starts.append(jax.numpy.asarray(values[start] if isinstance(start, jcore.Var)
-                                        else start))
-    dtype = jax.numpy.result_type(*starts)
-    window = lax.dynamic_slice(x, [s.astype(dtype) for s in starts],
-                               [x.shape[d] if e == d else n for e, n in enumerate(sizes)],
-                               allow_negative_indices=False)
-    return lax.expand_dims(taken(window, d, coef * np.arange(lo, hi) + const), (d + 1,))
