@@ -288,10 +288,10 @@ class Executable:
         """JAX's C++ call of ``jax_compiled``, once made (its first call makes it): called
         directly, it spares a NumPy kernel's per-call path the Python wrapper around it."""
         self._twin: list[Any] = []
-        self._last_guarded: float | None = None
-        """Seconds the last guarded call took, once one ended (``spin_budget``)."""
         """The twin guarded calls run (``_backend_run.twin``; None where there is none), once
         made."""
+        self._last_guarded: float | None = None
+        """Seconds the last guarded call took, once one ended (``spin_budget``)."""
         self._c_order = strided_complex_params(device.platform, self.params)
         """The arguments copied into C order before a call (complex ones the device's copy
         gets wrong otherwise: ``_backend_devices.STRIDED_COMPLEX_PLATFORMS``)."""
