@@ -1145,9 +1145,13 @@ _WHILE_COST = ("benchmarks/while_cost.py measures the loop itself: XLA:CPU's whi
 NUMBA_GAPS: dict[str, str] = {
     "cholesky": "its loop over j < i has a traced bound, so each of its 3,160 iterations (80 "
                 "rows) dots `A[i, :j]` with `A[j, :j]` as masked full 80-element rows and "
-                "writes one element of the carried 80x80 A: 0.43 ms is ~0.14 us an iteration, "
-                "XLA:CPU's while step plus two masked row reads, where numba runs the exact "
-                "lengths (0.09 ms). The jax.jit port calls LAPACK's potrf (0.11 ms)",
+                "writes one element of the carried 80x80 A: the executable alone takes "
+                "0.18-0.19 ms (~55 ns an iteration, XLA:CPU's while step plus two masked row "
+                "reads; the same loop in plain JAX 0.16 ms), where numba runs the exact "
+                "lengths (0.09 ms). The call is guarded (the inner trip count is traced): "
+                "0.27 ms alone, its runner handing it back by a spin (0.38 ms through locks), "
+                "0.36-0.46 ms in full runs, where the other variants' samples between its own "
+                "outlast the runner's spin. The jax.jit port calls LAPACK's potrf (0.11 ms)",
     "durbin": "each of the 1,000 iterations flips, dots and updates the whole 1,000-element y, "
               "masked (y[:k] has a traced length), where numba touches the first k elements "
               "(half on average): twice the data, plus the while's cost per iteration. The "
