@@ -30,11 +30,20 @@ from reactant_lab._backend_ir import (
     Donation,
     asm,
     donation_plan,
+    loop_bounds,
     main_func,
     prepare,
     set_result_names,
 )
-from reactant_lab._backend_run import long_loop, placer, run_guarded, spin_budget, twin, twin_client
+from reactant_lab._backend_run import (
+    LONG_TRIPS,
+    long_loop,
+    placer,
+    run_guarded,
+    spin_budget,
+    twin,
+    twin_client,
+)
 from reactant_lab._backend_text import compile_message, module_text
 from reactant_lab._backend_xla import XlaDump, capture, named_call_sites
 from reactant_lab._compile_isolation import (
@@ -349,13 +358,28 @@ class Executable:
     @functools.cached_property
     def long_loop(self) -> str | None:
         """Why a call may not end, or run very long (``_backend_run.long_loop``: a while loop
-        whose trip count XLA cannot tell, or a huge one), in words; None when it will end."""
+        whose trip count XLA cannot tell, or a huge one, unless ``_loop_bounds`` shows it
+        short), in words; None when it will end."""
         if "while" not in self.text:  # XLA itself adds only loops of known length
             return None
-        try:
-            return long_loop(self.hlo_text())
+        bounded, unbounded = self._loop_bounds()
+        if not unbounded:  # each of ours provably short (for j in range(i)); XLA's known
+            return None
+        try:  # the loops XLA cannot bound, less those we can
+            return long_loop(self.hlo_text(), skip=bounded - unbounded)
         except CompileError:  # a platform that prints no HLO: assume the worst
             return "a while loop"
+
+    def _loop_bounds(self) -> tuple[set[str], set[str]]:
+        """The names of the module's while loops that run fewer than ``LONG_TRIPS`` times, and
+        of the others (``_backend_ir.loop_bounds``: XLA cannot tell the trip count of ``for j
+        in range(i)`` inside ``for i in range(80)``, which is at most 80)."""
+        try:
+            with jax_mlir.make_ir_context() as ctx:
+                ctx.allow_unregistered_dialects = True
+                return loop_bounds(ir.Module.parse(self.text), LONG_TRIPS)
+        except Exception:  # a module this context does not parse: assume the worst
+            return set(), {"a while loop"}
 
     def call_guarded(self, values: Sequence[Any], *, x64: bool, limit: float | None,
                      name: str, on_host: bool,

@@ -34,7 +34,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import jax
@@ -62,10 +62,11 @@ _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 
 
-def long_loop(hlo_text: str) -> str | None:
+def long_loop(hlo_text: str, skip: Collection[str] = ()) -> str | None:
     """A description of the first while loop of XLA's optimized HLO whose trip count XLA could
     not tell, or is ``LONG_TRIPS`` or more (e.g. "the loop `while a[0] >= 0`"), preferring one
-    that names the user's code; None when every loop has a known, smaller trip count."""
+    that names the user's code; None when every loop has a known, smaller trip count. Loops
+    named in ``skip`` (their source text, shown to end sooner) are left out."""
     found = []
     for line in hlo_text.splitlines():
         if not _WHILE.search(line):
@@ -75,6 +76,8 @@ def long_loop(hlo_text: str) -> str | None:
             continue
         name = _OP_NAME.search(line)
         op = name.group(1).rsplit("/", 1)[-1].strip() if name is not None else ""
+        if op and op in skip:
+            continue
         what = f"the loop `{op}`" if op and op != "while" else "a while loop"
         found.append(what if trips is None else f"{what} ({int(trips.group(1)):,} iterations)")
     # the first that names the user's code, else the first (a loop XLA made names none)

@@ -428,6 +428,90 @@ def test_long_loop_reads_xla_trip_counts():
     assert _backend_run.long_loop('%x = f32[] add(%a, %b), metadata={op_name="while(x)"}') is None
 
 
+def lower_sums(A, counts):
+    for i in range(A.shape[0]):
+        for j in range(i):  # bounded by the loop around it: at most A.shape[0] - 1 trips
+            A[i, j] += A[j, i]
+    for i in range(counts.shape[0]):
+        for _ in range(counts[i]):  # bounded by data only
+            A[i, i] += 1.0
+
+
+def test_a_loop_bounded_by_the_loops_around_it_runs_unguarded(rng):
+    """XLA cannot tell the trip count of `for j in range(i)` inside `for i in range(n)`, but it
+    is at most n: such calls take the usual path (no runner thread); a loop whose bound comes
+    from the data stays guarded. NumPy's results either way."""
+    n = int(rng.integers(6, 12))
+    A, counts = rng.standard_normal((n, n)), rng.integers(0, 4, n)
+    want = A.copy()
+    lower_sums(want, counts)
+    f = rl.jit(lower_sums)
+    f(A, counts)
+    assert_close(A, want, float_rtol(A.dtype))
+    assert f.last.compiled.guarded and "range(counts[i])" in f.last.compiled.long_loop
+    B = rng.standard_normal((n, n))
+    f = rl.jit(nk.cholesky)
+    B_spd = B @ B.T + n * np.eye(n)
+    want = B_spd.copy()
+    nk.cholesky(want)
+    f(B_spd)
+    assert_close(np.tril(B_spd), np.tril(want), 1e-12)
+    assert not f.last.compiled.guarded and f.last.compiled.long_loop is None
+
+
+_LOOPS = """
+func.func public @main(%n: tensor<i64>) -> tensor<i64> {{
+  %c0 = stablehlo.constant dense<{start}> : tensor<{t}>
+  %c1 = stablehlo.constant dense<1> : tensor<{t}>
+  %top = stablehlo.constant dense<{top}> : tensor<{t}>
+  %r:2 = stablehlo.while(%i = %c0, %s = %c0) : tensor<{t}>, tensor<{t}>
+  cond {{
+    %p = stablehlo.compare {cmp}, %i, %top, {kind} : (tensor<{t}>, tensor<{t}>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  }} do {{
+    %i1 = stablehlo.add %i, %c1 : tensor<{t}>
+    %bound = stablehlo.maximum %i1, {inner} : tensor<{t}>
+    %q:2 = stablehlo.while(%j = %c0, %b = %bound) : tensor<{t}>, tensor<{t}>
+    cond {{
+      %p = stablehlo.compare LT, %j, %b, SIGNED : (tensor<{t}>, tensor<{t}>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    }} do {{
+      %j1 = stablehlo.add %j, %c1 : tensor<{t}>
+      stablehlo.return %j1, %b : tensor<{t}>, tensor<{t}>
+    }}
+    %s1 = stablehlo.add %s, %q#0 : tensor<{t}>
+    stablehlo.return %i1, %s1 : tensor<{t}>, tensor<{t}>
+  }}
+  %out = stablehlo.convert %r#1 : (tensor<{t}>) -> tensor<i64>
+  return %out : tensor<i64>
+}}
+"""
+
+
+@pytest.mark.parametrize(("fields", "bounded"), [
+    ({}, True),                                        # j < max(i + 1, 0), i < 80
+    ({"cmp": "LE"}, True),
+    ({"top": 2_000_000}, False),                       # the inner loop's bound reaches 2M
+    ({"inner": "%n"}, False),                          # ... or comes from an argument
+    ({"kind": "UNSIGNED"}, False),
+    ({"cmp": "GT"}, False),                            # not a counter below a bound
+    ({"t": "i32", "start": 2**31 - 90, "top": 2**31 - 1, "cmp": "LE"}, False),  # it wraps
+])
+def test_loop_bounds_follow_counters_and_the_bounds_around_them(fields, bounded):
+    from jax.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    from reactant_lab import _backend_ir
+
+    values = {"start": 0, "t": "i64", "top": 80, "cmp": "LT", "kind": "SIGNED",
+              "inner": "%c0", **fields}
+    text = _LOOPS.format(**values)
+    with jax_mlir.make_ir_context():
+        module = ir.Module.parse(text)
+        shown, other = _backend_ir.loop_bounds(module, _backend_run.LONG_TRIPS)
+        assert (not other) is bounded, (shown, other)
+
+
 def test_a_guarded_call_gives_up_donated_jax_arrays_as_jax_does(rng):
     earlier_overruns_ended()
     f = rl.jit(lambda a: a * 2, donate=True, timeout=30)
