@@ -362,13 +362,16 @@ class Executable:
         short), in words; None when it will end."""
         if "while" not in self.text:  # XLA itself adds only loops of known length
             return None
+        try:
+            hlo = self.hlo_text()
+        except CompileError:  # a platform that prints no HLO: assume the worst
+            return "a while loop"
+        if long_loop(hlo) is None:  # XLA bounds them all (the parse below takes 3-7 ms)
+            return None
         bounded, unbounded = self._loop_bounds()
         if not unbounded:  # each of ours provably short (for j in range(i)); XLA's known
             return None
-        try:  # the loops XLA cannot bound, less those we can
-            return long_loop(self.hlo_text(), skip=bounded - unbounded)
-        except CompileError:  # a platform that prints no HLO: assume the worst
-            return "a while loop"
+        return long_loop(hlo, skip=bounded - unbounded)  # those neither can bound
 
     def _loop_bounds(self) -> tuple[set[str], set[str]]:
         """The names of the module's while loops that run fewer than ``LONG_TRIPS`` times, and
