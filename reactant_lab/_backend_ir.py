@@ -262,10 +262,10 @@ def _trips(cond: ir.Block, steps: list[int | None], inits: list[Interval | None]
     op = compare.owner.operation
     if op.name != "stablehlo.compare":
         return None
-    direction = str(op.attributes["comparison_direction"])
+    direction = re.search(r"\b(LT|LE)>", str(op.attributes["comparison_direction"]))
     signed = "compare_type" in op.attributes and re.search(
         r"\bSIGNED\b", str(op.attributes["compare_type"])) is not None
-    if not signed or ("LT" not in direction and "LE" not in direction):
+    if not signed or direction is None:
         return None
     lhs, rhs = op.operands
     if not isinstance(lhs, ir.BlockArgument):
@@ -283,7 +283,7 @@ def _trips(cond: ir.Block, steps: list[int | None], inits: list[Interval | None]
         bound = _interval(rhs, known)
     if bound is None:
         return None
-    last = bound[1] + (1 if "LE" in direction else 0)
+    last = bound[1] + (1 if direction.group(1) == "LE" else 0)
     span = _range(lhs.type)
     if span is None or last - 1 + step > span[1]:
         return None  # the counter could wrap around before it reaches the bound
