@@ -17,6 +17,7 @@ from reactant_lab import backend
 from tests.conftest import assert_close
 from tests.numpy_kernels import gramschmidt
 from tests.test_numpy_kernels import assert_same
+from tests.test_numpy_mode import _while_bodies
 
 
 def _run(fn, *args, loops="auto", tol=1e-10):
@@ -119,15 +120,52 @@ def test_an_inner_loop_writing_one_row_of_its_columns_puts_back_that_row_only(rn
 
 
 def test_a_loop_with_a_traced_start_is_batched_over_the_values_it_can_take(rng):
-    # gramschmidt's `for j in range(k + 1, n)`: each j updates column j; the iterations before
-    # k + 1 run too, and their slots keep the values they had
-    traced = _run(gramschmidt, rng.standard_normal((int(rng.integers(20, 40)), 12)), tol=1e-9)
+    # gramschmidt's `for j in range(k + 1, n)`: each j updates column j; the iterations outside
+    # the range run too, and their slots keep the values they had. The values j can take,
+    # 1 .. n - 1, fall one column short of the axis: the loop runs over all n columns, so that
+    # no slab is a copy of all columns but the first
+    m = int(rng.integers(20, 40))
+    traced = _run(gramschmidt, rng.standard_normal((m, 12)), tol=1e-9)
     (note,) = _batched(traced)
     assert "range(k + 1, A.shape[1])` batched (up to 11 iterations)" in note
     assert _whiles(traced) == 1
-    # R[k, j] is all the loop writes of R: row k of its columns is put back, not R[:, 1:]
-    assert ("tensor<1x11xf64>", "tensor<12x12xf64>") in _writes(traced), _writes(traced)
-    assert ("tensor<12x11xf64>", "tensor<12x12xf64>") not in _writes(traced)
+    # R[k, j] is all the loop writes of R: row k of its columns is put back, not all of R
+    assert ("tensor<1x12xf64>", "tensor<12x12xf64>") in _writes(traced), _writes(traced)
+    assert "x11xf64>" not in traced.ir  # no slab of 11 columns
+    assert "stablehlo.gather" not in traced.ir and "stablehlo.scatter" not in traced.ir
+    # the slots outside the range keep their values by a select of whole blocks, after the
+    # batched body: XLA writes R's row in place, with no copy of R in each iteration
+    bodies = _while_bodies(rl.explore(gramschmidt, rng.standard_normal((m, 12))).compiled
+                           .hlo_text())
+    assert bodies and not [b for b in bodies if re.search(r"f64\[12,12\]\S* copy\(", b)]
+
+
+def reversed_tail(A, v):
+    n = A.shape[1]
+    for k in range(n):
+        for j in range(k):  # column n - 1 - j: the last k columns, right to left
+            A[:, n - 1 - j] = A[:, n - 1 - j] * v[k] + v[j]
+
+
+def late_columns(A, v):
+    n = A.shape[1]
+    for k in range(n):
+        for j in range(k + 4, n):  # columns 4 .. n - 1: a third of the axis left out
+            A[:, j] = A[:, j] * v[k] + v[j]
+
+
+def test_a_traced_range_near_its_whole_axis_runs_over_it_and_keeps_the_rest(rng):
+    """A traced range whose values fall at most a quarter short of its slots' axis runs batched
+    over the whole axis (here columns at a negative step, one short), the iterations outside
+    the range keeping their columns; one further short runs over its own span, cut from the
+    array. NumPy's results in both."""
+    m, n = int(rng.integers(5, 12)), int(rng.integers(12, 20))
+    traced = _run(reversed_tail, rng.random((m, n)), rng.random(n))
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 1, traced.loop_notes
+    assert f"x{n - 1}xf64>" not in traced.ir  # no slab of n - 1 columns
+    traced = _run(late_columns, rng.random((m, n)), rng.random(n))
+    assert len(_batched(traced)) == 1 and _whiles(traced) == 1, traced.loop_notes
+    assert f"tensor<{m}x{n - 4}xf64>" in traced.ir  # the columns the range can reach
 
 
 def shifted_reads(T):
