@@ -79,6 +79,7 @@ class KeptBuffers:
         self.avals = tuple(avals)
         """(shape, dtype, weak_type) of each of those results."""
         self._kinds = [(device, tuple(shape), np.dtype(dtype).str) for shape, dtype, _ in avals]
+        _settle()
         with _Pool.lock:
             for kind in self._kinds:
                 _Pool.users[kind] = _Pool.users.get(kind, 0) + 1
@@ -89,6 +90,7 @@ class KeptBuffers:
         """The buffers to hand in on ``client``: free ones of the pool that nothing else holds,
         each at ``offsets[i]`` in its page where the pool has one there (the page offset of
         the caller's array result i is written into), else new ones (``make(aval)``)."""
+        _settle()
         bufs = []
         for i, (aval, kind) in enumerate(zip(self.avals, self._kinds, strict=True)):
             want = offsets[i] if offsets is not None else None
@@ -99,6 +101,7 @@ class KeptBuffers:
     def keep(self, client: str, outs: Sequence[Any]) -> None:
         """Give a call's kept results (on ``client``) to the pool for a later call's donors,
         unless it holds as many of their kind already, or ``KEPT_BYTES_LIMIT`` in all."""
+        _settle()
         for k, kind in zip(self.kept, self._kinds, strict=True):
             buf = outs[k]
             try:
@@ -130,25 +133,44 @@ def _take(key: _Key, want: int | None) -> Any | None:
             return entry[0]
 
 
+_LEFT: list[list[tuple[str, tuple[int, ...], str]]] = []
+"""The kinds of executables gone whose departure the pool has not settled yet (``_leave``)."""
+
+
 def _leave(kinds: list[tuple[str, tuple[int, ...], str]]) -> None:
-    """An executable is gone: its kinds keep as many free buffers as the live ones keep
-    results of them."""
-    with _Pool.lock:
-        for kind in kinds:
-            users = _Pool.users[kind] = _Pool.users[kind] - 1
-            if users <= 0:
-                del _Pool.users[kind]
-            for key in [key for key in _Pool.free if key[1:] == kind]:
-                free = _Pool.free[key]
-                while len(free) > max(users, 0):
-                    free.pop(0)
-                    _Pool.total -= _nbytes(kind[1], kind[2])
-                if not free:
-                    del _Pool.free[key]
+    """An executable is gone (its KeptBuffers' finalizer). The garbage collector runs it
+    wherever an allocation triggers a collection, inside ``_Pool.lock``'s critical sections
+    too, where taking the lock would wait on itself for ever (a kernel's calls, made while
+    other kernels' jitted functions were being collected, hung so): it only notes the
+    departure, settled (``_settle``) before the pool is next used."""
+    _LEFT.append(kinds)  # atomic: takes no lock
+
+
+def _settle() -> None:
+    """Settle the departures ``_leave`` noted: their kinds keep as many free buffers as the
+    live executables keep results of them. Called outside the lock."""
+    while _LEFT:
+        try:
+            kinds = _LEFT.pop()
+        except IndexError:  # another thread settled it
+            return
+        with _Pool.lock:
+            for kind in kinds:
+                users = _Pool.users[kind] = _Pool.users[kind] - 1
+                if users <= 0:
+                    del _Pool.users[kind]
+                for key in [key for key in _Pool.free if key[1:] == kind]:
+                    free = _Pool.free[key]
+                    while len(free) > max(users, 0):
+                        free.pop(0)
+                        _Pool.total -= _nbytes(kind[1], kind[2])
+                    if not free:
+                        del _Pool.free[key]
 
 
 def held_bytes() -> int:
     """Bytes of kept buffers the process holds free between calls now."""
+    _settle()
     return _Pool.total
 
 

@@ -4,7 +4,10 @@ answers."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -429,6 +432,48 @@ def test_kept_buffers_stay_within_the_process_limit_and_go_with_their_executable
         tight(got, b)
         assert_close(got, a + 2.0 * b, rtol=1e-15)
     assert _backend_buffers.held_bytes() == before
+
+
+_COLLECTED_UNDER_THE_LOCK = """
+import gc, numpy as np, reactant_lab as rl
+from reactant_lab import _backend_buffers
+
+def scaled_update(a, b):
+    a += 2.0 * b
+
+rng = np.random.default_rng({seed})
+a, b = rng.random((1024, 640)), rng.random((1024, 640))
+gone = rl.jit(scaled_update)
+gone(a.copy(), b)  # an executable with a kept buffer, in a reference cycle, then let go
+cycle = [gone]
+cycle.append(cycle)
+del gone, cycle
+with _backend_buffers._Pool.lock:  # where an allocation in a call may trigger a collection
+    gc.collect()
+kept = rl.jit(scaled_update)
+for _ in range(3):
+    got = a.copy()
+    kept(got, b)
+    assert np.allclose(got, a + 2.0 * b, rtol=1e-15, atol=0)
+del kept
+gc.collect()
+assert _backend_buffers.held_bytes() == 0, _backend_buffers.held_bytes()
+print("done")
+"""
+
+
+@pytest.mark.cpu_only("result buffers are kept on the CPU only")
+def test_an_executable_collected_inside_the_pools_lock_does_not_hang_later_calls(rng):
+    """The garbage collector runs a collected executable's finalizer wherever an allocation
+    triggers a collection, inside the kept-buffer pool's critical sections too: taking the
+    pool's lock there waited on itself for ever (calls to one kernel hung while other kernels'
+    jitted functions were being collected). It is noted there and settled at the next use:
+    the calls after it run, and the pool gives the buffers back once their executables go.
+    In a subprocess, so that a hang fails the test instead of the suite."""
+    script = _COLLECTED_UNDER_THE_LOCK.format(seed=int(rng.integers(1 << 30)))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=240, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0 and "done" in done.stdout, done.stderr[-3000:]
 
 
 def test_a_twins_inputs_are_read_in_place_when_aligned_else_copied_to_a_boundary(rng):
