@@ -190,7 +190,7 @@ def _inverse_three_halves(t: Any) -> Any:
     dtype = t.dtype
     if np.dtype(dtype).itemsize < 4:
         return _inverse_three_halves(t.astype(np.float32)).astype(dtype)
-    k = (int(np.finfo(np.dtype(dtype)).maxexp) // 3) & ~1  # t * sqrt(t) stays in range for t < 2 ** k
+    k = (int(np.finfo(np.dtype(dtype)).maxexp) // 3) & ~1  # t * sqrt(t) in range below 2 ** k
     big, small = t > 2.0 ** k, t < 2.0 ** -k
     scale = jnp.where(big, 2.0 ** -k, jnp.where(small, 2.0 ** k, 1.0)).astype(dtype)
     back = jnp.where(big, 2.0 ** (-3 * k // 2), jnp.where(small, 2.0 ** (3 * k // 2), 1.0))
