@@ -150,7 +150,7 @@ def reversed_tail(A, v):
 def late_columns(A, v):
     n = A.shape[1]
     for k in range(n):
-        for j in range(k + 4, n):  # columns 4 .. n - 1: a third of the axis left out
+        for j in range(k + 4, n):  # columns 4 .. n - 1: 4 left out, over a quarter of n - 4
             A[:, j] = A[:, j] * v[k] + v[j]
 
 
