@@ -664,8 +664,8 @@ def run_batched(closed: Any, the_plan: _Plan, lo: int, hi: int, flat: list[Any],
         outs, starts = _slot_run(jaxpr, consts, the_plan, k, values, aheads)
         same.extend([backend.unbatched(s) for s in st] for st in starts)
         starts = [[jnp.asarray(s, ks.dtype) for s in st] for st in starts]
-        if active is None:
-            return outs, starts, [], k
+        if active is None:  # nothing to keep: no old values, no flags
+            return outs, starts, [], None
         keep = active(k)
         kept = dict(zip(narrowed, starts, strict=True))
         for i, pos in enumerate(order):  # a narrowed slab keeps its window's old values
@@ -748,9 +748,9 @@ def _loop_slabs(the_plan: _Plan, order: list[int], lo: int, hi: int, flat: list[
 
 def _window(read: WindowRead, lo: int, hi: int, flat: list[Any], invariant: list[Any]
             ) -> tuple[int, np.ndarray, Any]:
-    """(batch axis, slot per iteration, the windows) of a ``_Plan.windows`` read over the loop: ``hi - lo`` of
-    them from ``lo + const`` on the slot axis (inside it: the slot check proved it), at its
-    other starts, clamped as the read's own dynamic_slice clamps them."""
+    """(batch axis, slot per iteration, the windows) of a ``_Plan.windows`` read over the
+    loop: ``hi - lo`` of them from ``lo + const`` on the slot axis (inside it: the slot check
+    proved it), at its other starts, clamped as the read's own dynamic_slice clamps them."""
     _, pos, axis, const, others, sizes = read
     x = jnp.asarray(flat[pos])
     given = iter(others)
