@@ -59,6 +59,21 @@ def test_an_accumulating_loop_computes_its_independent_products_ahead(rng):
     assert _whiles(traced) == 1 and _matrix_products(traced.ir) == 1
 
 
+def smoothed_backwards(X, W, out):
+    s = np.zeros(W.shape[1])
+    for i in range(X.shape[0]):
+        s = s * 0.5 + np.tanh(X[-1 - i] @ W)  # rows from the last
+        out[i] = s
+
+
+def test_work_ahead_reads_the_rows_of_the_counter_as_one_slice(rng):
+    n = int(rng.integers(20, 40))
+    traced = _run(smoothed_backwards, rng.standard_normal((n, 64)),
+                  rng.standard_normal((64, 96)), np.zeros((n, 96)))
+    assert len(_hoisted(traced)) == 1 and _matrix_products(traced.ir) == 1
+    assert "stablehlo.gather" not in traced.ir and "stablehlo.reverse" in traced.ir
+
+
 def suffix_smoothed(X, W, out):
     n = X.shape[0]
     for k in range(n):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jcore
@@ -208,3 +209,82 @@ def taken(x: Any, axis: int, where: np.ndarray) -> Any:
         return x
     taken = lax.slice_in_dim(x, first, last + 1, stride=abs(step), axis=axis)
     return taken if step > 0 else lax.rev(taken, (axis,))
+
+
+Read = tuple[Any, int, int, int, tuple[int, ...]]
+"""A read at the slot: (the input variable, its slot axis, coef, const, its start on every
+axis, the slot axis's aside)."""
+
+
+def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> dict[int, Read]:
+    """The ``dynamic_slice`` equations of ``jaxpr`` (at its own level) that read one of its
+    inputs ``given`` (values the same for every k) at ``coef * k + const`` on one axis, with
+    size 1 there and inside the axis for every k in ``lo .. hi``, its other starts constants:
+    id of the equation -> the read. (A start that is another input may vary along a batch
+    around this one: syrk's ``A[i, k]``, i batched by the loop around it, is read as a gather
+    of both indices that XLA turns back into A; read from a slab at i, it would stay one.)"""
+    indices = Indices(lo, hi)
+    env: dict[Any, Value] = {counter: Sym(1, 0)}
+    found: dict[int, Read] = {}
+
+    def read(v: Any) -> Value:
+        return literal(v) if isinstance(v, jcore.Literal) else env.get(v)
+
+    for eqn in jaxpr.eqns:
+        ins = [read(v) for v in eqn.invars]
+        operand = eqn.invars[0] if eqn.invars else None
+        if eqn.primitive.name == "dynamic_slice" and is_var(operand) and operand in given:
+            sizes = eqn.params["slice_sizes"]
+            axes = [d for d, v in enumerate(ins[1:]) if isinstance(v, Sym) and v.coef != 0
+                    and sizes[d] == 1]
+            starts = ins[1:]
+            if len(axes) == 1 and all(isinstance(v, Sym) and (v.coef == 0 or d == axes[0])
+                                      for d, v in enumerate(starts)):
+                at = starts[axes[0]]
+                assert isinstance(at, Sym)
+                least, most = span(at, lo, hi)
+                if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
+                    found[id(eqn)] = (operand, axes[0], at.coef, at.const,
+                                      tuple(v.const for v in starts))  # type: ignore[union-attr]
+        env.update(zip(eqn.outvars, indices.eqn(eqn, ins), strict=True))
+    return found
+
+
+def over_counter(jaxpr: Any, before: Sequence[Any], after: Sequence[Any], lo: int, hi: int,
+                 out_axes: Sequence[int | None]) -> list[Any]:
+    """``jaxpr(*before, k, *after)`` (no constants) for every k in ``lo .. hi - 1`` at once,
+    vmapped over k, each result stacked on its ``out_axes`` (None: the same for every k).
+
+    A read of an input at the slot (``slot_reads``: ``x[k]``, ``x[:, k]``, ``x[n - 1 - k]``)
+    reads a slab of it cut before the vmap: one slice of the slots (``taken``), batched along
+    the slot axis, where JAX's rule for a start that varies along the batch is a gather of
+    every slot (syrk's sum over k read ``A[:, k]`` as a gather, pair_matches' ``seq2[-1 - i]``
+    one too: a copy, and a kernel more for XLA to compile)."""
+    counter = jaxpr.invars[len(before)]
+    inputs = dict(zip([*jaxpr.invars[:len(before)], *jaxpr.invars[len(before) + 1:]],
+                      [*before, *after], strict=True))
+    ks = counts(counter.aval.dtype, lo, hi)
+    reads = slot_reads(jaxpr, counter, set(inputs), lo, hi - 1) if hi - lo > 1 else {}
+    keys = list(dict.fromkeys((var, axis, coef, const) for var, axis, coef, const, _ in
+                              reads.values()))
+    slabs = [lax.expand_dims(taken(jnp.asarray(inputs[var]), axis,
+                                   coef * np.arange(lo, hi) + const), (axis + 1,))
+             for var, axis, coef, const in keys]
+
+    def one(k: Any, cut: list[Any]) -> list[Any]:
+        env: dict[Any, Any] = {**inputs, counter: k}
+        for eqn in jaxpr.eqns:
+            read = reads.get(id(eqn))
+            if read is not None:  # the input's slot: a static slice of its slab
+                slab, sizes = cut[keys.index(read[:4])], eqn.params["slice_sizes"]
+                starts = [0 if d == read[1] else min(max(s, 0), slab.shape[d] - sizes[d])
+                          for d, s in enumerate(read[4])]  # clamped, as the read clamps
+                env[eqn.outvars[0]] = lax.slice(
+                    slab, starts, [s + n for s, n in zip(starts, sizes, strict=True)])
+                continue
+            ins = [v.val if isinstance(v, jcore.Literal) else env[v] for v in eqn.invars]
+            env.update(zip(eqn.outvars, bind(eqn, ins), strict=True))
+        return [v.val if isinstance(v, jcore.Literal) else env[v] for v in jaxpr.outvars]
+
+    return list(jax.vmap(one, in_axes=(0, [key[1] for key in keys]),
+                         out_axes=list(out_axes))(ks, slabs))

@@ -28,13 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jax
 import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 from jax.extend.core.primitives import closed_call_p
 
-from reactant_lab.trace.control_flow.counter import called, counts, is_var, needed
+from reactant_lab.trace.control_flow.counter import called, is_var, needed, over_counter
 
 MAX_HOISTED_BYTES = 32 << 20
 """The hoisted equations' values for all iterations together must fit here, ...
@@ -217,11 +216,8 @@ def one_call(closed: Any) -> Callable[..., list[Any]]:
 def stack(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any]) -> list[Any]:
     """The hoisted work of every counter value in ``lo .. hi - 1``: each frontier value, stacked
     over the counter where it varies."""
-    consts = list(closed.consts)
-    ks = counts(closed.jaxpr.invars[0].aval.dtype, lo, hi)  # an iota, not a constant
-    ahead = jcore.jaxpr_as_fun(the_split.ahead)
     out_axes = [0 if v else None for v in the_split.varying]
-    return list(jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks))
+    return over_counter(the_split.ahead.jaxpr, list(closed.consts), init, lo, hi, out_axes)
 
 
 def run(closed: Any, the_split: Split, lo: int, hi: int, init: list[Any],

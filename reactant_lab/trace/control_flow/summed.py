@@ -49,7 +49,7 @@ from jax import lax
 from jax.extend import core as jcore
 
 from reactant_lab.trace.control_flow import hoisted
-from reactant_lab.trace.control_flow.counter import called, counts, needed
+from reactant_lab.trace.control_flow.counter import called, counts, needed, over_counter
 
 MAX_TERM_BYTES = hoisted.MAX_HOISTED_BYTES
 """The terms of all the iterations together must fit here (a term that XLA cannot fuse into the
@@ -344,12 +344,11 @@ def run(the_plan: Plan, lo: int, hi: int, init: list[Any],
     consts, body = list(the_plan.body.consts), the_plan.body.jaxpr
     dtype = body.invars[0].aval.dtype
     count = hi - lo if trips is None else trips
-    ahead = jcore.jaxpr_as_fun(jcore.ClosedJaxpr(the_plan.ahead, []))
     out_axes = [0 if v else None for v in the_plan.varying]
 
     def summed_terms(consts: list[Any], init: list[Any]) -> list[Any]:
-        ks = counts(dtype, lo, hi)  # an iota in the module, not a constant
-        values = jax.vmap(lambda k: list(ahead(*consts, k, *init)), out_axes=out_axes)(ks)
+        values = over_counter(the_plan.ahead, consts, init, lo, hi, out_axes)
+        ks = counts(dtype, lo, hi) if active is not None else None
         out = []
         for i, (x, vary) in enumerate(zip(values, the_plan.varying, strict=True)):
             if i >= the_plan.n_terms:
