@@ -644,14 +644,34 @@ def total_read_by_the_slot(x, out):
     return total
 
 
+def running_sums(x, y):
+    total, count, peak = 0.0, 0, np.float32(-1.0)
+    for i in range(x.shape[0]):
+        total += x[i]  # float32 x: NumPy keeps the sum float32, not the Python float's float64
+        count += y[i] > 0.5  # a Python int plus a bool: int64
+        peak = max(peak, x[i])
+    return total, count, peak
+
+
+def test_python_numbers_the_body_makes_traced_keep_numpys_types(rng):
+    n = int(rng.integers(12, 40))
+    x, y = rng.standard_normal(n).astype(np.float32), rng.random(n)
+    want = running_sums(x, y)
+    got = rl.jit(running_sums)(x, y)
+    assert [np.asarray(g).dtype for g in got] == [np.asarray(w).dtype for w in want]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    assert got[1] == want[1] and got[2] == want[2]
+
+
 def test_a_slot_write_beside_an_accumulator_splits_into_two_loops(rng):
     n = int(rng.integers(12, 40))
     x, y = rng.standard_normal(n), rng.standard_normal(n)
     traced = _run(slot_and_total, x, y, rng.standard_normal(n))
     assert _whiles(traced) == 0
     (note,) = traced.loop_notes
-    # (the first iteration runs ahead of the loop: it makes `total` a traced value)
-    assert f"`for i in range(x.shape[0])` split ({n - 1} iterations)" in note
+    # `total`, a Python float the body makes traced, is carried from the first iteration on
+    # (it ran ahead of the loop: a peeled iteration, its own kernels in the module)
+    assert f"`for i in range(x.shape[0])` split ({n} iterations)" in note
     traced = _run(slot_and_total_ints, *(rng.integers(0, 4, n) for _ in range(2)))
     assert _whiles(traced) == 0 and " split (" in traced.loop_notes[0]
     traced = _run(total_read_by_the_slot, x, rng.standard_normal(n))

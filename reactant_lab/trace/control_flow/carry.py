@@ -30,7 +30,8 @@ class Carry:
     def __init__(self, names: tuple[str, ...], state: tuple[Any, ...], *, skip: str | None,
                  numpy: bool, mark: int, force: set[str], roots: list[carry.Root]):
         self.names, self.skip, self.numpy, self.mark = names, skip, numpy, mark
-        self.slots = [describe(n, v, numpy, mark, n in force)
+        exact: set[str] = getattr(force, "exact", set())
+        self.slots = [describe(n, v, numpy, mark, n in force, n in exact)
                       for n, v in zip(names, state, strict=True) if n != skip]
         self.roots = sorted(roots, key=lambda r: r.serial)
         # Held as traced values while the body runs (``enter``): their data is not written in

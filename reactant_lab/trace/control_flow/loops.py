@@ -22,7 +22,13 @@ from reactant_lab.trace.control_flow import batched
 from reactant_lab.trace.control_flow import names as labels
 from reactant_lab.trace.control_flow.carry import Carry, attempt, written_roots
 from reactant_lab.trace.control_flow.session import GIVE_UP_AFTER, ROLL_THRESHOLD, Session, current
-from reactant_lab.trace.control_flow.slots import CannotRoll, Undefined, is_traced, unwrap
+from reactant_lab.trace.control_flow.slots import (
+    CannotRoll,
+    Forced,
+    Undefined,
+    is_traced,
+    unwrap,
+)
 from reactant_lab.trace.control_flow.transform import FLAG
 from reactant_lab.trace.numpy_mode import affine, carry, context
 from reactant_lab.trace.user_errors import describe, user_frame
@@ -186,6 +192,19 @@ def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple
         return _plain(it[fallback.done:], body, fallback.state, names, brk, site)
 
 
+def _carry_early(exc: CannotRoll, force: Forced) -> bool:
+    """Whether the variable at fault is a Python number the body makes traced, not tried yet:
+    then it is carried so from the first iteration (``Forced.exact``), and the loop tried
+    again."""
+    if exc.name is None or not exc.forcible or exc.root is not None or exc.name in force \
+            or exc.name in force.exact:
+        force -= force.exact  # carried in a type one iteration does not keep: peeled instead
+        return False
+    force.exact.add(exc.name)
+    force.add(exc.name)
+    return True
+
+
 NESTED_ROLL_MIN = 3
 """A ``for`` over a static range shorter than ROLL_THRESHOLD rolls anyway from this many
 iterations when its body has a loop of its own (adi's 5 time steps around 4 rolled loops): its
@@ -212,13 +231,13 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
     numpy = context.current() is not None
     mark = carry.stamp() if numpy else 0
     guess = written_roots(writes, mark) if numpy else []
-    force: set[str] = _flags(names)
+    force = Forced(_flags(names))
     done, peeled, period = 0, False, 1
     # A variable unassigned before the loop: peel one iteration first. Not in a body with
     # break / continue, where it may be assigned only under `if not flag` (and stays unassigned).
     undefined = not guarded and any(isinstance(v, Undefined) for n, v in zip(
         names, state, strict=True) if n != target)
-    for _ in range(len(names) + MAX_PERIOD + 3):
+    for _ in range(2 * len(names) + MAX_PERIOD + 3):  # each name: carried early, then peeled
         if isinstance(it, range) and not peeled and undefined:
             with session.peeled_iteration():
                 state = body(it[done], state)
@@ -240,7 +259,8 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
                 period += 1  # trace the body `period` times per iteration of the rolled loop
                 continue
             if not traced and not peeled:
-                undefined = True  # peel one iteration, then try again
+                # a Python number carried from the first iteration, else one iteration peeled
+                undefined = not _carry_early(exc, force)
                 continue
             if exc.forcible and exc.name not in force and (
                     traced or session.loops == "roll" or exc.root is not None):

@@ -99,6 +99,9 @@ class Slot:
     dtype: Any = None
     weak: bool = False
     """A carried Python number: promotes weakly."""
+    exact: bool = False
+    """A number carried from the first iteration on (``Forced.exact``): its type after an
+    iteration must be the one it is carried in."""
 
     @property
     def carried(self) -> bool:
@@ -112,7 +115,21 @@ def is_traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def number_slot(name: str, value: Any, numpy: bool) -> Slot:
+class Forced(set[str]):
+    """The variables a rolled loop carries as traced values whatever they hold before it."""
+
+    def __init__(self, names: set[str]):
+        super().__init__(names)
+        self.exact: set[str] = set()
+        """Those of them holding a Python number that the body makes traced (``total = 0``,
+        then ``total += x[i]``), carried so from the first iteration rather than after one
+        run ahead of the loop (a peeled iteration: the module computes it apart, its own
+        kernels for XLA). Carried in the number's NumPy type (int64, float64, or a NumPy
+        scalar's own), which must be what one iteration leaves: a Python float added to
+        float32 values leaves float32 (NumPy's weak scalars), and such a loop is peeled."""
+
+
+def number_slot(name: str, value: Any, numpy: bool, exact: bool = False) -> Slot:
     """A Python or NumPy number (or a traced scalar) carried as a traced scalar."""
     weak = not isinstance(value, np.generic | ProxyArray) or (
         isinstance(value, ProxyArray) and value.root.weak)
@@ -122,10 +139,12 @@ def number_slot(name: str, value: Any, numpy: bool) -> Slot:
         dtype = np.dtype(raw)
     else:
         dtype = jnp.asarray(unwrap(value)).dtype
-    return Slot(name, "number", ("number", dtype), shape=(), dtype=dtype, weak=weak)
+    return Slot(name, "number", ("number", dtype), shape=(), dtype=dtype, weak=weak,
+                exact=exact)
 
 
-def describe(name: str, value: Any, numpy: bool, mark: int, force: bool = False) -> Slot:
+def describe(name: str, value: Any, numpy: bool, mark: int, force: bool = False,
+             exact: bool = False) -> Slot:
     """The slot of variable ``name`` holding ``value``; raises CannotRoll when it cannot be
     carried."""
     if isinstance(value, ProxyArray):
@@ -139,7 +158,7 @@ def describe(name: str, value: Any, numpy: bool, mark: int, force: bool = False)
         return Slot(name, "array", ("array", value.shape, value.dtype), shape=value.shape,
                     dtype=value.dtype)
     if force and isinstance(value, NUMBERS) and not isinstance(value, Undefined):
-        return number_slot(name, value, numpy)
+        return number_slot(name, value, numpy, exact)
     return Slot(name, "static", ("static",), value)
 
 
@@ -204,7 +223,8 @@ def check_out(slot: Slot, value: Any, numpy: bool, mark: int) -> Any:
         return None
     if slot.kind == "number":
         raw = jnp.asarray(unwrap(value))
-        if raw.shape != () or not np.can_cast(raw.dtype, slot.dtype, "same_kind"):
+        if raw.shape != () or not np.can_cast(raw.dtype, slot.dtype, "same_kind") or (
+                slot.exact and raw.dtype != slot.dtype):
             raise CannotRoll(f"`{slot.name}` changes from a {np.dtype(slot.dtype).name} number "
                              f"to {_describe_value(value)}", slot.name)
         return raw.astype(slot.dtype)
