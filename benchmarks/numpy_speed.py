@@ -1148,6 +1148,11 @@ _WHILE_COST = ("benchmarks/while_cost.py measures the loop itself: XLA:CPU's whi
                "one native loop costs 1.5-2.5x numba per iteration with scalars carried (each "
                "iteration loads and stores its carried buffers), 3-5x with an array carried")
 NUMBA_GAPS: dict[str, str] = {
+    "cumulative_update": "numba runs np.cumsum and np.cumprod as one sequential pass each over "
+                         "the 1M elements; XLA:CPU scans with a blocked reduce-window (5 of "
+                         "them, several passes over the data), and the strided `x[::2] = ...` "
+                         "is a scatter: 1.6-2x numba's time in full runs (the jax.jit port "
+                         "slower still; see its entry below 1x NumPy)",
     "cholesky": "its loop over j < i has a traced bound, so each of its 3,160 iterations (80 "
                 "rows) dots `A[i, :j]` with `A[j, :j]` as masked full 80-element rows and "
                 "writes one element of the carried 80x80 A: the executable alone takes "
