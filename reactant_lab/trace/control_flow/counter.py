@@ -218,11 +218,17 @@ axis, the slot axis's aside)."""
 
 def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> dict[int, Read]:
     """The ``dynamic_slice`` equations of ``jaxpr`` (at its own level) that read one of its
-    inputs ``given`` (values the same for every k) at ``coef * k + const`` on one axis, with
-    size 1 there and inside the axis for every k in ``lo .. hi``, its other starts constants:
-    id of the equation -> the read. (A start that is another input may vary along a batch
-    around this one: syrk's ``A[i, k]``, i batched by the loop around it, is read as a gather
-    of both indices that XLA turns back into A; read from a slab at i, it would stay one.)"""
+    inputs ``given`` (values the same for every k) at ``coef * k + const`` on its first axis,
+    with size 1 there and inside the axis for every k in ``lo .. hi``, its other starts
+    constants: id of the equation -> the read.
+
+    Not on another axis: the slab of ``x[:, k]`` over k is x's columns, which the patterns
+    fold into a product as a transposed operand, and XLA:CPU runs a product contracting its
+    left operand's first axis as a plain dot, not the YNNPACK one (correlation's
+    ``data[:, i] @ data[:, i + 1:]``: 15% slower); JAX's gather of the columns becomes a copy
+    and a YNNPACK product. Nor with a start that is another input, which may vary along a
+    batch around this one (syrk's ``A[i, k]``, i batched by the loop around it, is a gather
+    of both indices that XLA turns back into A; read from a slab at i, it would stay one)."""
     indices = Indices(lo, hi)
     env: dict[Any, Value] = {counter: Sym(1, 0)}
     found: dict[int, Read] = {}
@@ -238,8 +244,8 @@ def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> d
             axes = [d for d, v in enumerate(ins[1:]) if isinstance(v, Sym) and v.coef != 0
                     and sizes[d] == 1]
             starts = ins[1:]
-            if len(axes) == 1 and all(isinstance(v, Sym) and (v.coef == 0 or d == axes[0])
-                                      for d, v in enumerate(starts)):
+            if axes == [0] and all(isinstance(v, Sym) and (v.coef == 0 or d == 0)
+                                   for d, v in enumerate(starts)):
                 at = starts[axes[0]]
                 assert isinstance(at, Sym)
                 least, most = span(at, lo, hi)
@@ -255,11 +261,11 @@ def over_counter(jaxpr: Any, before: Sequence[Any], after: Sequence[Any], lo: in
     """``jaxpr(*before, k, *after)`` (no constants) for every k in ``lo .. hi - 1`` at once,
     vmapped over k, each result stacked on its ``out_axes`` (None: the same for every k).
 
-    A read of an input at the slot (``slot_reads``: ``x[k]``, ``x[:, k]``, ``x[n - 1 - k]``)
-    reads a slab of it cut before the vmap: one slice of the slots (``taken``), batched along
-    the slot axis, where JAX's rule for a start that varies along the batch is a gather of
-    every slot (syrk's sum over k read ``A[:, k]`` as a gather, pair_matches' ``seq2[-1 - i]``
-    one too: a copy, and a kernel more for XLA to compile)."""
+    A read of an input at the slot (``slot_reads``: ``x[k]``, ``x[n - 1 - k]``, ``x[2 * k]``)
+    reads a slab of it cut before the vmap: one slice of the slots (``taken``: reversed,
+    strided), batched along the slot axis, where JAX's rule for a start that varies along the
+    batch is a gather of every slot (pair_matches' ``seq2[-1 - i]``: a gather of 20,000
+    indices, now a reversed slice that fuses into the sum)."""
     counter = jaxpr.invars[len(before)]
     inputs = dict(zip([*jaxpr.invars[:len(before)], *jaxpr.invars[len(before) + 1:]],
                       [*before, *after], strict=True))
@@ -286,5 +292,5 @@ def over_counter(jaxpr: Any, before: Sequence[Any], after: Sequence[Any], lo: in
             env.update(zip(eqn.outvars, bind(eqn, ins), strict=True))
         return [v.val if isinstance(v, jcore.Literal) else env[v] for v in jaxpr.outvars]
 
-    return list(jax.vmap(one, in_axes=(0, [key[1] for key in keys]),
-                         out_axes=list(out_axes))(ks, slabs))
+    return list(jax.vmap(one, in_axes=(0, [0] * len(keys)), out_axes=list(out_axes))(ks, slabs))
+
