@@ -730,3 +730,21 @@ def test_an_if_on_integer_numbers_in_a_loop_picks_numpys_values(rng: Any, dtype:
     got = jf(data)
     assert got.dtype == want.dtype and got == want
     assert "stablehlo.case" not in jf.last.traced.ir  # the branches ran as selects or a mask
+
+
+def _matches(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = 1 if a[i] + b[i] == 3 else 0  # constant sides: nothing for a mask to fold
+
+
+def test_an_if_between_constants_in_a_loop_is_one_select(rng: Any) -> None:
+    n = int(rng.integers(20, 60))
+    a, b = rng.integers(0, 4, n), rng.integers(0, 4, n)
+    want = np.zeros(n, np.int64)
+    _matches(a, b, want)
+    out = np.zeros(n, np.int64)
+    jf = rl.jit(_matches)
+    jf(a, b, out)
+    np.testing.assert_array_equal(out, want)
+    ir = jf.last.traced.ir
+    assert "stablehlo.select" in ir and "stablehlo.xor" not in ir and "stablehlo.and" not in ir

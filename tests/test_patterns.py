@@ -164,30 +164,50 @@ def test_crc32s_bit_step_is_branch_free_as_traced(rng):
         jf = rl.jit(crc32, optimize=preset)
         assert int(np.asarray(jf(data))) == zlib.crc32(data.tobytes())
         traced = jf.last.traced_call.ir
-        # the byte loop, and the bit loop of its first iteration, peeled ahead of it
-        assert traced.count("stablehlo.while") == 2, preset
-        assert "stablehlo.case" not in traced and traced.count("stablehlo.negate") >= 9, preset
+        # the byte loop alone (crc, a NumPy uint32, is carried from its first iteration), its
+        # 8 bit steps unrolled in it, each a mask
+        assert traced.count("stablehlo.while") == 1, preset
+        assert "stablehlo.case" not in traced and traced.count("stablehlo.negate") >= 8, preset
         final = jf.last.stages.final.ir
         assert "stablehlo.case" not in final and "stablehlo.if" not in final, preset
 
 
-def test_the_ifs_of_a_loops_first_iteration_run_apart_are_selects_as_in_the_loop(rng):
-    """pair_matches' loop runs its first iteration apart (``total`` starts as a Python int) and
-    batches the rest: the helpers' `if`s in that first iteration are selects as the loop's
-    are, no conditional in the module (each one a thunk of its own for XLA:CPU), and the
+def _weighted_matches(seq1, seq2, w):
+    from tests.numpy_kernels import match
+
+    total = 0.0  # a Python float summing float32 values: float32 after one iteration
+    for i in range(seq1.shape[0]):
+        total += w[i] if match(seq1[i], seq2[-1 - i]) else np.float32(0)
+    return np.asarray(total)
+
+
+@pytest.mark.parametrize("kernel", ["pair_matches", "weighted"])
+def test_the_ifs_of_a_loops_first_iteration_run_apart_are_selects_as_in_the_loop(kernel, rng):
+    """The helpers' `if`s in a batched loop are selects, no conditional in the module (each one
+    a thunk of its own for XLA:CPU), also in a first iteration run apart: pair_matches carries
+    ``total``, a Python int, as int64 from its first iteration; a Python float that float32
+    values are added to runs its first iteration apart (NumPy makes it float32 there). The
     results equal NumPy's."""
     from tests.numpy_kernels import pair_matches
 
     n = int(rng.integers(30, 90))
     seq1, seq2 = rng.integers(0, 4, n), rng.integers(0, 4, n)
-    want = pair_matches(seq1, seq2)
+    fn, args = ((pair_matches, (seq1, seq2)) if kernel == "pair_matches" else
+                (_weighted_matches, (seq1, seq2, rng.random(n).astype(np.float32))))
+    want = fn(*args)
     for preset in rl.PRESETS:
-        jf = rl.jit(pair_matches, optimize=preset)
-        got = jf(seq1, seq2)
-        np.testing.assert_array_equal(got[0], want[0])
-        assert int(got[1]) == int(want[1]), preset
+        jf = rl.jit(fn, optimize=preset)
+        got = jf(*args)
+        if kernel == "pair_matches":
+            np.testing.assert_array_equal(got[0], want[0])
+            assert int(got[1]) == int(want[1]), preset
+        else:
+            assert got.dtype == want.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-5)
         traced = jf.last.traced_call.ir
         assert "stablehlo.case" not in traced and "stablehlo.select" in traced, preset
+        iterations = n if kernel == "pair_matches" else n - 1
+        assert any(f"({iterations} iterations)" in t for t in jf.last.traced.loop_notes), preset
 
 
 def test_every_exclusion_names_a_reactant_pattern_and_its_evidence():

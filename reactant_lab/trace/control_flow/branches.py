@@ -72,13 +72,18 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
     slots, roots, cheap = _outputs(then, other, state, names, site, numpy, what)
     saved = {r: r.save(copy=True) for r in roots}
 
-    def branch(fn: Callable[..., Any]) -> Callable[[Any], list[Any]]:
+    def branch(fn: Callable[..., Any], numbers: list[bool] | None = None
+               ) -> Callable[[Any], list[Any]]:
         def run(_: Any) -> list[Any]:
             with carry.journal() if numpy else _nothing() as opened:
                 try:
                     out = fn(state)
                     values = [carried_value(s, v) for s, v in zip(slots, out, strict=True)
                               if s.carried]
+                    if numbers is not None:  # which values are Python / NumPy numbers
+                        numbers.extend(isinstance(unwrap(v), NUMBERS) for s, v in zip(
+                            slots, out, strict=True) if s.carried)
+                        numbers.extend(False for _ in roots)
                     return values + [r.value for r in roots]
                 finally:
                     if opened is not None:
@@ -88,8 +93,12 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
         return run
 
     if cheap and (session.depth > 0 or session.peeling > 0):
-        picked = zip(branch(then)(None), branch(other)(None), strict=True)
-        final = [_pick(pred, jnp.asarray(a), jnp.asarray(b)) for a, b in picked]
+        then_numbers: list[bool] = []
+        other_numbers: list[bool] = []
+        picked = zip(branch(then, then_numbers)(None), branch(other, other_numbers)(None),
+                     then_numbers, other_numbers, strict=True)
+        final = [_pick(pred, jnp.asarray(a), jnp.asarray(b), constant=na or nb)
+                 for a, b, na, nb in picked]
     else:
         with labels.region(site, labels.branch, slots, roots):
             final = list(lax.cond(pred, branch(then), branch(other), None))
@@ -100,7 +109,7 @@ def if_stmt(test: Any, then: Callable[..., Any], other: Callable[..., Any],
     return tuple(stand_in(s, next(flat) if s.carried else None, numpy) for s in slots)
 
 
-def _pick(pred: Any, a: Any, b: Any) -> Any:
+def _pick(pred: Any, a: Any, b: Any, constant: bool = False) -> Any:
     """``a`` where ``pred`` holds, else ``b``: a select, or for an integer number (not a bool)
     ``b ^ ((a ^ b) & -pred)``, which is the same bits. XLA:CPU's compiler folds the mask form
     where one value is the other combined with a constant: crc32's bit step (`crc >> 1` against
@@ -108,8 +117,11 @@ def _pick(pred: Any, a: Any, b: Any) -> Any:
     hand, where the select was kept (8 steps for each of 16,384 bytes, in plain JAX: 0.176 ms
     as selects, 0.111 ms masked, 0.125 ms hand-written); integer steps with no such
     relation (a Collatz step, a running max, a hash) measured level either way. A constant
-    side (`1 if b1 + b2 == 3 else 0`) keeps the select: there is nothing to fold."""
-    if (isinstance(a, jax.core.Tracer) and isinstance(b, jax.core.Tracer) and a.ndim == 0
+    side (``constant``: a number in its branch, `1 if b1 + b2 == 3 else 0`) keeps the select:
+    there is nothing to fold (and its mask form is four operations per element where the
+    select, batched, is one: pair_matches)."""
+    if (not constant and isinstance(a, jax.core.Tracer) and isinstance(b, jax.core.Tracer)
+            and a.ndim == 0
             and jnp.issubdtype(a.dtype, jnp.integer) and a.dtype == b.dtype
             and not a.weak_type and not b.weak_type):
         return b ^ ((a ^ b) & -pred.astype(a.dtype))
