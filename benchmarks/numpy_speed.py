@@ -136,9 +136,9 @@ FIRST_CALL_CAUSES: dict[str, str] = {
     "softmax": "the same fixed costs as doitgen's, against a 0.03 s port",
     "syr2k": "as syrk: no loop left, the trace of both loops (0.06-0.09 s) against one product",
     "crc32": "its loop over the 16,384 bytes, the 8 bit steps unrolled in it and each `if` "
-             "masked as in the port, plus the first byte's iteration peeled ahead of it (its "
-             "bit loop rolled: a second while) and the trace of both (0.06 s): 0.13 s against "
-             "the port's 0.05 s, 2.45-2.5x in fresh processes (2.4-3.2x with two nested "
+             "masked as in the port, and the trace (0.055 s): 0.115-0.125 s against the "
+             "port's 0.055 s, 2.1-2.2x in fresh processes (2.45-2.5x while its first byte's "
+             "iteration ran apart, its bit loop a second while; 2.4-3.2x with two nested "
              "whiles and a conditional before). " + _LOOP,
 }
 """Why a kernel's first call can exceed FIRST_CALL_LIMIT times the port's, printed with it."""
@@ -1168,8 +1168,11 @@ NUMBA_GAPS: dict[str, str] = {
               "(half on average): twice the data, plus the while's cost per iteration. The "
               "executable alone, its input on the device, takes 1.9 ms (1.9 us an iteration), "
               "the call 2.0 ms, numba 0.82 ms",
-    "pair_matches": "the loop runs batched: six small fusions over the 20k elements (0.3 MB), "
-                    "0.1 ms as a bare executable, which is XLA:CPU's cost per computation on "
+    "pair_matches": "the loop runs batched: five small fusions over the 20k elements (0.3 MB), "
+                    "the port's (six while its first iteration ran apart, `total` starting as a "
+                    "Python int), 0.13 ms as a bare executable (the port 0.12 ms) and 0.16 ms "
+                    "called (the port's calls overlap in a sample; ours wait for their "
+                    "results), which is XLA:CPU's cost per computation on "
                     "this 2-vCPU machine, not the work: a one-fusion jax.jit of "
                     "`where(a + b == 3, 1, 0)` over 20k int64 takes 60 us, and 14-17 us with the "
                     "process pinned to one core or the other core kept busy (waking XLA's idle "

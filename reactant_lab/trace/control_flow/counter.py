@@ -6,7 +6,9 @@ vmapped over its counter k (``counts``: an iota). :class:`Indices` evaluates the
 scalars symbolically, each as ``coef * k + const`` (:class:`Sym`), and decides the bounds
 checks NumPy mode makes of them when they hold for every k: how ``batched`` proves each
 iteration touches its own slot. :func:`taken` cuts the slots of an array along an axis as one
-slice (strided, or reversed for a negative step), not a gather of their indices.
+slice (strided, or reversed for a negative step), not a gather of their indices;
+:func:`over_counter` runs a body for every counter value so (``hoisted`` and ``summed``), its
+reads of an input at the counter taken from such slices.
 """
 
 from __future__ import annotations
