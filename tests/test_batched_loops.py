@@ -9,6 +9,7 @@ import copy
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -661,6 +662,24 @@ def test_python_numbers_the_body_makes_traced_keep_numpys_types(rng):
     assert [np.asarray(g).dtype for g in got] == [np.asarray(w).dtype for w in want]
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
     assert got[1] == want[1] and got[2] == want[2]
+
+
+def accumulate(x):
+    total = 0
+    for i in range(x.shape[0]):
+        total = total * 2 + x[i]
+    return total
+
+
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_a_python_number_the_body_makes_traced_keeps_jaxs_types(dtype, x64, rng):
+    # JAX mode carries no number early: `total = 0` carried as int64 (64-bit types on) made
+    # int32 steps int64, where JAX keeps int32; its first iteration runs apart
+    with jax.enable_x64(x64):
+        x = jnp.asarray(rng.integers(-5, 5, int(rng.integers(9, 20))), dtype=dtype)
+        want, got = accumulate(x), rl.jit(accumulate)(x)
+        assert got.dtype == want.dtype and got == want
 
 
 def test_a_slot_write_beside_an_accumulator_splits_into_two_loops(rng):

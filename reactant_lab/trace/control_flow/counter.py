@@ -214,8 +214,8 @@ def taken(x: Any, axis: int, where: np.ndarray) -> Any:
 
 
 Read = tuple[Any, int, int, int, tuple[int, ...]]
-"""A read at the slot: (the input variable, its slot axis, coef, const, its start on every
-axis, the slot axis's aside)."""
+"""A read at the slot: (the input variable, its slot axis, coef, const, its constant start on
+each axis (on the slot axis unused))."""
 
 
 def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> dict[int, Read]:
@@ -242,10 +242,9 @@ def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> d
         ins = [read(v) for v in eqn.invars]
         operand = eqn.invars[0] if eqn.invars else None
         if eqn.primitive.name == "dynamic_slice" and is_var(operand) and operand in given:
-            sizes = eqn.params["slice_sizes"]
-            axes = [d for d, v in enumerate(ins[1:]) if isinstance(v, Sym) and v.coef != 0
+            starts, sizes = ins[1:], eqn.params["slice_sizes"]
+            axes = [d for d, v in enumerate(starts) if isinstance(v, Sym) and v.coef != 0
                     and sizes[d] == 1]
-            starts = ins[1:]
             if axes == [0] and all(isinstance(v, Sym) and (v.coef == 0 or d == 0)
                                    for d, v in enumerate(starts)):
                 at = starts[axes[0]]
@@ -295,4 +294,3 @@ def over_counter(jaxpr: Any, before: Sequence[Any], after: Sequence[Any], lo: in
         return [v.val if isinstance(v, jcore.Literal) else env[v] for v in jaxpr.outvars]
 
     return list(jax.vmap(one, in_axes=(0, [0] * len(keys)), out_axes=list(out_axes))(ks, slabs))
-

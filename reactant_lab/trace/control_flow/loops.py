@@ -192,12 +192,14 @@ def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple
         return _plain(it[fallback.done:], body, fallback.state, names, brk, site)
 
 
-def _carry_early(exc: CannotRoll, force: Forced) -> bool:
-    """Whether the variable at fault is a Python number the body makes traced, not tried yet:
-    then it is carried so from the first iteration (``Forced.exact``), and the loop tried
-    again."""
-    if exc.name is None or not exc.forcible or exc.root is not None or exc.name in force \
-            or exc.name in force.exact:
+def _carry_early(exc: CannotRoll, force: Forced, numpy: bool) -> bool:
+    """Whether the variable at fault is a Python number the body makes traced, not tried yet,
+    in a NumPy kernel: then it is carried so from the first iteration (``Forced.exact``), and
+    the loop tried again. Not in JAX mode: a carried scalar there is not weakly typed, and
+    with 64-bit types on, ``total = 0`` carried as int64 made ``total += x[i]`` of int32 values
+    int64 where JAX gives int32 (the exact type check cannot tell: int64 is what it left)."""
+    if not numpy or exc.name is None or not exc.forcible or exc.root is not None \
+            or exc.name in force or exc.name in force.exact:
         force -= force.exact  # carried in a type one iteration does not keep: peeled instead
         return False
     force.exact.add(exc.name)
@@ -260,7 +262,7 @@ def _roll(it: range | TracedRange, body: Callable[..., Any], target: str | None,
                 continue
             if not traced and not peeled:
                 # a Python number carried from the first iteration, else one iteration peeled
-                undefined = not _carry_early(exc, force)
+                undefined = not _carry_early(exc, force, numpy)
                 continue
             if exc.forcible and exc.name not in force and (
                     traced or session.loops == "roll" or exc.root is not None):
