@@ -689,7 +689,7 @@ def test_a_slot_write_beside_an_accumulator_splits_into_two_loops(rng):
     assert _whiles(traced) == 0
     (note,) = traced.loop_notes
     # `total`, a Python float the body makes traced, is carried from the first iteration on
-    # (it ran ahead of the loop: a peeled iteration, its own kernels in the module)
+    # (that iteration used to run ahead of the loop, peeled: its own kernels in the module)
     assert f"`for i in range(x.shape[0])` split ({n} iterations)" in note
     traced = _run(slot_and_total_ints, *(rng.integers(0, 4, n) for _ in range(2)))
     assert _whiles(traced) == 0 and " split (" in traced.loop_notes[0]
