@@ -47,6 +47,8 @@ from reactant_lab.trace.control_flow.counter import (
     counts,
     literal,
     needed,
+    slabs_at,
+    slot_axes,
     span,
     taken,
 )
@@ -81,7 +83,7 @@ class _Slot:
         the slot of a later iteration. The first write fixes the slot: the one axis indexed by
         a multiple of k plus a constant, with size 1 (reads before it wait for it)."""
         if self.axis is None:
-            found = _slot_axes(starts, sizes)
+            found = slot_axes(starts, sizes)
             if not write:
                 self.pending.append((eqn, starts, sizes, shape))
                 return bool(found)
@@ -99,12 +101,12 @@ class _Slot:
         if self.axis is not None or not self.pending:
             return True
         first = self.pending[0][1]
-        common = self._agreed(_slot_axes(first, self.pending[0][2]))
+        common = self._agreed(slot_axes(first, self.pending[0][2]))
         return bool(common) and self._fix(common[0], first, lo, hi)
 
     def _agreed(self, axes: list[int]) -> list[int]:
         """Those of ``axes`` that every waiting read indexes by k."""
-        return [d for d in axes if all(d in _slot_axes(p[1], p[2]) for p in self.pending)]
+        return [d for d in axes if all(d in slot_axes(p[1], p[2]) for p in self.pending)]
 
     def _fix(self, axis: int, starts: Sequence[Value], lo: int, hi: int) -> bool:
         """Fix the slot at ``starts[axis]``; whether every waiting read then fits it."""
@@ -139,12 +141,6 @@ class _Slot:
             return False
         self.ahead[id(eqn)] = d
         return True
-
-
-def _slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
-    """The axes a window indexes by a multiple of k plus a constant, with size 1."""
-    return [d for d, v in enumerate(starts) if isinstance(v, Sym) and v.coef != 0
-            and sizes[d] == 1]
 
 
 Source = tuple[str, int]
@@ -423,7 +419,7 @@ class _Walk:
         if source is None:
             return
         starts, sizes = ins[1:], eqn.params["slice_sizes"]
-        axes = _slot_axes(starts, sizes)
+        axes = slot_axes(starts, sizes)
         if len(axes) != 1:
             return
         at = starts[axes[0]]
@@ -797,7 +793,7 @@ def _slabs(the_plan: _Plan, pos: int, d: int, lo: int, hi: int, flat: list[Any],
 def _input_slabs(x: Any, axis: int, where: np.ndarray) -> tuple[int, np.ndarray, Any]:
     """``_slabs`` of an input the body does not update, at the slots ``where`` on ``axis``
     (batched along that axis: windows over the batch axis stay windows)."""
-    return axis, where, lax.expand_dims(taken(jnp.asarray(x), axis, where), (axis + 1,))
+    return axis, where, slabs_at(x, axis, where)
 
 
 def _moved(x: Any, source: int, target: int) -> Any:

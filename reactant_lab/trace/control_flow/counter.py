@@ -213,9 +213,21 @@ def taken(x: Any, axis: int, where: np.ndarray) -> Any:
     return taken if step > 0 else lax.rev(taken, (axis,))
 
 
-Read = tuple[Any, int, int, int, tuple[int, ...]]
-"""A read at the slot: (the input variable, its slot axis, coef, const, its constant start on
-each axis (on the slot axis unused))."""
+def slot_axes(starts: Sequence[Value], sizes: Sequence[int]) -> list[int]:
+    """The axes a window indexes by a multiple of k plus a constant, with size 1."""
+    return [d for d, v in enumerate(starts) if isinstance(v, Sym) and v.coef != 0
+            and sizes[d] == 1]
+
+
+def slabs_at(x: Any, axis: int, where: np.ndarray) -> Any:
+    """The slots ``where`` of ``x`` along ``axis`` (``taken``), each kept as a unit axis after
+    it: batched along ``axis``, each iteration sees ``x`` with its own slot there."""
+    return lax.expand_dims(taken(jnp.asarray(x), axis, where), (axis + 1,))
+
+
+Read = tuple[Any, int, int, tuple[int, ...]]
+"""A read at the slot: (the input variable, coef, const, its constant start on each axis (on
+the first, the slot axis, unused))."""
 
 
 def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> dict[int, Read]:
@@ -242,16 +254,14 @@ def slot_reads(jaxpr: Any, counter: Any, given: set[Any], lo: int, hi: int) -> d
         ins = [read(v) for v in eqn.invars]
         operand = eqn.invars[0] if eqn.invars else None
         if eqn.primitive.name == "dynamic_slice" and is_var(operand) and operand in given:
-            starts, sizes = ins[1:], eqn.params["slice_sizes"]
-            axes = [d for d, v in enumerate(starts) if isinstance(v, Sym) and v.coef != 0
-                    and sizes[d] == 1]
-            if axes == [0] and all(isinstance(v, Sym) and (v.coef == 0 or d == 0)
-                                   for d, v in enumerate(starts)):
-                at = starts[axes[0]]
+            starts = ins[1:]
+            if slot_axes(starts, eqn.params["slice_sizes"]) == [0] and all(
+                    isinstance(v, Sym) and (v.coef == 0 or d == 0) for d, v in enumerate(starts)):
+                at = starts[0]
                 assert isinstance(at, Sym)
                 least, most = span(at, lo, hi)
-                if least >= 0 and most < eqn.invars[0].aval.shape[axes[0]]:
-                    found[id(eqn)] = (operand, axes[0], at.coef, at.const,
+                if least >= 0 and most < eqn.invars[0].aval.shape[0]:
+                    found[id(eqn)] = (operand, at.coef, at.const,
                                       tuple(v.const for v in starts))  # type: ignore[union-attr]
         env.update(zip(eqn.outvars, indices.eqn(eqn, ins), strict=True))
     return found
@@ -272,20 +282,18 @@ def over_counter(jaxpr: Any, before: Sequence[Any], after: Sequence[Any], lo: in
                       [*before, *after], strict=True))
     ks = counts(counter.aval.dtype, lo, hi)
     reads = slot_reads(jaxpr, counter, set(inputs), lo, hi - 1) if hi - lo > 1 else {}
-    keys = list(dict.fromkeys((var, axis, coef, const) for var, axis, coef, const, _ in
-                              reads.values()))
-    slabs = [lax.expand_dims(taken(jnp.asarray(inputs[var]), axis,
-                                   coef * np.arange(lo, hi) + const), (axis + 1,))
-             for var, axis, coef, const in keys]
+    keys = list(dict.fromkeys(read[:3] for read in reads.values()))
+    slabs = [slabs_at(inputs[var], 0, coef * np.arange(lo, hi) + const)
+             for var, coef, const in keys]
 
     def one(k: Any, cut: list[Any]) -> list[Any]:
         env: dict[Any, Any] = {**inputs, counter: k}
         for eqn in jaxpr.eqns:
             read = reads.get(id(eqn))
             if read is not None:  # the input's slot: a static slice of its slab
-                slab, sizes = cut[keys.index(read[:4])], eqn.params["slice_sizes"]
-                starts = [0 if d == read[1] else min(max(s, 0), slab.shape[d] - sizes[d])
-                          for d, s in enumerate(read[4])]  # clamped, as the read clamps
+                slab, sizes = cut[keys.index(read[:3])], eqn.params["slice_sizes"]
+                starts = [0 if d == 0 else min(max(s, 0), slab.shape[d] - sizes[d])
+                          for d, s in enumerate(read[3])]  # clamped, as the read clamps
                 env[eqn.outvars[0]] = lax.slice(
                     slab, starts, [s + n for s, n in zip(starts, sizes, strict=True)])
                 continue
