@@ -13,6 +13,7 @@ import jax
 
 from reactant_lab.trace.control_flow.slots import (
     CannotRoll,
+    Forced,
     Slot,
     carried_value,
     check_out,
@@ -28,10 +29,9 @@ class Carry:
     the loop itself), then the arrays written in place."""
 
     def __init__(self, names: tuple[str, ...], state: tuple[Any, ...], *, skip: str | None,
-                 numpy: bool, mark: int, force: set[str], roots: list[carry.Root]):
+                 numpy: bool, mark: int, force: Forced, roots: list[carry.Root]):
         self.names, self.skip, self.numpy, self.mark = names, skip, numpy, mark
-        exact: set[str] = getattr(force, "exact", set())
-        self.slots = [describe(n, v, numpy, mark, n in force, n in exact)
+        self.slots = [describe(n, v, numpy, mark, n in force, n in force.exact)
                       for n, v in zip(names, state, strict=True) if n != skip]
         self.roots = sorted(roots, key=lambda r: r.serial)
         # Held as traced values while the body runs (``enter``): their data is not written in

@@ -296,7 +296,7 @@ def _next_period(exc: CannotRoll, it: range | TracedRange, brk: str | None, peri
 
 def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
                target: str | None, state: tuple[Any, ...], names: tuple[str, ...], done: int,
-               numpy: bool, mark: int, force: set[str], guess: Sequence[carry.Root]
+               numpy: bool, mark: int, force: Forced, guess: Sequence[carry.Root]
                ) -> tuple[Any, ...]:
     """Iterations ``done`` .. ``done + count * period`` of ``it`` as one lax.fori_loop whose
     body runs ``period`` iterations (names swapped among existing arrays are back where they
@@ -324,7 +324,7 @@ def _rolled_by(it: range, period: int, count: int, body: Callable[..., Any],
 
 def _rolled(it: range | TracedRange, body: Callable[..., Any], target: str | None,
             state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool, mark: int,
-            force: set[str], brk: str | None = None, site: Site | None = None,
+            force: Forced, brk: str | None = None, site: Site | None = None,
             session: Session | None = None, guess: Sequence[carry.Root] = ()
             ) -> tuple[Any, ...]:
     """Iterations ``done`` .. end of ``it`` as one lax.fori_loop; with a break flag ``brk``
@@ -445,7 +445,7 @@ def _envelope(it: TracedRange) -> tuple[int, int] | None:
 
 def _rolled_until(it: range | TracedRange, body: Callable[..., Any], target: str | None,
                   state: tuple[Any, ...], names: tuple[str, ...], done: int, numpy: bool,
-                  mark: int, force: set[str], brk: str, guess: Sequence[carry.Root],
+                  mark: int, force: Forced, brk: str, guess: Sequence[carry.Root],
                   site: Site | None = None) -> tuple[Any, ...]:
     """Iterations ``done`` .. end of ``it`` as one lax.while_loop over the iteration number,
     ending early when the break flag ``brk`` is set (the index after the loop: the last
@@ -520,7 +520,7 @@ def _roll_while(test: Callable[..., Any], body: Callable[..., Any], state: tuple
     numpy = context.current() is not None
     mark = carry.stamp() if numpy else 0
     guess = written_roots(writes, mark) if numpy else []
-    force: set[str] = _flags(names)
+    force = Forced(_flags(names))
     for _ in range(len(names) + 2):
         def make(roots: list[carry.Root]) -> Carry:
             return Carry(names, state, skip=None, numpy=numpy, mark=mark, force=force,
