@@ -195,7 +195,8 @@ def for_stmt(it: Any, body: Callable[..., Any], target: str | None, state: tuple
 def _carry_early(exc: CannotRoll, force: Forced, numpy: bool) -> bool:
     """Whether the variable at fault is a Python number the body makes traced, not tried yet,
     in a NumPy kernel: then it is carried so from the first iteration (``Forced.exact``), and
-    the loop tried again. Not in JAX mode: a carried scalar there is not weakly typed, and
+    the loop tried again. If not, the numbers carried so are no longer forced: the loop peels
+    its first iteration instead. Not in JAX mode: a carried scalar there is not weakly typed, and
     with 64-bit types on, ``total = 0`` carried as int64 made ``total += x[i]`` of int32 values
     int64 where JAX gives int32 (the exact type check cannot tell: int64 is what it left)."""
     if not numpy or exc.name is None or not exc.forcible or exc.root is not None \
