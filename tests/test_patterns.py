@@ -203,7 +203,7 @@ def test_the_ifs_of_a_loops_first_iteration_run_apart_are_selects_as_in_the_loop
             assert int(got[1]) == int(want[1]), preset
         else:
             assert got.dtype == want.dtype == np.float32
-            np.testing.assert_allclose(got, want, rtol=1e-5)
+            assert_close(got, want, rtol=1e-5)
         traced = jf.last.traced_call.ir
         assert "stablehlo.case" not in traced and "stablehlo.select" in traced, preset
         iterations = n if kernel == "pair_matches" else n - 1
