@@ -15,7 +15,7 @@ from reactant_lab.errors import UnsupportedArgumentError
 from reactant_lab.trace import captures
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.lowering import CallOutput, Lowered, lower_call
-from reactant_lab.trace.numpy_mode import context, errors, fused_reads
+from reactant_lab.trace.numpy_mode import context, errors, fused_reads, product_sums
 from reactant_lab.trace.numpy_mode.creation import overlays
 from reactant_lab.trace.numpy_mode.overlap import check_independent
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray
@@ -75,7 +75,13 @@ def trace_numpy(fn: Callable[..., Any], flat: FlatCall, jax_fallback: bool = Fal
             raise error
         return _output(out, proxies, flat)
 
-    return lower_call(name, flat, call, x64=True, mode="numpy", rewrite=fused_reads.guard)
+    return lower_call(name, flat, call, x64=True, mode="numpy", rewrite=_rewrite)
+
+
+def _rewrite(closed: Any) -> Any:
+    """NumPy mode's changes of the traced jaxpr: writes XLA:CPU would fuse wrongly made
+    scatters (``fused_reads``), sums of agreeing products made one product (``product_sums``)."""
+    return product_sums.join(fused_reads.guard(closed))
 
 
 def _argument_root(flat: FlatCall, i: int, traced: Any) -> Root:
