@@ -99,11 +99,14 @@ def lower_call(name: str, flat: FlatCall, call: Callable[..., CallOutput], *, x6
              for a, s in zip(flat.linear, shardings, strict=True)]
     with backend.x64_scope(x64), user_code_errors(name, mode):
         closed = jax.make_jaxpr(flat_fn)(*avals)
+        # What no result needs goes before lowering, as jax.jit's own lowering drops it: a
+        # loop's trace left unused, a batched loop's discarded writes; and before the rewrite,
+        # which would otherwise rewrite them too (trmm's loop body held a dead write into a
+        # view that the fused-read guard made a scatter: 5 ms of its trace).
+        closed = backend.without_dead_code(closed)
         if rewrite is not None:
             closed = rewrite(closed)
-    # What no result needs goes before lowering, as jax.jit's own lowering drops it: a loop's
-    # trace left unused, a rewrite's replaced values, a batched loop's discarded writes.
-    closed = backend.without_dead_code(closed)
+            closed = backend.without_dead_code(closed)  # the values a rewrite replaced
     out = captured["out"]
     slots, results, keep, writeback = _plan_results(closed, out, flat)
     by_index = {r.index: r.path for r in results if r.index is not None}  # resargs win
