@@ -180,18 +180,18 @@ def _joined(root: Any, terms: list[Any], producer: dict[Any, Any], uses: dict[An
     dtype = root.outvars[0].aval.dtype
 
     def summed(*values: Any) -> Any:
-        total, at = None, 0
+        terms, at = [], 0
         for p, n in zip(params, sizes, strict=True):
             ops = values[at:at + 2 * n]
             at += 2 * n
             (lc, rc), _ = p["dimension_numbers"]
             lhs = lax.concatenate(ops[0::2], lc[0])
             rhs = lax.concatenate(ops[1::2], rc[0])
-            product = lax.dot_general_p.bind(lhs, rhs, **p)
-            total = product if total is None else lax.add(total, product)
-        for v in values[at:]:
+            terms.append(lax.dot_general_p.bind(lhs, rhs, **p))
+        total = terms[0]
+        for v in [*terms[1:], *values[at:]]:
             total = lax.add(total, v)
-        assert total is not None and total.dtype == dtype
+        assert total.dtype == dtype
         return total
 
     inner = jax.make_jaxpr(summed)(*avals)
