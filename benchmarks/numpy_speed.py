@@ -124,12 +124,14 @@ FIRST_CALL_CAUSES: dict[str, str] = {
     "syrk": "no loop left (its loop over k runs as one sum, the loop over i batched): the "
             "trace is the cost, both loops traced, checked and rewritten (0.05-0.09 s) against "
             "the port's one product; syr2k alike",
-    "conv2d": "a 3-iteration while of three (30752x16) @ (16x32) products (rolled: unrolled it "
-              "ran 2x slower and compiled slower still), XLA's compile 0.13-0.16 s of its "
-              "0.19-0.24 s (each of its ~11 fusions pays XLA:CPU's fusion emitter ~5 ms: with "
-              "xla_cpu_use_fusion_emitters=false it compiles in 0.09 s, but that flag made "
-              "other kernels' warm runs up to 3.5x slower, so it is not set) against 0.08 s "
-              "for the port's one convolution (which runs 3x slower warm)",
+    "conv2d": "a 3-iteration while (rolled: unrolled it ran 2x slower and compiled slower "
+              "still) whose three window products a row are one (30752x48) @ (48x32) product "
+              "(trace/numpy_mode/product_sums.py: 8 fusions and one dot in the module where "
+              "there were 14 and three, compiled in 0.13-0.22 s where it took 0.20-0.26 s; "
+              "first call 2.4-2.9x the port's where it was 2.8-3.4x); each fusion pays "
+              "XLA:CPU's fusion emitter ~5 ms (xla_cpu_use_fusion_emitters=false compiles "
+              "faster but made other kernels' warm runs up to 3.5x slower, so it is not set), "
+              "against 0.05-0.08 s for the port's one convolution (which runs 3x slower warm)",
     "doitgen": "no loop left (it runs batched), but a floor of fixed costs against the port's "
                "0.02-0.03 s: tracing the loop body and batching it (0.02-0.03 s), the preset's "
                "passes (0.02 s, most of it the three pattern stages building their pattern "

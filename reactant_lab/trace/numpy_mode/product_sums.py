@@ -4,10 +4,10 @@ conv2d written with shifted windows, ``for j in range(3): out += x[:, i:i + H, j
 w[i, j]``, adds three (30752x16) @ (16x32) products: three dots, each with a contraction of 16,
 and three passes over the (30752x32) result. The sum is one product whose contraction joins
 theirs: ``concat(x_0, x_1, x_2, axis=-1) @ concat(w_0, w_1, w_2, axis=0)``, a contraction of 48
-and one pass over the result. XLA:CPU does not join them itself. Joined, conv2d's loop body is
-two fusions and a dot where it was eleven fusions and three dots: its compile takes 0.13-0.15 s
-where it took 0.20-0.25 s, and a warm run 9-10 ms where it took 11-12 ms (the port's
-convolution: 35 ms).
+and one pass over the result. XLA:CPU does not join them itself. Joined, conv2d compiles to 8
+fusions and one dot where it compiled to 14 fusions and three dots, in 0.13-0.15 s where it
+took 0.20-0.25 s; a warm run of its loop in plain JAX takes 9-10 ms where it took 11-12 ms (the
+port's convolution: 35 ms).
 
 So, in NumPy mode's jaxpr, the terms of a sum (a tree of ``add`` whose inner results nothing
 else reads) that are ``dot_general`` results read by nothing else are joined when they agree:
