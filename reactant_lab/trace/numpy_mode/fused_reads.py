@@ -40,6 +40,8 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
+from reactant_lab.trace.numpy_mode.subjaxprs import closed_rewritten, inner_rewritten
+
 # Ops XLA can turn into a bitcast of their operand (no data moved): the view chain of a write.
 _VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "transpose", "copy",
                     "copy_p"})
@@ -68,8 +70,7 @@ _CALLS = frozenset({"jit", "pjit", "closed_call", "core_call", "custom_jvp_call"
 def guard(closed: Any) -> Any:
     """``closed`` with each write that XLA:CPU would fuse wrongly made a scatter (inside loops,
     branches and calls too); ``closed`` itself when it has none."""
-    jaxpr = _guard_jaxpr(closed.jaxpr)
-    return closed if jaxpr is closed.jaxpr else jcore.ClosedJaxpr(jaxpr, closed.consts)
+    return closed_rewritten(closed, _guard_jaxpr)
 
 
 def _guard_jaxpr(jaxpr: Any) -> Any:
@@ -77,7 +78,7 @@ def _guard_jaxpr(jaxpr: Any) -> Any:
     eqns = []
     changed = False
     for eqn in jaxpr.eqns:
-        new = _guard_params(eqn)
+        new = inner_rewritten(eqn, _guard_jaxpr)
         if eqn.primitive.name == "dynamic_update_slice" and _fusable_read(new, producer):
             eqns.extend(_as_scatter(new))
             changed = True
@@ -87,28 +88,6 @@ def _guard_jaxpr(jaxpr: Any) -> Any:
         for v in eqn.outvars:
             producer[v] = eqn
     return jaxpr.replace(eqns=eqns) if changed else jaxpr
-
-
-def _guard_params(eqn: Any) -> Any:
-    """``eqn`` with the jaxprs of its parameters (a loop's body, a branch, a call) guarded."""
-    params = {}
-    for key, value in eqn.params.items():
-        new = _guard_param(value)
-        if new is not value:
-            params[key] = new
-    return eqn.replace(params={**eqn.params, **params}) if params else eqn
-
-
-def _guard_param(value: Any) -> Any:
-    if isinstance(value, jcore.ClosedJaxpr):
-        return guard(value)
-    if isinstance(value, jcore.Jaxpr):
-        return _guard_jaxpr(value)
-    if isinstance(value, tuple) and any(isinstance(v, jcore.ClosedJaxpr | jcore.Jaxpr)
-                                        for v in value):
-        new = tuple(_guard_param(v) for v in value)
-        return value if all(a is b for a, b in zip(new, value, strict=True)) else new
-    return value
 
 
 def _fusable_read(eqn: Any, producer: dict[Any, Any]) -> bool:

@@ -33,6 +33,8 @@ import jax
 from jax import lax
 from jax.extend import core as jcore
 
+from reactant_lab.trace.numpy_mode.subjaxprs import closed_rewritten, inner_rewritten
+
 MIN_FREE = 16
 """Both free sizes of the products in a joined sum must be at least this (see the module's doc):
 a product of an (M x K) and a (K x N) matrix does 2MNK flops, its join copies (M + N)K elements,
@@ -42,12 +44,11 @@ so at least about 2 * MIN_FREE flops per element copied."""
 def join(closed: Any) -> Any:
     """``closed`` with each sum of agreeing products made one product (inside loops, branches
     and calls too); ``closed`` itself when it has none."""
-    jaxpr = _join_jaxpr(closed.jaxpr)
-    return closed if jaxpr is closed.jaxpr else jcore.ClosedJaxpr(jaxpr, closed.consts)
+    return closed_rewritten(closed, _join_jaxpr)
 
 
 def _join_jaxpr(jaxpr: Any) -> Any:
-    eqns = [_join_params(e) for e in jaxpr.eqns]
+    eqns = [inner_rewritten(e, _join_jaxpr) for e in jaxpr.eqns]
     changed = any(a is not b for a, b in zip(eqns, jaxpr.eqns, strict=True))
     uses: dict[Any, int] = defaultdict(int)
     for e in eqns:
@@ -81,28 +82,6 @@ def _join_jaxpr(jaxpr: Any) -> Any:
         elif id(e) not in dropped:
             out.append(e)
     return jaxpr.replace(eqns=out)
-
-
-def _join_params(eqn: Any) -> Any:
-    """``eqn`` with the jaxprs of its parameters (a loop's body, a branch, a call) joined."""
-    params = {}
-    for key, value in eqn.params.items():
-        new = _join_param(value)
-        if new is not value:
-            params[key] = new
-    return eqn.replace(params={**eqn.params, **params}) if params else eqn
-
-
-def _join_param(value: Any) -> Any:
-    if isinstance(value, jcore.ClosedJaxpr):
-        return join(value)
-    if isinstance(value, jcore.Jaxpr):
-        return _join_jaxpr(value)
-    if isinstance(value, tuple) and any(isinstance(v, jcore.ClosedJaxpr | jcore.Jaxpr)
-                                        for v in value):
-        new = tuple(_join_param(v) for v in value)
-        return value if all(a is b for a, b in zip(new, value, strict=True)) else new
-    return value
 
 
 def _is_add(eqn: Any) -> bool:
