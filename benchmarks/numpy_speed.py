@@ -1544,8 +1544,8 @@ def remeasure_first_calls(rows: Sequence[Result], samples: int, argv: Sequence[s
             statistics.median(g["first"]["rl.jit"] for g in ok)
             / statistics.median(g["first"]["jax.jit"] for g in ok)
             / FIRST_CALL_LIMIT - 1) <= FIRST_CALL_NEAR
-        if near:
-            ok += _fresh_first_calls(r.name, samples, argv)
+        if near:  # the order alternating on from where it was
+            ok += _fresh_first_calls(r.name, samples, argv, start=samples)
         if len(ok) < 2:
             print(f"  {r.name}: its fresh-process first calls failed; the in-run one is kept",
                   file=sys.stderr)
@@ -1557,14 +1557,16 @@ def remeasure_first_calls(rows: Sequence[Result], samples: int, argv: Sequence[s
         r.first_samples = len(ok)
 
 
-def _fresh_first_calls(name: str, samples: int, argv: Sequence[str]) -> list[dict[str, Any]]:
+def _fresh_first_calls(name: str, samples: int, argv: Sequence[str], start: int = 0
+                       ) -> list[dict[str, Any]]:
     """Kernel ``name``'s first calls (both sides) in ``samples`` fresh processes, those that
-    measured both. Every other process times the port's first: what a process does first for
+    measured both. Every other process (counted from ``start``: how many were started before
+    for the kernel) times the port's first: what a process does first for
     the first time (its first matrix product, say) costs more than later (doitgen's rl.jit
     0.08-0.10 s first, 0.07-0.09 s second; its port 0.033-0.038 s first, 0.030-0.037 s
     second), and neither side is to carry that for the other."""
     got = []
-    for i in range(samples):
+    for i in range(start, start + samples):
         order = ["--port-first"] if i % 2 else []
         out = subprocess.run([sys.executable, __file__, *argv, "--first-call", name, *order],
                              capture_output=True, text=True, check=False)
