@@ -91,3 +91,13 @@ def test_a_long_sum_is_walked_once_without_recursion():
 
     closed = jax.make_jaxpr(chain)(jnp.ones((5000, 3)))
     assert product_sums.join(closed) is closed  # no products: unchanged
+
+
+def test_a_product_left_out_of_the_join_stays_a_term(rng):
+    def mixed(a, b, c, d, x, w):
+        return a @ b + c @ d + x @ w  # two batched products agree; x @ w has no batch axis
+
+    args = [rng.standard_normal(s) for s in ((2, 20, 17), (2, 17, 18), (2, 20, 7), (2, 7, 18),
+                                             (2, 20, 5), (5, 18))]
+    assert_close(rl.jit(mixed)(*args), mixed(*args), rtol=1e-12)
+    assert _dots(rl.trace(mixed, *args).ir) == 2

@@ -67,11 +67,11 @@ def _join_jaxpr(jaxpr: Any) -> Any:
             continue
         adds, terms = _sum_tree(eqn, producer, uses)
         seen |= {id(a) for a in adds}  # a part of a sum with no join has none either
-        new = _joined(eqn, terms, producer, uses)
-        if new is None:
+        found = _joined(eqn, terms, producer, uses)
+        if found is None:
             continue
-        products = {id(producer[t]) for t in terms if _product_term(t, producer, uses)}
-        dropped |= {id(a) for a in adds} | products
+        new, products = found  # the products joined; the others stay terms, as traced
+        dropped |= {id(a) for a in adds} | {id(p) for p in products}
         replaced[id(eqn)] = new
     if not replaced:
         return jaxpr.replace(eqns=eqns) if changed else jaxpr
@@ -91,16 +91,13 @@ def _is_add(eqn: Any) -> bool:
 def _sum_tree(root: Any, producer: dict[Any, Any], uses: dict[Any, int]
               ) -> tuple[list[Any], list[Any]]:
     """The ``add`` equations of the sum ``root`` ends (those whose result only it reads, the
-    root included) and its terms, in order. An inner sum of another shape (a broadcast) ends
-    the tree there: it is a term."""
-    shape = root.outvars[0].aval.shape
+    root included) and its terms, in order (``add`` takes operands of its result's shape)."""
     adds, terms = [root], []
     stack = list(reversed(root.invars))  # a loop, not recursion: a sum may have 10,000 terms
     while stack:
         v = stack.pop()
         inner = producer.get(v) if isinstance(v, jcore.Var) else None
-        if (inner is not None and _is_add(inner) and uses[v] == 1
-                and getattr(v.aval, "shape", None) == shape):
+        if inner is not None and _is_add(inner) and uses[v] == 1:
             adds.append(inner)
             stack.extend(reversed(inner.invars))
         else:
@@ -113,14 +110,12 @@ def _product_term(v: Any, producer: dict[Any, Any], uses: dict[Any, int]) -> boo
     return made is not None and made.primitive.name == "dot_general" and uses[v] == 1
 
 
-def _key(eqn: Any, shape: tuple[int, ...]) -> tuple[Any, ...] | None:
-    """What products must share to be joined, or None when ``eqn`` (a product giving a term of
-    the sum's ``shape``) cannot be (several contracting axes, too few rows or columns, or a
-    product the sum broadcasts)."""
+def _key(eqn: Any) -> tuple[Any, ...] | None:
+    """What products must share to be joined, or None when ``eqn`` (a product, a term of a sum)
+    cannot be (several contracting axes, too few rows or columns)."""
     (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
     lhs, rhs = (v.aval for v in eqn.invars)
-    out = eqn.outvars[0].aval
-    if len(lc) != 1 or len(rc) != 1 or out.shape != shape:
+    if len(lc) != 1 or len(rc) != 1:
         return None
     batch = math.prod(lhs.shape[a] for a in lb)
     rows = lhs.size // max(batch * lhs.shape[lc[0]], 1)
@@ -135,14 +130,13 @@ def _key(eqn: Any, shape: tuple[int, ...]) -> tuple[Any, ...] | None:
 
 
 def _joined(root: Any, terms: list[Any], producer: dict[Any, Any], uses: dict[Any, int]
-            ) -> list[Any] | None:
-    """The equations computing ``root``'s sum with its agreeing products joined, or None when
-    no two products agree."""
-    shape = root.outvars[0].aval.shape
+            ) -> tuple[list[Any], list[Any]] | None:
+    """The equations computing ``root``'s sum with its agreeing products joined, and the
+    product equations they replace; None when no two products agree."""
     groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for t in terms:
         if _product_term(t, producer, uses):
-            key = _key(producer[t], shape)
+            key = _key(producer[t])
             if key is not None:
                 groups[key].append(producer[t])
     joined = [g for g in groups.values() if len(g) > 1]
@@ -182,4 +176,4 @@ def _joined(root: Any, terms: list[Any], producer: dict[Any, Any], uses: dict[An
                               for v in e.invars],
                       outvars=[names.get(v, v) for v in e.outvars],
                       source_info=root.source_info)
-            for e in inner.jaxpr.eqns]
+            for e in inner.jaxpr.eqns], [e for g in joined for e in g]
