@@ -40,7 +40,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jcore
 
-from reactant_lab.trace.numpy_mode.subjaxprs import closed_rewritten, inner_rewritten
+from reactant_lab.trace.numpy_mode.subjaxprs import closed_rewritten, inlined, inner_rewritten
 
 # Ops XLA can turn into a bitcast of their operand (no data moved): the view chain of a write.
 _VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "transpose", "copy",
@@ -227,17 +227,9 @@ def _as_scatter(eqn: Any) -> list[Any]:
     """The equations of a scatter of the ``dynamic_update_slice`` ``eqn``'s window, element by
     element, in its place (same inputs, same result variable)."""
     avals = [jax.ShapeDtypeStruct(v.aval.shape, v.aval.dtype) for v in eqn.invars]
-    inner = jax.make_jaxpr(_scatter)(*avals)
-    if inner.consts:  # none expected: every constant is a scalar literal
-        return [eqn]
-    jaxpr = inner.jaxpr
-    names = dict(zip(jaxpr.invars, eqn.invars, strict=True))
-    names[jaxpr.outvars[0]] = eqn.outvars[0]
-    return [e.replace(invars=[names.get(v, v) if isinstance(v, jcore.Var) else v
-                              for v in e.invars],
-                      outvars=[names.get(v, v) for v in e.outvars],
-                      source_info=eqn.source_info)
-            for e in jaxpr.eqns]
+    spliced = inlined(_scatter, eqn.invars, avals, eqn.outvars[0], eqn.source_info)
+    # None is not expected (every constant of the scatter is a scalar literal): then unchanged
+    return [eqn] if spliced is None else spliced
 
 
 def _scatter(x: Any, new: Any, *at: Any) -> Any:

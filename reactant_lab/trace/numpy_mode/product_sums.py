@@ -33,7 +33,7 @@ import jax
 from jax import lax
 from jax.extend import core as jcore
 
-from reactant_lab.trace.numpy_mode.subjaxprs import closed_rewritten, inner_rewritten
+from reactant_lab.trace.numpy_mode.subjaxprs import closed_rewritten, inlined, inner_rewritten
 
 MIN_FREE = 16
 """Both free sizes of the products in a joined sum must be at least this (see the module's doc):
@@ -167,13 +167,5 @@ def _joined(root: Any, terms: list[Any], producer: dict[Any, Any], uses: dict[An
         assert total.dtype == dtype
         return total
 
-    inner = jax.make_jaxpr(summed)(*avals)
-    if inner.consts:  # none expected: the function makes no constants
-        return None
-    names = dict(zip(inner.jaxpr.invars, args, strict=True))
-    names[inner.jaxpr.outvars[0]] = root.outvars[0]
-    return [e.replace(invars=[names.get(v, v) if isinstance(v, jcore.Var) else v
-                              for v in e.invars],
-                      outvars=[names.get(v, v) for v in e.outvars],
-                      source_info=root.source_info)
-            for e in inner.jaxpr.eqns], [e for g in joined for e in g]
+    new = inlined(summed, args, avals, root.outvars[0], root.source_info)
+    return None if new is None else (new, [e for g in joined for e in g])

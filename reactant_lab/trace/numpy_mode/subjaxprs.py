@@ -1,12 +1,14 @@
 """Rewriting a jaxpr everywhere: in the jaxprs its equations carry as parameters too (a loop's
-body, a conditional's branches, a call), for NumPy mode's rewrites of the traced jaxpr
-(``fused_reads``, ``product_sums``)."""
+body, a conditional's branches, a call), and splicing a function's equations in place of one
+that computes the same: NumPy mode's rewrites of the traced jaxpr (``fused_reads``,
+``product_sums``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
 from jax.extend import core as jcore
 
 Rewrite = Callable[[Any], Any]
@@ -39,3 +41,19 @@ def _param(value: Any, rewrite: Rewrite) -> Any:
         new = tuple(_param(v, rewrite) for v in value)
         return value if all(a is b for a, b in zip(new, value, strict=True)) else new
     return value
+
+
+def inlined(fn: Callable[..., Any], args: Sequence[Any], avals: Sequence[Any], out: Any,
+            source_info: Any) -> list[Any] | None:
+    """The equations of ``fn`` traced on ``avals``, reading the variables ``args`` and giving
+    its one result as the variable ``out`` (with ``source_info``): to splice in place of the
+    equations that computed ``out``; None when its trace holds constants (none expected)."""
+    inner = jax.make_jaxpr(fn)(*avals)
+    if inner.consts:
+        return None
+    names = dict(zip(inner.jaxpr.invars, args, strict=True))
+    names[inner.jaxpr.outvars[0]] = out
+    return [e.replace(invars=[names.get(v, v) if isinstance(v, jcore.Var) else v
+                              for v in e.invars],
+                      outvars=[names.get(v, v) for v in e.outvars], source_info=source_info)
+            for e in inner.jaxpr.eqns]
