@@ -15,7 +15,7 @@ from reactant_lab.errors import UnsupportedArgumentError
 from reactant_lab.trace import captures
 from reactant_lab.trace.jax_mode import fn_name
 from reactant_lab.trace.lowering import CallOutput, Lowered, lower_call
-from reactant_lab.trace.numpy_mode import context, errors, fused_reads, product_sums
+from reactant_lab.trace.numpy_mode import context, errors, fused_reads, one_hot, product_sums
 from reactant_lab.trace.numpy_mode.creation import overlays
 from reactant_lab.trace.numpy_mode.overlap import check_independent
 from reactant_lab.trace.numpy_mode.proxy import ProxyArray
@@ -80,8 +80,10 @@ def trace_numpy(fn: Callable[..., Any], flat: FlatCall, jax_fallback: bool = Fal
 
 def _rewrite(closed: Any) -> Any:
     """NumPy mode's changes of the traced jaxpr: writes XLA:CPU would fuse wrongly made
-    scatters (``fused_reads``), sums of agreeing products made one product (``product_sums``)."""
-    return product_sums.join(fused_reads.guard(closed))
+    scatters (``fused_reads``), products by a one-hot matrix made sums per class (``one_hot``;
+    before the joins, which would otherwise join them), sums of agreeing products made one
+    product (``product_sums``)."""
+    return product_sums.join(one_hot.summed(fused_reads.guard(closed)))
 
 
 def _argument_root(flat: FlatCall, i: int, traced: Any) -> Root:
