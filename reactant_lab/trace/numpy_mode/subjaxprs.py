@@ -1,6 +1,6 @@
 """Rewriting a jaxpr everywhere: in the jaxprs its equations carry as parameters too (a loop's
 body, a conditional's branches, a call), and splicing a function's equations in place of one
-that computes the same: NumPy mode's rewrites of the traced jaxpr (``fused_reads``,
+that computes the same: NumPy mode's rewrites of the traced jaxpr (``fused_reads``, ``one_hot``,
 ``product_sums``)."""
 
 from __future__ import annotations
